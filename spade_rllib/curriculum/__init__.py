@@ -1,0 +1,49 @@
+"""Adaptive curriculum: strategies (threshold, plr, uniform, fixed), level specs, the PettingZoo
+wrapper, the runner-side level source for the RLlib glue (`source`; the driver component is
+`spade_rllib.curriculum.component`) and the held-out level loader. Pure Python/numpy; no Ray import. See docs/curriculum.md."""
+from spade_rllib.curriculum.config import (
+    CurriculumConfig,
+    FixedConfig,
+    PLRConfig,
+    ThresholdConfig,
+    UniformConfig,
+)
+from spade_rllib.curriculum.heldout import (
+    HELDOUT_DIR,
+    heldout_map_files,
+    heldout_metrics,
+    heldout_reset_options,
+    load_heldout_levels,
+    load_heldout_specs,
+)
+from spade_rllib.curriculum.plr import (
+    learnability,
+    positive_value_loss,
+    rank_weights,
+    replay_probabilities,
+    staleness_weights,
+)
+from spade_rllib.curriculum.spec import LevelSpec, build_level, outcome_completed
+from spade_rllib.curriculum.strategies import (
+    SAMPLING_STATE_FORMAT,
+    CurriculumStrategy,
+    FixedStrategy,
+    PLRStrategy,
+    ThresholdStrategy,
+    UniformStrategy,
+    default_knobs_fn,
+    initial_sampling_state,
+    make_strategy,
+    sample_level,
+)
+from spade_rllib.curriculum.source import CurriculumLevelSource
+from spade_rllib.curriculum.wrapper import AdaptiveCurriculum
+
+__all__ = [
+    "AdaptiveCurriculum", "CurriculumConfig", "CurriculumLevelSource", "CurriculumStrategy", "FixedConfig", "FixedStrategy",
+    "HELDOUT_DIR", "LevelSpec", "PLRConfig", "PLRStrategy", "SAMPLING_STATE_FORMAT", "ThresholdConfig",
+    "ThresholdStrategy", "UniformConfig", "UniformStrategy", "build_level", "default_knobs_fn",
+    "heldout_map_files", "heldout_metrics", "heldout_reset_options", "initial_sampling_state", "learnability", "load_heldout_levels", "load_heldout_specs", "make_strategy",
+    "outcome_completed", "positive_value_loss", "rank_weights", "replay_probabilities", "sample_level",
+    "staleness_weights",
+]

@@ -1,0 +1,111 @@
+"""The curriculum's driver component for `SpadePPO` (see `spade_rllib.rllib.components`). No Ray import.
+
+The driver owns one strategy. Each iteration:
+  update(outcomes, ctx)  folds the outcomes of curriculum-chosen levels (those carrying `level_spec`)
+                         into the strategy and returns `strategy.metrics()` (`curriculum/...`);
+  runner_update(full)    returns a `DriverUpdate(level_source=CurriculumLevelSource(...))` when the
+                         sampling state changed since the last broadcast (always when `full`);
+  state_dict()           strategy state (difficulty, window, buffer, RNG) + broadcast version.
+Registered as "curriculum" in `COMPONENT_FACTORIES` (`make_component`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Optional
+
+from spade_rllib.curriculum.config import CurriculumConfig
+from spade_rllib.curriculum.source import CurriculumLevelSource
+from spade_rllib.curriculum.strategies import KnobsFn, make_strategy
+
+# Keys of the run config's `curriculum:` section that are not CurriculumConfig fields.
+SECTION_ONLY_KEYS = ("enabled",)
+
+
+class CurriculumComponent:
+    """Driver-side owner of the curriculum state (the `DriverComponent` protocol)."""
+
+    name = "curriculum"
+
+    def __init__(self, config: CurriculumConfig, seed: int = 0, knobs_fn: KnobsFn | None = None):
+        self.config = config
+        self.seed = int(seed)
+        self.strategy = make_strategy(config, seed=self.seed, knobs_fn=knobs_fn)
+        self.version = 0  # broadcast counter; bumps when the sampling state changes
+        self._last_state: Optional[dict] = None
+        self._sent_version = -1
+        self.ignored_outcomes = 0  # outcomes of levels the curriculum did not choose (no level_spec)
+
+    def update(self, outcomes: list, ctx: Any = None) -> dict:
+        mine = [o for o in outcomes if o.get("level_spec")]
+        self.ignored_outcomes += len(outcomes) - len(mine)
+        self.strategy.update(mine)
+        metrics = dict(self.strategy.metrics())
+        metrics["curriculum/version"] = float(self.version)
+        return metrics
+
+    def _current_state(self) -> dict:
+        state = self.strategy.sampling_state()
+        if state != self._last_state:
+            self._last_state = state
+            self.version += 1
+        return state
+
+    def level_source(self) -> CurriculumLevelSource:
+        """The runner-side object for the current sampling state."""
+        return CurriculumLevelSource(self._current_state(), seed=self.seed, version=self.version)
+
+    def runner_update(self, full: bool):
+        from spade_rllib.rllib.plan import DriverUpdate
+
+        source = self.level_source()
+        if not full and self._sent_version == self.version:
+            return None
+        self._sent_version = self.version
+        return DriverUpdate(level_source=source)
+
+    def state_dict(self) -> dict:
+        return {"strategy": self.strategy.state_dict(), "version": self.version,
+                "ignored_outcomes": self.ignored_outcomes}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.strategy.load_state_dict(state["strategy"])
+        self.version = int(state["version"])
+        self.ignored_outcomes = int(state.get("ignored_outcomes", 0))
+        self._last_state = self.strategy.sampling_state()
+        self._sent_version = -1  # the next runner_update sends, whatever `full` says
+
+
+def curriculum_config_from_section(section: Any) -> CurriculumConfig:
+    """The run config's `curriculum:` section (dataclass or mapping) -> CurriculumConfig.
+    `enabled` is dropped; every other key must be a CurriculumConfig field."""
+    if dataclasses.is_dataclass(section):
+        data = {f.name: getattr(section, f.name) for f in dataclasses.fields(section)}
+    elif isinstance(section, Mapping) or section is None:
+        data = dict(section or {})
+    else:
+        data = dict(vars(section))
+    for key in SECTION_ONLY_KEYS:
+        data.pop(key, None)
+    data = {k: (_plain(v)) for k, v in data.items()}
+    return CurriculumConfig.from_dict(data)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+def make_component(cfg: Any, info: Any) -> Optional[CurriculumComponent]:
+    """Factory for `COMPONENT_FACTORIES["curriculum"]`: None when `curriculum.enabled` is false."""
+    section = getattr(cfg, "curriculum", None)
+    if section is None or not getattr(section, "enabled", False):
+        return None
+    if getattr(info, "kind", "mazerace") != "mazerace":
+        raise ValueError(f"curriculum.enabled = true needs a level-driven env (MazeRace-v0); env kind is {info.kind!r}")
+    config = curriculum_config_from_section(section)
+    teams = getattr(info, "teams", None)
+    if teams:  # the env decides the team size
+        config = dataclasses.replace(config, agents_per_team=len(teams[0]))
+    seed = int(getattr(getattr(cfg, "experiment", None), "seed", 0) or 0)
+    return CurriculumComponent(config, seed=seed)

@@ -1,0 +1,102 @@
+"""Held-out evaluation levels: hand-written ASCII maps that training never samples.
+
+`load_heldout_levels(paths)` reads `*.txt` maps (`#` wall, `.` floor, `F` flag, `A`/`B` spawns)
+from files and/or directories; the level's name is the file stem. The shipped set lives in
+`spade_rllib/levels/heldout/` (`HELDOUT_DIR`), used when `paths` is None.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from spade_rllib.curriculum.spec import LevelSpec, normalize_ascii
+
+HELDOUT_DIR = Path(__file__).resolve().parent.parent / "levels" / "heldout"
+MAP_SUFFIX = ".txt"
+
+
+
+def heldout_map_files(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None = None) -> list[Path]:
+    """The map files named by `paths` (files, or directories scanned for *.txt, sorted), in order."""
+    if paths is None:
+        paths = [HELDOUT_DIR]
+    elif isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            found = sorted(path.glob(f"*{MAP_SUFFIX}"))
+            if not found:
+                raise FileNotFoundError(f"held-out level directory {str(path)!r} holds no *{MAP_SUFFIX} maps")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise FileNotFoundError(
+                f"held-out level path {str(path)!r} does not exist (evaluation.heldout_levels takes files or "
+                f"directories of *{MAP_SUFFIX} ASCII maps; the shipped set is {str(HELDOUT_DIR)!r})")
+    return files
+
+
+def load_heldout_specs(paths=None) -> dict[str, LevelSpec]:
+    """name -> grid LevelSpec (compact, picklable: what to ship to an evaluation task)."""
+    specs: dict[str, LevelSpec] = {}
+    origin: dict[str, Path] = {}
+    for file in heldout_map_files(paths):
+        name = file.stem
+        if name in specs:
+            raise ValueError(f"two held-out maps are named {name!r}: {origin[name]} and {file}; rename one")
+        try:
+            specs[name] = LevelSpec.grid(normalize_ascii(file.read_text()), name=name)
+        except ValueError as e:
+            raise ValueError(f"held-out map {file}: {e}") from e
+        origin[name] = file
+    return specs
+
+
+def load_heldout_levels(paths=None, max_unfairness: int | None = 0) -> dict:
+    """name -> MazeRace `Level`, parsed and checked (fairness spread <= max_unfairness; None = no check)."""
+    from spade_rllib.envs import Level, LevelError
+
+    levels = {}
+    for name, spec in load_heldout_specs(paths).items():
+        try:
+            levels[name] = Level.from_ascii(spec.ascii, max_unfairness=max_unfairness)
+        except LevelError as e:
+            raise type(e)(f"held-out map {name!r}: {e}") from e
+    return levels
+
+
+def heldout_reset_options(paths=None, agents_per_team: int = 1) -> list[dict]:
+    """One reset-option dict per held-out map with `agents_per_team` agents per team, sorted by name:
+    {"level": Level, "heldout_level": name}. MazeRace reads `level`; the env runner copies the other
+    key into the outcome record (`SpadeEnvRunner.evaluate_main(spec={"levels": ...})`)."""
+    levels = load_heldout_levels(paths)
+    return [{"level": level, "heldout_level": name} for name, level in sorted(levels.items())
+            if level.agents_per_team == agents_per_team]
+
+
+def heldout_metrics(records: Iterable[dict], prefix: str = "heldout") -> dict[str, float]:
+    """`heldout/<level>/<opponent>/{win_rate,draw_rate,mean_length,games}` from outcome records that carry
+    `heldout_level`; win = main's team (`main_team`, default A) won. Records without it are skipped."""
+    table: dict[tuple[str, str], list] = {}
+    for rec in records:
+        level = rec.get("heldout_level")
+        if level is None:
+            continue
+        row = table.setdefault((str(level), str(rec.get("opponent"))), [0, 0, 0, 0])  # wins, draws, games, length
+        mine = "AB"[int(rec.get("main_team") or 0)]
+        row[0] += rec.get("winner") == mine
+        row[1] += rec.get("winner") == "draw"
+        row[2] += 1
+        row[3] += int(rec.get("length", 0))
+    out: dict[str, float] = {}
+    for (level, opponent), (wins, draws, games, length) in sorted(table.items()):
+        key = f"{prefix}/{level}/{opponent}"
+        out[f"{key}/win_rate"] = wins / games
+        out[f"{key}/draw_rate"] = draws / games
+        out[f"{key}/mean_length"] = length / games
+        out[f"{key}/games"] = float(games)
+    return out

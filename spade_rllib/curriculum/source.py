@@ -1,0 +1,80 @@
+"""`CurriculumLevelSource`: the curriculum's runner-side object for the RLlib glue. No Ray.
+
+It implements `spade_rllib.rllib.plan.LevelSource`. The driver ships it inside a `DriverUpdate`
+(pickled), and the env runner calls `reset_options(key)` at every reset. The level is a pure
+function of (sampling state, seed, version, episode key), like `OpponentPlan.pick`. Two runners
+with the same source and key get the same level, runner state never drifts, and a restored run
+repeats its levels.
+
+`reset_options` returns `{"level": Level, "level_id": str, "level_spec": dict}`. MazeRace reads
+`level`, and the runner copies `level_id` and `level_spec` into the episode's outcome record, which
+is what the driver's strategy needs (PLR stores the spec, threshold reads its difficulty).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from spade_rllib.curriculum.spec import LevelSpec, build_level
+from spade_rllib.curriculum.strategies import sample_level
+
+SOURCE_CACHE_SIZE = 64  # built levels kept per source instance, by level_id (not pickled)
+MAX_BUILD_ATTEMPTS = 5  # a spec the generator rejects is redrawn (from the same keyed RNG), then it raises
+
+
+class CurriculumLevelSource:
+    """Picks each episode's level from a broadcast sampling state.
+
+    sampling_state: `strategy.sampling_state()` from the driver (plain JSON-able dict).
+    seed:           the run's seed, mixed into every pick.
+    version:        the driver's broadcast counter, mixed in so each broadcast draws fresh levels.
+    level_builder:  LevelSpec -> what goes into `options["level"]` (default: MazeRace `Level`).
+    """
+
+    def __init__(self, sampling_state: Mapping[str, Any], seed: int = 0, version: int = 0,
+                 level_builder: Callable[[LevelSpec], Any] = build_level):
+        self.sampling_state = dict(sampling_state)
+        self.seed = int(seed)
+        self.version = int(version)
+        self.level_builder = level_builder
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+
+    def spec_for(self, key: tuple, attempt: int = 0) -> LevelSpec:
+        """The level spec for the episode with this key (worker_index, env_index, episode_number)."""
+        rng = np.random.default_rng([self.seed & 0xFFFFFFFF, self.version, attempt, *(int(k) for k in key)])
+        return sample_level(self.sampling_state, rng)
+
+    def reset_options(self, key: tuple) -> dict[str, Any]:
+        error: Exception | None = None
+        for attempt in range(MAX_BUILD_ATTEMPTS):
+            spec = self.spec_for(key, attempt)
+            try:
+                level = self._build(spec)
+            except (RuntimeError, ValueError) as e:
+                error = e
+                continue
+            return {"level": level, "level_id": spec.level_id, "level_spec": spec.to_dict()}
+        raise RuntimeError(f"CurriculumLevelSource: {MAX_BUILD_ATTEMPTS} levels drawn for episode {key} failed to "
+                           f"build; last spec {spec.to_dict()}") from error
+
+    def _build(self, spec: LevelSpec) -> Any:
+        level = self._cache.get(spec.level_id)
+        if level is None:
+            level = self.level_builder(spec)
+            self._cache[spec.level_id] = level
+            if len(self._cache) > SOURCE_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(spec.level_id)
+        return level
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_cache"] = OrderedDict()  # ship the sampling state, not built levels
+        return state
+
+    def __repr__(self) -> str:
+        return (f"CurriculumLevelSource(kind={self.sampling_state.get('kind')!r}, seed={self.seed}, "
+                f"version={self.version})")
