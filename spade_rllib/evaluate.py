@@ -1,0 +1,290 @@
+"""League evaluation from checkpoints: `python -m spade_rllib.evaluate --checkpoint PATH [...]`.
+
+Builds a pool (every league member stored in each checkpoint, the scripted bots, and with
+`--vs-checkpoint` other runs' main), plays a round-robin (or sampled) schedule with seats swapped
+equally on the chosen levels, in parallel Ray tasks or in this process (`--workers 0`), and writes
+to `--out`: games.csv, payoff.csv, ratings.csv, levels.csv, PNG plots, report.md and replays.
+Deterministic given `--seed`. See docs/evaluation.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from spade_rllib.policy import (
+    DEFAULT_MODULE_ID,
+    SUPPORTED_ENV_IDS,
+    PolicyLoadError,
+    canonical_env_id,
+    checkpoint_env_id,
+    infer_env_id,
+    known_env_id,
+    load_policy,
+    resolve_checkpoint,
+)
+
+EXIT_USAGE = 2
+
+
+@dataclass
+class EvalConfig:
+    """Everything one evaluation needs; filled from the command line by `parse_args`."""
+
+    checkpoints: list[str]
+    """Runs whose league members (main, exploiters, frozen snapshots) join the pool."""
+    vs_checkpoints: list[str] = field(default_factory=list)
+    """Other runs whose main joins the pool, for cross-run comparison."""
+    levels: str | None = None
+    """"heldout", a directory of ASCII maps, or "generated:N@D"; default heldout, else generated:4@5."""
+    games_per_pair: int = 10
+    """Games per pair of players (rounded up to even: seats are swapped equally)."""
+    seed: int = 0
+    """Seeds levels, schedule, games, bootstrap: the same seed gives the same files."""
+    replays: int = 2
+    """GIF replays + ASCII transcripts of main's games (at least one loss when there is one)."""
+    out: str = "eval"
+    """Output directory."""
+    workers: int = 2
+    """Parallel Ray tasks; 0 plays every game in this process without Ray."""
+    env: str | None = None
+    """Env id override; by default the env recorded in the checkpoint (or inferred from its spaces)."""
+    bots: list[str] | None = None
+    """Scripted players to add; default: random, rusher, rusher_tagger for MazeRace, random otherwise."""
+    league: bool = True
+    """Include frozen league snapshots stored in the checkpoints (False: main only)."""
+    bootstrap: int = 200
+    """Bootstrap resamples for the Elo intervals."""
+    max_round_robin: int = 16
+    """Pools larger than this get a sampled schedule."""
+    sampled_opponents: int = 4
+    """Sampled schedule: random opponents per non-anchor player."""
+    agents_per_team: int = 1
+    """MazeRace generated levels: 1 (1v1) or 2 (2v2; each seat's player drives its whole team)."""
+    stochastic: bool = False
+    """Module players sample from their policy instead of taking the argmax."""
+    progress: bool = True
+    """Show a progress bar."""
+    top: int = 10
+    """Rows of the ratings table printed to the console."""
+    # Derived, filled by `build_pool`:
+    env_id: str = ""
+    """The env every player plays (resolved)."""
+    main_id: str = ""
+    """Player id of the first checkpoint's main (levels.csv and replays are about it)."""
+
+
+def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
+    p = argparse.ArgumentParser(prog="python -m spade_rllib.evaluate", description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", action="append", required=True, dest="checkpoints", metavar="PATH",
+                   help="algorithm checkpoint or trial directory (repeatable)")
+    p.add_argument("--vs-checkpoint", action="append", default=[], dest="vs_checkpoints", metavar="PATH",
+                   help="another run whose main joins the pool (repeatable)")
+    p.add_argument("--levels", default=None, help="heldout | DIR | generated:N@DIFFICULTY")
+    p.add_argument("--games-per-pair", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--replays", type=int, default=2, metavar="K")
+    p.add_argument("--out", default="eval")
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="parallel Ray tasks (0: no Ray, play in this process)")
+    p.add_argument("--local", action="store_const", const=0, dest="workers", help="same as --workers 0")
+    p.add_argument("--env", default=None, help="env id override (MazeRace-v0, connect_four_v3)")
+    p.add_argument("--bots", default=None, help="comma-separated bots to add, or 'none'")
+    p.add_argument("--no-league", action="store_false", dest="league", help="main only, no frozen snapshots")
+    p.add_argument("--bootstrap", type=int, default=200)
+    p.add_argument("--max-round-robin", type=int, default=16)
+    p.add_argument("--sampled-opponents", type=int, default=4)
+    p.add_argument("--agents-per-team", type=int, choices=(1, 2), default=1,
+                   help="MazeRace generated levels: 1v1 or 2v2")
+    p.add_argument("--stochastic", action="store_true", help="sample actions instead of argmax")
+    p.add_argument("--no-progress", action="store_false", dest="progress")
+    p.add_argument("--top", type=int, default=10)
+    args = p.parse_args(argv)
+    bots = None
+    if args.bots is not None:
+        bots = [] if args.bots.strip().lower() == "none" else [b.strip() for b in args.bots.split(",") if b.strip()]
+    cfg = EvalConfig(checkpoints=args.checkpoints, vs_checkpoints=args.vs_checkpoints, levels=args.levels,
+                     games_per_pair=args.games_per_pair, seed=args.seed, replays=args.replays, out=args.out,
+                     workers=args.workers, env=args.env, bots=bots, league=args.league, bootstrap=args.bootstrap,
+                     max_round_robin=args.max_round_robin, sampled_opponents=args.sampled_opponents,
+                     agents_per_team=args.agents_per_team, stochastic=args.stochastic, progress=args.progress, top=args.top)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: EvalConfig) -> None:
+    """Argument checks before anything is loaded; `ValueError` naming the option and the value."""
+    for name in ("games_per_pair", "bootstrap", "max_round_robin", "sampled_opponents"):
+        value = getattr(cfg, name)
+        if value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} = {value}: must be >= 1")
+    for name in ("replays", "workers", "top"):
+        value = getattr(cfg, name)
+        if value < 0:
+            raise ValueError(f"--{name} = {value}: must be >= 0")
+
+
+# --------------------------------------------------------------------------------------------
+# Pool
+# --------------------------------------------------------------------------------------------
+def _run_label(info, taken: set[str]) -> str:
+    """Short unique name of a run: its trial folder, plus the checkpoint folder when one run appears twice."""
+    base = ((info.trial_dir.name if info.trial_dir else info.path.name) or "run")[:24]
+    label = base
+    if label in taken:
+        label = f"{base}@{info.path.name}"
+    k = 2
+    while label in taken:
+        label, k = f"{base}-{k}", k + 1
+    taken.add(label)
+    return label
+
+
+def _members(info, league: bool) -> list[str]:
+    """League members of one checkpoint: main, exploiters and (with `league`) frozen snapshots."""
+    members = [m for m in info.module_ids if m == DEFAULT_MODULE_ID or "exploiter" in m]
+    if not members:
+        members = list(info.module_ids)
+    if league:
+        members += [m for m in info.league_ids if m not in members]
+    return members
+
+
+def build_pool(cfg: EvalConfig):
+    """Resolve checkpoints, env and players. Returns {player_id: PlayerSpec} in pool order and a legend."""
+    from spade_rllib.evaluation.players import BOT_KIND, MODULE_KIND, PlayerSpec, bots_for_env
+
+    entries = []  # (checkpoint info, members, is_vs)
+    for path in cfg.checkpoints:
+        info = resolve_checkpoint(path)
+        entries.append((info, _members(info, cfg.league), False))
+    for path in cfg.vs_checkpoints:
+        info = resolve_checkpoint(path)
+        if DEFAULT_MODULE_ID not in info.module_ids:
+            raise PolicyLoadError(f"--vs-checkpoint {info.path} has no 'main' module; available: "
+                                  f"{', '.join(info.module_ids) or 'none'}")
+        entries.append((info, [DEFAULT_MODULE_ID], True))
+    env_id = canonical_env_id(cfg.env)
+    if env_id is None:
+        recorded = [known_env_id(checkpoint_env_id(info)) for info, _, _ in entries]
+        known = {e for e in recorded if e}
+        if len(known) > 1:
+            raise PolicyLoadError(f"checkpoints come from different envs: {', '.join(sorted(known))}; "
+                                  f"evaluate one env at a time")
+        env_id = known.pop() if known else None
+    if env_id is None:
+        env_id = infer_env_id(load_policy(entries[0][0].path, entries[0][1][0]))
+        if env_id is None:
+            raise PolicyLoadError(f"cannot tell which env {entries[0][0].path} was trained on; pass --env")
+    if env_id not in SUPPORTED_ENV_IDS:
+        raise PolicyLoadError(f"env {env_id!r} is not playable by evaluation; supported: {', '.join(SUPPORTED_ENV_IDS)}")
+    multi = len(entries) > 1
+    taken: set[str] = set()
+    specs: dict[str, PlayerSpec] = {}
+    legend: dict[str, str] = {}
+    for info, members, _ in entries:
+        label = _run_label(info, taken)
+        legend[label] = str(info.path)
+        for member in members:
+            load_policy(info.path, member, env_id=env_id)  # validates now: one-line errors before any game
+            pid = f"{label}/{member}" if multi else member
+            specs[pid] = PlayerSpec(pid, MODULE_KIND, member, checkpoint=str(info.path), run=label,
+                                    deterministic=not cfg.stochastic)
+    valid_bots = bots_for_env(env_id)
+    bots = list(valid_bots) if cfg.bots is None else cfg.bots
+    for bot in bots:
+        if bot not in valid_bots:
+            raise PolicyLoadError(f"--bots: {bot!r} does not play {env_id}; available: {', '.join(valid_bots)}")
+        if bot in specs:
+            raise PolicyLoadError(f"player id {bot!r} is taken by a module; drop it from --bots")
+        specs[bot] = PlayerSpec(bot, BOT_KIND, bot)
+    first_label = next(iter(legend))
+    cfg.env_id = env_id
+    cfg.main_id = f"{first_label}/{entries[0][1][0]}" if multi else entries[0][1][0]
+    return specs, legend
+
+
+# --------------------------------------------------------------------------------------------
+# Run
+# --------------------------------------------------------------------------------------------
+def evaluate(cfg: EvalConfig) -> dict:
+    """Run the whole evaluation and write every output; returns a summary dict (paths and tables)."""
+    from spade_rllib.evaluation import report
+    from spade_rllib.evaluation.replays import write_replays
+    from spade_rllib.evaluation.runner import run_schedule
+    from spade_rllib.evaluation.schedule import make_schedule, parse_levels
+
+    started = time.perf_counter()
+    specs, legend = build_pool(cfg)
+    levels = parse_levels(cfg.levels, cfg.env_id, cfg.seed, cfg.agents_per_team)
+    players = list(specs)
+    anchors = [p for p, s in specs.items() if s.kind == "bot" or s.name == DEFAULT_MODULE_ID]
+    games = make_schedule(players, levels, cfg.games_per_pair, cfg.seed, anchors=anchors,
+                          max_round_robin=cfg.max_round_robin, sampled_opponents=cfg.sampled_opponents)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = run_schedule(cfg.env_id, specs, levels, games, workers=cfg.workers, progress=cfg.progress)
+    play_s = time.perf_counter() - started
+
+    payoff = report.payoff_from_results(players, results)
+    ratings = report.fit_ratings(players, results, n_bootstrap=cfg.bootstrap, seed=cfg.seed)
+    kinds = {p: ("bot" if s.kind == "bot" else f"module:{s.name}") for p, s in specs.items()}
+    rating_rows = report.ratings_rows(ratings, payoff, kinds)
+    level_rows = report.level_rows(cfg.main_id, levels, results)
+    files = {
+        "games": report.write_csv(out / "games.csv", report.GAMES_COLUMNS, (r.to_row() for r in results)),
+        "payoff": report.write_csv(out / "payoff.csv", report.PAYOFF_COLUMNS, report.payoff_rows(payoff)),
+        "ratings": report.write_csv(out / "ratings.csv", report.RATINGS_COLUMNS, rating_rows),
+        "levels": report.write_csv(out / "levels.csv", report.LEVELS_COLUMNS, level_rows),
+    }
+    plots = {"payoff_heatmap": report.plot_payoff(payoff, out / "payoff_heatmap.png"),
+             "ratings": report.plot_ratings(ratings, out / "ratings.png")}
+    first = resolve_checkpoint(cfg.checkpoints[0])
+    progress_csv = first.trial_dir / "progress.csv" if first.trial_dir else None
+    if progress_csv is not None and progress_csv.is_file():
+        plots.update(report.plot_progress(progress_csv, out))
+    replays = write_replays(cfg.env_id, specs, levels, results, cfg.main_id, cfg.replays, out) if cfg.replays else []
+    summary = {
+        "env": cfg.env_id,
+        "players": len(players),
+        "games": len(results),
+        "levels": f"{len(levels)} ({cfg.levels or 'default'})",
+        "games per pair": cfg.games_per_pair + cfg.games_per_pair % 2,
+        "seed": cfg.seed,
+        "main": cfg.main_id,
+        "runs": "; ".join(f"{label} = {path}" for label, path in legend.items()),
+        "progress.csv": str(progress_csv) if progress_csv is not None and progress_csv.is_file() else "not found",
+        "play time (s)": f"{play_s:.1f}",
+    }
+    files["report"] = report.write_report(out, title="Evaluation report", summary=summary, ratings=rating_rows,
+                                          levels=level_rows, plots=plots, replays=replays)
+    (out / "eval_config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+    return {"files": files, "plots": plots, "replays": replays, "ratings": rating_rows, "results": results,
+            "players": players, "summary": summary, "console": report.console_table(rating_rows, cfg.top)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from spade_rllib.evaluation.schedule import ScheduleError
+
+    try:
+        cfg = parse_args(argv)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        outcome = evaluate(cfg)
+    except (PolicyLoadError, ScheduleError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(outcome["console"])
+    print(f"{outcome['summary']['games']} games, {outcome['summary']['players']} players -> {Path(cfg.out) / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Tiny checkpoints for tests and demos, built without Ray or training.
+
+`save_tiny_checkpoint(root, env_id)` writes the same layout a training run leaves:
+
+    root/                         the Tune trial directory
+      params.json                 {"env": env_id}, as Tune writes the algorithm config
+      progress.csv                synthetic learning curves (optional)
+      checkpoint_000000/
+        rllib_checkpoint.json
+        learner_group/learner/rl_module/        a MultiRLModule
+          main/                                 a `SpadeModule` (random init from `seed`)
+        algorithm_state.pkl                     optional league snapshots, as SpadePPO stores them:
+                                                {"spade_components": {"league": League.state_dict()-like}}
+
+The modules are random MLPs: useful for plumbing (loading, export, schedules, CSVs), not strength.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import pickle
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from spade_rllib.policy import RL_MODULE_SUBPATH, _quiet_deprecations
+
+
+def env_spaces(env_id: str):
+    """(flat observation space, action space, mask size) as the trainer feeds them to `SpadeModule`."""
+    import gymnasium as gym
+
+    if env_id == "connect_four_v3":
+        from pettingzoo.classic import connect_four_v3
+
+        env = connect_four_v3.env()
+        space = env.observation_space(env.possible_agents[0])
+        n_actions = int(env.action_space(env.possible_agents[0]).n)
+        size = int(np.prod(space["observation"].shape)) + n_actions
+        return gym.spaces.Box(0.0, 1.0, (size,), np.float32), gym.spaces.Discrete(n_actions), n_actions
+    from spade_rllib.envs import make_env
+
+    env = make_env(env_id)
+    agent = env.possible_agents[0]
+    return env.observation_space(agent), env.action_space(agent), 0
+
+
+def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0):
+    """A randomly initialised `SpadeModule` for `env_id` (torch seeded with `seed`)."""
+    import torch
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from spade_rllib.rllib.module import SpadeModule
+
+    obs_space, act_space, mask_size = env_spaces(env_id)
+    torch.manual_seed(seed)
+    spec = RLModuleSpec(module_class=SpadeModule, observation_space=obs_space, action_space=act_space,
+                        model_config={"kind": "mlp", "hidden": list(hidden), "activation": "tanh",
+                                      "mask_size": mask_size})
+    with _quiet_deprecations():
+        module = spec.build()
+    # Larger policy-head weights than the trainer's near-uniform init, so argmax varies with the obs.
+    with torch.no_grad():
+        module.pi_head.weight.normal_(0.0, 1.0)
+    return spec, module
+
+
+def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_ids: Sequence[str] = ("main",),
+                         hidden: Sequence[int] = (16,), seed: int = 0, snapshots: int = 0,
+                         progress_rows: int = 0, checkpoint_name: str = "checkpoint_000000") -> Path:
+    """Write a tiny checkpoint under `root` (the trial dir) and return the checkpoint directory."""
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    root = Path(root)
+    ckpt = root / checkpoint_name
+    modules = {}
+    for k, module_id in enumerate(module_ids):
+        _, modules[module_id] = build_module(env_id, hidden, seed=seed * 1000 + k)
+    specs = {}
+    for module_id, module in modules.items():
+        specs[module_id] = RLModuleSpec(module_class=type(module), observation_space=module.observation_space,
+                                        action_space=module.action_space, model_config=dict(module.model_config))
+    with _quiet_deprecations():
+        multi = MultiRLModuleSpec(rl_module_specs=specs).build()
+    for module_id, module in modules.items():
+        multi[module_id].set_state(module.get_state())
+    multi.save_to_path(str(ckpt / RL_MODULE_SUBPATH))
+    (ckpt / "rllib_checkpoint.json").write_text(json.dumps({"checkpoint_version": "2.1", "format": "cloudpickle"}))
+    (root / "params.json").write_text(json.dumps({"env": env_id}))
+    if snapshots:
+        members = []
+        for generation in range(1, snapshots + 1):
+            _, snap = build_module(env_id, hidden, seed=seed * 1000 + 100 + generation)
+            weights = {k: np.asarray(v) for k, v in snap.get_state().items()}
+            members.append({"id": f"main_v{generation}", "created_at": generation, "weights": weights})
+        members.append({"id": "random", "created_at": 0, "weights": None})
+        # Where SpadePPO.get_state() puts it: algorithm_state.pkl -> spade_components -> league.
+        with open(ckpt / "algorithm_state.pkl", "wb") as f:
+            pickle.dump({"spade_components": {"league": {"version": 1, "members": members}}}, f)
+    if progress_rows:
+        write_progress_csv(root / "progress.csv", progress_rows, seed=seed)
+    return ckpt
+
+
+def write_progress_csv(path: Path, rows: int, seed: int = 0) -> None:
+    """Synthetic `progress.csv` with the columns a spade run logs (namespaced as Tune flattens them)."""
+    rng = np.random.default_rng(seed)
+    columns = ["training_iteration", "time_total_s", "num_env_steps_sampled_lifetime",
+               "env_runners/episode_return_mean", "env_runners/league/main_win_rate",
+               "env_runners/num_env_steps_sampled_lifetime_throughput",
+               "curriculum/difficulty", "league/size", "league/main_rating"]
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        for i in range(1, rows + 1):
+            writer.writerow([i, 10.0 * i, 4000 * i, float(np.tanh(i / rows * 2) + rng.normal(0, 0.05)),
+                             min(1.0, 0.4 + 0.5 * i / rows), 400.0 + rng.normal(0, 20),
+                             1.0 + 4.0 * i / rows, 1 + i // 3, 1000.0 + 25.0 * i])

@@ -1,0 +1,132 @@
+"""Players of an evaluation pool: scripted bots and RLModules from checkpoints.
+
+A `PlayerSpec` is a small picklable description (what Ray tasks receive); `build_player` turns it
+into a `Player` inside the process that plays. Loaded policies are cached per process, so a Ray
+worker loads each checkpoint once however many games it plays.
+
+Every player answers `act(env, agent, obs, action_mask, rng) -> int`:
+- `env` is the live env (bots read its full state), `agent` the agent to move;
+- `obs` the agent's own observation; `action_mask` the legal actions or None;
+- `rng` a `numpy.random.Generator` seeded per game and seat (the only randomness used).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from spade_rllib.policy import Policy, load_policy
+
+MAZERACE_ENV_ID = "MazeRace-v0"
+MAZERACE_BOTS = ("random", "rusher", "rusher_tagger")
+GENERIC_BOTS = ("random",)
+BOT_KIND = "bot"
+MODULE_KIND = "module"
+
+
+def bots_for_env(env_id: str) -> tuple[str, ...]:
+    """The scripted reference players of an env: MazeRace's three bots, `random` elsewhere."""
+    return MAZERACE_BOTS if env_id == MAZERACE_ENV_ID else GENERIC_BOTS
+
+
+@dataclass(frozen=True)
+class PlayerSpec:
+    """What a player is; picklable and hashable. `player_id` is unique within a pool."""
+
+    player_id: str
+    """Display id used in every table ("main", "run_b/main", "snap_3", "rusher")."""
+    kind: str
+    """"bot" or "module"."""
+    name: str
+    """Bot name, or module / league member id inside the checkpoint."""
+    checkpoint: str | None = None
+    """Checkpoint directory of a module player; None for bots."""
+    run: str | None = None
+    """Label of the run the module comes from; None for bots."""
+    deterministic: bool = True
+    """Module players: argmax (True) or sample from the policy."""
+
+
+class Player(Protocol):
+    spec: PlayerSpec
+
+    def act(self, env: Any, agent: str, obs: Any, action_mask: np.ndarray | None,
+            rng: np.random.Generator) -> int: ...
+
+    def new_game(self, seed: int) -> None: ...
+
+
+class RandomPlayer:
+    """Uniform over the legal actions (the mask), or over the whole action space."""
+
+    def __init__(self, spec: PlayerSpec, num_actions: int):
+        self.spec = spec
+        self.num_actions = num_actions
+
+    def new_game(self, seed: int) -> None:
+        pass
+
+    def act(self, env, agent, obs, action_mask, rng) -> int:
+        if action_mask is not None:
+            legal = np.flatnonzero(np.asarray(action_mask) > 0)
+            return int(rng.choice(legal))
+        return int(rng.integers(self.num_actions))
+
+
+class BotPlayer:
+    """A MazeRace scripted bot from `spade_rllib.bots`, re-seeded every game."""
+
+    def __init__(self, spec: PlayerSpec):
+        self.spec = spec
+        self._bot = None
+
+    def new_game(self, seed: int) -> None:
+        from spade_rllib.bots import make_bot
+
+        self._bot = make_bot(self.spec.name, seed=int(seed))
+
+    def act(self, env, agent, obs, action_mask, rng) -> int:
+        if self._bot is None:
+            self.new_game(int(rng.integers(2**31)))
+        return int(self._bot.act(env, agent))
+
+
+class ModulePlayer:
+    """A trained RLModule (or league snapshot) behind `spade_rllib.policy.Policy`."""
+
+    def __init__(self, spec: PlayerSpec, policy: Policy):
+        self.spec = spec
+        self.policy = policy
+
+    def new_game(self, seed: int) -> None:
+        pass
+
+    def act(self, env, agent, obs, action_mask, rng) -> int:
+        return self.policy.act(obs, action_mask=action_mask, deterministic=self.spec.deterministic, rng=rng)
+
+
+_POLICY_CACHE: dict[tuple[str, str], Policy] = {}
+
+
+def cached_policy(checkpoint: str, module_id: str) -> Policy:
+    """Load once per process (Ray workers play many games with the same modules)."""
+    key = (str(checkpoint), module_id)
+    if key not in _POLICY_CACHE:
+        _POLICY_CACHE[key] = load_policy(checkpoint, module_id)
+    return _POLICY_CACHE[key]
+
+
+def build_player(spec: PlayerSpec, env_id: str, num_actions: int) -> Player:
+    """Turn a spec into a live player for `env_id` (whose action space has `num_actions`)."""
+    if spec.kind == MODULE_KIND:
+        if spec.checkpoint is None:
+            raise ValueError(f"module player {spec.player_id!r} has no checkpoint")
+        return ModulePlayer(spec, cached_policy(spec.checkpoint, spec.name))
+    if spec.kind != BOT_KIND:
+        raise ValueError(f"player kind = {spec.kind!r} is unknown; allowed: {BOT_KIND}, {MODULE_KIND}")
+    if spec.name == "random" and env_id != MAZERACE_ENV_ID:
+        return RandomPlayer(spec, num_actions)
+    if env_id != MAZERACE_ENV_ID:
+        raise ValueError(f"bot {spec.name!r} only plays {MAZERACE_ENV_ID}; {env_id} has: {', '.join(GENERIC_BOTS)}")
+    return BotPlayer(spec)

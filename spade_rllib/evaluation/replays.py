@@ -1,0 +1,105 @@
+"""GIF replays and ASCII transcripts of main's games.
+
+Games are pure functions of their `GameSpec` (see `games.py`), so replays are made after the
+evaluation by playing the chosen games again with rendering on: once with the players acting and
+an ASCII board per step (the transcript, which also records the actions), once re-enacting those
+actions with `render_mode="rgb_array"` (the GIF frames). The replayed result is checked against
+the evaluated one.
+
+Choice of games (`pick_replays`): at least one loss of main when there is one, then its other
+games alternating wins, draws and further losses, in schedule order.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from spade_rllib.evaluation.games import GameResult, GameSpec, LevelEntry, num_actions, play_game
+from spade_rllib.evaluation.players import PlayerSpec, build_player
+
+GIF_FRAME_MS = 250
+GIF_MIN_SIDE = 240
+"""Small frames are scaled up (nearest neighbour) to at least this many pixels per side."""
+GIF_MAX_SIDE = 360
+"""Large frames (connect_four's 774x891) are scaled down to at most this."""
+
+
+def outcome_for(result: GameResult, player: str) -> str:
+    return {1.0: "win", 0.5: "draw", 0.0: "loss"}[result.score(player)]
+
+
+def pick_replays(results: Sequence[GameResult], player: str, k: int) -> list[GameResult]:
+    """Up to `k` of `player`'s games: a loss first when there is one, then a mix (see module doc)."""
+    if k <= 0:
+        return []
+    mine = [r for r in results if player in (r.seat0, r.seat1)]
+    buckets = {o: [r for r in mine if outcome_for(r, player) == o] for o in ("loss", "win", "draw")}
+    chosen: list[GameResult] = []
+    if buckets["loss"]:
+        chosen.append(buckets["loss"].pop(0))
+    order = ("win", "draw", "loss")
+    while len(chosen) < k and any(buckets.values()):
+        for o in order:
+            if buckets[o] and len(chosen) < k:
+                chosen.append(buckets[o].pop(0))
+    return sorted(chosen, key=lambda r: r.index)
+
+
+def _resize(frame: np.ndarray):
+    from PIL import Image
+
+    image = Image.fromarray(np.ascontiguousarray(frame[..., :3]).astype(np.uint8))
+    side = min(image.size)
+    big = max(image.size)
+    if side < GIF_MIN_SIDE:
+        factor = int(np.ceil(GIF_MIN_SIDE / side))
+        image = image.resize((image.size[0] * factor, image.size[1] * factor), Image.NEAREST)
+    elif big > GIF_MAX_SIDE:
+        scale = GIF_MAX_SIDE / big
+        image = image.resize((max(1, int(image.size[0] * scale)), max(1, int(image.size[1] * scale))), Image.BILINEAR)
+    return image
+
+
+def write_gif(frames: Sequence[np.ndarray], path: Path, frame_ms: int = GIF_FRAME_MS) -> Path:
+    if not frames:
+        raise ValueError(f"no frames to write to {path}")
+    images = [_resize(f) for f in frames]
+    # Hold the last frame a little longer so the end position is visible.
+    durations = [frame_ms] * (len(images) - 1) + [frame_ms * 4]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=durations, loop=0)
+    return path
+
+
+def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequence[LevelEntry],
+                  results: Sequence[GameResult], player: str, k: int, out_dir: Path) -> list[dict]:
+    """Replay `k` of `player`'s games into `out_dir/replays/`; returns one summary dict per replay."""
+    chosen = pick_replays(results, player, k)
+    if not chosen:
+        return []
+    replay_dir = out_dir / "replays"
+    replay_dir.mkdir(parents=True, exist_ok=True)
+    level_index = {entry.level_id: i for i, entry in enumerate(levels)}
+    n_actions = num_actions(env_id)
+    summaries = []
+    for result in chosen:
+        spec = GameSpec(result.index, result.seat0, result.seat1, level_index[result.level_id], result.seed)
+        entry = levels[spec.level_index]
+        seats = [build_player(player_specs[result.seat0], env_id, n_actions),
+                 build_player(player_specs[result.seat1], env_id, n_actions)]
+        text_record = play_game(env_id, seats, entry, spec, record="ansi")
+        if text_record.result != result:
+            raise RuntimeError(f"replay of game {result.index} differs from the evaluated game: "
+                               f"{text_record.result} != {result}")
+        frame_record = play_game(env_id, seats, entry, spec, record="rgb_array", actions=text_record.actions)
+        outcome = outcome_for(result, player)
+        opponent = result.seat1 if result.seat0 == player else result.seat0
+        stem = f"game{result.index:05d}_{outcome}"
+        gif = write_gif(frame_record.frames, replay_dir / f"{stem}.gif")
+        transcript = replay_dir / f"{stem}.txt"
+        transcript.write_text("\n\n".join(text_record.texts) + "\n")
+        summaries.append({"index": result.index, "outcome": outcome, "opponent": opponent,
+                          "level_id": result.level_id, "gif": f"replays/{gif.name}",
+                          "transcript": f"replays/{transcript.name}", "frames": len(frame_record.frames)})
+    return summaries

@@ -1,0 +1,137 @@
+"""ONNX export of a policy's inference forward pass: `python -m spade_rllib.export --checkpoint PATH
+--module main --out main.onnx`.
+
+The graph is `forward_inference({"obs": obs})["action_dist_inputs"]` of the RLModule:
+- input `obs`: float32 [batch, input_size], the flat vector the module takes (for masked envs
+  such as connect_four: the board features, then the action mask as the last `num_actions`
+  entries; masked logits come out as float32's lowest value);
+- for modules with a dict observation (RLlib's action-masking example) two inputs, `obs` with the
+  feature shape and `action_mask` [batch, num_actions];
+- output `logits`: float32 [batch, num_actions]. Argmax is the deterministic action.
+The batch dimension is dynamic. Metadata props record the module id, env id, input style and sizes.
+Use it without Ray or RLlib: see docs/evaluation.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from spade_rllib.policy import DEFAULT_MODULE_ID, Policy, PolicyLoadError, load_policy
+
+OPSET = 17
+INPUT_NAME = "obs"
+MASK_INPUT_NAME = "action_mask"
+OUTPUT_NAME = "logits"
+
+
+def _wrapper(policy: Policy):
+    import torch
+
+    module = policy.module
+
+    class InferenceForward(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.module = module
+
+        def forward(self, obs, action_mask=None):
+            if action_mask is not None:
+                obs = {"observations": obs, "action_mask": action_mask}
+            return self.module.forward_inference({"obs": obs})["action_dist_inputs"]
+
+    return InferenceForward().eval()
+
+
+def example_inputs(policy: Policy, batch: int = 2, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """Random inputs of the right shapes (masks: a random non-empty subset of legal actions)."""
+    rng = np.random.default_rng(seed)
+    feats = rng.uniform(-1.0, 1.0, size=(batch, policy.feature_size)).astype(np.float32)
+    mask = (rng.uniform(size=(batch, policy.num_actions)) < 0.7).astype(np.float32)
+    mask[np.arange(batch), rng.integers(policy.num_actions, size=batch)] = 1.0
+    if policy.input_style == "dict_mask":
+        return feats.reshape((batch,) + policy._obs_shape), mask
+    if policy.input_style == "trailing_mask":
+        return (np.concatenate([feats, mask], axis=1),)
+    return (feats.reshape((batch,) + policy._obs_shape),)
+
+
+def export_onnx(policy: Policy, out: str | Path, opset: int = OPSET) -> Path:
+    """Write `policy`'s inference forward pass as ONNX to `out`; returns the path."""
+    import torch
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    inputs = tuple(torch.from_numpy(x) for x in example_inputs(policy))
+    names = [INPUT_NAME] + ([MASK_INPUT_NAME] if len(inputs) == 2 else [])
+    axes = {name: {0: "batch"} for name in names + [OUTPUT_NAME]}
+    with warnings.catch_warnings():
+        # The TorchScript exporter is deprecated in torch >= 2.9 but needs no onnxscript, which is not installed.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(_wrapper(policy), inputs, str(out), input_names=names, output_names=[OUTPUT_NAME],
+                          dynamic_axes=axes, opset_version=opset, dynamo=False)
+    _add_metadata(out, policy)
+    return out
+
+
+def _add_metadata(path: Path, policy: Policy) -> None:
+    import onnx
+
+    model = onnx.load(str(path))
+    meta = {"module_id": policy.module_id, "env_id": policy.env_id or "", "input_style": policy.input_style,
+            "feature_size": str(policy.feature_size), "num_actions": str(policy.num_actions),
+            "checkpoint": str(policy.checkpoint or "")}
+    for key, value in meta.items():
+        prop = model.metadata_props.add()
+        prop.key, prop.value = key, value
+    onnx.save(model, str(path))
+
+
+def onnx_logits(path: str | Path, *inputs: np.ndarray) -> np.ndarray:
+    """Run the exported model with onnxruntime (CPU); returns the logits."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feed = {i.name: x.astype(np.float32) for i, x in zip(session.get_inputs(), inputs)}
+    return session.run([OUTPUT_NAME], feed)[0]
+
+
+def torch_logits(policy: Policy, *inputs: np.ndarray) -> np.ndarray:
+    import torch
+
+    with torch.no_grad():
+        return _wrapper(policy)(*(torch.from_numpy(x) for x in inputs)).numpy()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m spade_rllib.export", description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", required=True, help="algorithm checkpoint or trial directory")
+    p.add_argument("--module", default=DEFAULT_MODULE_ID, help="module id or league member (default: main)")
+    p.add_argument("--out", required=True, help="output .onnx file")
+    p.add_argument("--opset", type=int, default=OPSET)
+    p.add_argument("--no-check", action="store_false", dest="check",
+                   help="skip comparing onnxruntime's logits with torch's")
+    args = p.parse_args(argv)
+    try:
+        policy = load_policy(args.checkpoint, args.module)
+    except PolicyLoadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = export_onnx(policy, args.out, opset=args.opset)
+    summary = {"out": str(out), "module": policy.module_id, "input_style": policy.input_style,
+               "input_size": policy.input_size, "num_actions": policy.num_actions}
+    if args.check:
+        inputs = example_inputs(policy, batch=8, seed=1)
+        diff = float(np.max(np.abs(onnx_logits(out, *inputs) - torch_logits(policy, *inputs))))
+        summary["max_abs_diff_vs_torch"] = diff
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

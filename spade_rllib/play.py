@@ -1,0 +1,220 @@
+"""Play against a trained policy in the terminal: `python -m spade_rllib.play --checkpoint PATH`.
+
+MazeRace (1v1): you are team A (`A` on the board, `a` when stunned) unless `--human-seat 1`.
+Keys, each followed by Enter: `w` up, `a` left, `s` down, `d` right, `t` tag, a space for noop,
+`q` to quit. connect_four: type a column number 0-6 (X moves first; you are X with seat 0).
+Anything else is refused with a hint and asked again. Input and output are injectable
+(`play_game(..., read=..., write=...)`) so the loop is testable without a terminal.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from spade_rllib.policy import (
+    DEFAULT_MODULE_ID,
+    Policy,
+    PolicyLoadError,
+    canonical_env_id,
+    infer_env_id,
+    known_env_id,
+    load_policy,
+    resolve_checkpoint,
+    checkpoint_env_id,
+)
+
+MAZE_KEYS = {"w": 1, "s": 2, "a": 3, "d": 4, "t": 5, " ": 0}
+"""Key -> MazeRace action (0 noop, 1 up, 2 down, 3 left, 4 right, 5 tag)."""
+MAZE_HINT = "keys: w up, a left, s down, d right, t tag, space noop, q quit"
+C4_HINT = "type a column number 0-6 that is not full, or q to quit"
+QUIT = "q"
+MAX_BAD_INPUTS = 100
+"""Give up after this many refused inputs in a row (a broken pipe, not a person)."""
+
+Reader = Callable[[str], str]
+Writer = Callable[[str], None]
+
+
+class Quit(Exception):
+    """The human typed q or closed the input."""
+
+
+@dataclass
+class PlayResult:
+    winner: str
+    """"human", "policy" or "draw" ("quit" when the human left)."""
+    steps: int
+
+
+def parse_maze_key(raw: str) -> int | None:
+    """A line typed by the human -> MazeRace action, None if invalid. Raises `Quit` on q."""
+    key = raw.rstrip("\r\n")
+    if key.strip().lower() == QUIT:
+        raise Quit
+    if key and not key.strip():
+        return MAZE_KEYS[" "]
+    key = key.strip().lower()
+    return MAZE_KEYS.get(key) if len(key) == 1 else None
+
+
+def parse_column(raw: str, mask: np.ndarray) -> int | None:
+    """A line typed by the human -> a legal connect_four column, None if invalid. Raises `Quit` on q."""
+    key = raw.strip().lower()
+    if key == QUIT:
+        raise Quit
+    if not key.isdigit():
+        return None
+    column = int(key)
+    if column >= len(mask) or not mask[column]:
+        return None
+    return column
+
+
+def _ask(read: Reader, write: Writer, prompt: str, parse: Callable[[str], int | None], hint: str,
+         refuse: Callable[[str], str]) -> int:
+    for _ in range(MAX_BAD_INPUTS):
+        try:
+            raw = read(prompt)
+        except EOFError as e:
+            raise Quit from e
+        value = parse(raw)
+        if value is not None:
+            return value
+        write(refuse(raw) + f" ({hint})")
+    raise Quit
+
+
+def play_mazerace(policy: Policy, read: Reader, write: Writer, *, level=None, difficulty: float = 3.0,
+                  seed: int = 0, human_seat: int = 0) -> PlayResult:
+    from spade_rllib.bots import make_bot
+    from spade_rllib.envs import make_env
+
+    kwargs = {"render_mode": "ansi", "seed": seed}
+    kwargs.update({"level": level} if level is not None else {"difficulty": difficulty})
+    env = make_env("MazeRace-v0", **kwargs)
+    obs, infos = env.reset(seed=seed)
+    base = env.unwrapped
+    human_agent = next(a for a in env.agents if base.team_of(a) == human_seat)
+    teammates = {a: make_bot("rusher", seed=seed + i) for i, a in enumerate(env.agents)
+                 if base.team_of(a) == human_seat and a != human_agent}
+    write(f"You are {human_agent} ({'A' if human_seat == 0 else 'B'}); the policy plays the other team. {MAZE_HINT}")
+    steps = 0
+    while env.agents:
+        write(env.render().rstrip("\n"))
+        try:
+            action = _ask(read, write, "your move> ", parse_maze_key, MAZE_HINT,
+                          lambda raw: f"invalid key {raw.strip()!r}")
+        except Quit:
+            write("quit")
+            return PlayResult("quit", steps)
+        actions = {}
+        for agent in env.agents:
+            if agent == human_agent:
+                actions[agent] = action
+            elif agent in teammates:
+                actions[agent] = teammates[agent].act(env, agent)
+            else:
+                actions[agent] = policy.act(obs[agent])
+        obs, _, _, _, infos = env.step(actions)
+        steps += 1
+    write(env.render().rstrip("\n"))
+    winner = next((i.get("winner") for i in infos.values() if isinstance(i, dict) and "winner" in i), "draw")
+    human_team = "AB"[human_seat]
+    result = "draw" if winner == "draw" else ("human" if winner == human_team else "policy")
+    write({"human": "You win!", "policy": "The policy wins.", "draw": "Draw."}[result])
+    return PlayResult(result, steps)
+
+
+def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int = 0,
+                      human_seat: int = 0) -> PlayResult:
+    from pettingzoo.classic import connect_four_v3
+
+    from spade_rllib.evaluation.games import connect_four_ascii
+
+    env = connect_four_v3.env()
+    env.reset(seed=seed)
+    human_agent = env.possible_agents[human_seat]
+    write(f"You are {'X' if human_seat == 0 else 'O'} ({human_agent}); X moves first. {C4_HINT}")
+    rewards: dict[str, float] = {}
+    moves = 0
+    for agent in env.agent_iter():
+        obs, reward, term, trunc, _ = env.last()
+        if term or trunc:
+            rewards[agent] = float(reward)
+            env.step(None)
+            continue
+        mask = np.asarray(obs["action_mask"])
+        if agent == human_agent:
+            write(connect_four_ascii(env))
+            try:
+                action = _ask(read, write, "column> ", lambda raw: parse_column(raw, mask), C4_HINT,
+                              lambda raw: f"invalid column {raw.strip()!r}")
+            except Quit:
+                write("quit")
+                return PlayResult("quit", moves)
+        else:
+            action = policy.act(obs, action_mask=mask)
+            write(f"policy plays column {action}")
+        env.step(action)
+        moves += 1
+    write(connect_four_ascii(env))
+    r = rewards.get(human_agent, 0.0)
+    result = "human" if r > 0 else "policy" if r < 0 else "draw"
+    write({"human": "You win!", "policy": "The policy wins.", "draw": "Draw."}[result])
+    return PlayResult(result, moves)
+
+
+def play_game(policy: Policy, env_id: str, read: Reader = input, write: Writer = print, **kwargs) -> PlayResult:
+    """One human-vs-policy game on `env_id` with injectable `read(prompt) -> line` and `write(text)`."""
+    if env_id == "MazeRace-v0":
+        return play_mazerace(policy, read, write, **kwargs)
+    if env_id == "connect_four_v3":
+        kwargs.pop("level", None)
+        kwargs.pop("difficulty", None)
+        return play_connect_four(policy, read, write, **kwargs)
+    raise PolicyLoadError(f"play supports MazeRace-v0 and connect_four_v3, not {env_id}")
+
+
+def main(argv: Sequence[str] | None = None, read: Reader = input, write: Writer = print) -> int:
+    p = argparse.ArgumentParser(prog="python -m spade_rllib.play", description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--module", default=DEFAULT_MODULE_ID, help="module id or league member (default: main)")
+    p.add_argument("--env", default=None, help="env id override (MazeRace-v0, connect_four_v3)")
+    p.add_argument("--level", default=None, help="MazeRace: an ASCII map file")
+    p.add_argument("--difficulty", type=float, default=3.0, help="MazeRace: generated level difficulty 1-10")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--human-seat", type=int, choices=(0, 1), default=0)
+    args = p.parse_args(argv)
+    try:
+        info = resolve_checkpoint(args.checkpoint)
+        env_id = canonical_env_id(args.env) or known_env_id(checkpoint_env_id(info))
+        policy = load_policy(info.path, args.module, env_id=env_id)
+        env_id = env_id or infer_env_id(policy)
+        if env_id is None:
+            raise PolicyLoadError(f"cannot tell which env {info.path} was trained on; pass --env")
+        level = None
+        if args.level:
+            from spade_rllib.envs import Level
+
+            path = Path(args.level)
+            if not path.is_file():
+                raise PolicyLoadError(f"--level {path}: no such file")
+            try:
+                level = Level.from_ascii(path.read_text())
+            except ValueError as e:
+                raise PolicyLoadError(f"--level {path}: {e}") from e
+        play_game(policy, env_id, read, write, level=level, difficulty=args.difficulty, seed=args.seed,
+                  human_seat=args.human_seat)
+    except PolicyLoadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,627 @@
+"""Ray-free policy loading: a trained RLModule (or a league snapshot) behind `act()`.
+
+    from spade_rllib.policy import load_policy
+    policy = load_policy("runs/quickstart/PPO_.../checkpoint_000003")   # module "main"
+    action = policy.act(obs, action_mask=None, deterministic=True)
+
+What a *checkpoint* may be (resolved by `resolve_checkpoint`):
+- an RLlib algorithm checkpoint directory, i.e. one holding `learner_group/learner/rl_module/<module_id>`;
+- a Tune trial directory holding `checkpoint_*` folders (the newest, by number, is used);
+- a single RLModule directory (holding `class_and_ctor_args.pkl` and `module_state.*`).
+
+Nothing here starts Ray: `RLModule.from_checkpoint(<ckpt>/learner_group/learner/rl_module/<id>)`
+reads the module's pickled constructor arguments and its state and runs on torch alone.
+
+League snapshots: frozen members are stored by the league as numpy state dicts of main's
+architecture (in `algorithm_state.pkl` under `spade_components` -> `league`). `league_member_states()`
+is the one place that reads them; a snapshot is built as main's module class with its weights.
+
+The env a checkpoint was trained on comes from run metadata (`checkpoint_env_id`) or, when that
+names no supported env, from the module's spaces (`infer_env_id`); `load_policy(..., env_id=...)`
+refuses a checkpoint of another env.
+
+Every bad input raises `PolicyLoadError` with a one-line message; CLIs print it and exit 2.
+"""
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import json
+import logging
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+DEFAULT_MODULE_ID = "main"
+RL_MODULE_SUBPATH = Path("learner_group") / "learner" / "rl_module"
+CTOR_FILE = "class_and_ctor_args.pkl"
+MODULE_STATE_STEM = "module_state"
+# Files a training run may leave that name its env (checked in this order).
+SPADE_META_FILE = "spade_meta.json"
+TUNE_PARAMS_FILE = "params.json"
+RUN_CONFIG_FILE = "config.yaml"
+MASKED_OBS_KEY = "observations"
+MASK_KEY = "action_mask"
+DEPRECATION_LOGGER = "ray._common.deprecation"
+PZ_OBS_KEY = "observation"  # PettingZoo classic envs' dict key for the board
+
+
+class PolicyLoadError(Exception):
+    """A checkpoint or module could not be loaded. The message is one line, meant for users."""
+
+
+# --------------------------------------------------------------------------------------------
+# Env ids
+# --------------------------------------------------------------------------------------------
+def canonical_env_id(env_id: str | None) -> str | None:
+    """Map the spellings a run may use for an env to one id ("MazeRace-v0", "connect_four_v3", ...).
+
+    Accepts registered names ("MazeRace-v0"), import paths ("pettingzoo.classic:connect_four_v3")
+    and wrapper-prefixed names ("spade/MazeRace-v0"). Unknown names are returned unchanged.
+    """
+    if env_id is None:
+        return None
+    text = str(env_id)
+    low = text.lower()
+    if "mazerace" in low or "maze_race" in low:
+        return "MazeRace-v0"
+    match = re.search(r"connect_four(_v\d+)?", low)
+    if match:
+        return "connect_four_v3"
+    return text.split(":")[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# Checkpoint resolution
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """Where the pieces of one checkpoint live on disk."""
+
+    path: Path
+    """The directory the user gave, resolved to an algorithm checkpoint (or a module directory)."""
+    module_root: Path
+    """Directory holding one sub-directory per RLModule id."""
+    module_ids: tuple[str, ...]
+    """Ids of the RLModules saved by the learner (e.g. ("main",))."""
+    trial_dir: Path | None
+    """The Tune trial directory above the checkpoint (holds progress.csv), when there is one."""
+    single_module: bool = False
+    """True when `path` is one RLModule directory rather than an algorithm checkpoint."""
+    league_ids: tuple[str, ...] = field(default=())
+    """Ids of frozen league members stored in the checkpoint (weights only)."""
+
+    @property
+    def all_ids(self) -> tuple[str, ...]:
+        return self.module_ids + tuple(i for i in self.league_ids if i not in self.module_ids)
+
+    def module_dir(self, module_id: str) -> Path:
+        return self.module_root if self.single_module else self.module_root / module_id
+
+
+def _is_module_dir(path: Path) -> bool:
+    return (path / CTOR_FILE).is_file() and any(path.glob(MODULE_STATE_STEM + ".*"))
+
+
+def _checkpoint_number(path: Path) -> int:
+    digits = re.findall(r"\d+", path.name)
+    return int(digits[-1]) if digits else -1
+
+
+def _find_trial_dir(ckpt: Path) -> Path | None:
+    for candidate in (ckpt.parent, ckpt.parent.parent):
+        if any((candidate / name).is_file() for name in ("progress.csv", TUNE_PARAMS_FILE, RUN_CONFIG_FILE)):
+            return candidate
+    return None
+
+
+def natural_key(text: str) -> tuple:
+    """Sort key that orders "main_v2" before "main_v10"."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def resolve_checkpoint(checkpoint: str | Path) -> CheckpointInfo:
+    """Find the RLModules inside `checkpoint` (see module docstring for accepted layouts)."""
+    path = Path(checkpoint).expanduser()
+    if not path.exists():
+        raise PolicyLoadError(f"checkpoint path does not exist: {path}")
+    if not path.is_dir():
+        raise PolicyLoadError(
+            f"not a checkpoint: {path} is a file; pass the checkpoint directory "
+            f"(the one holding {RL_MODULE_SUBPATH}/)"
+        )
+    path = path.resolve()
+    if not (path / RL_MODULE_SUBPATH).is_dir() and not _is_module_dir(path):
+        nested = sorted(
+            (p for p in path.glob("checkpoint_*") if (p / RL_MODULE_SUBPATH).is_dir()),
+            key=_checkpoint_number,
+        )
+        if nested:
+            path = nested[-1]
+    if (path / RL_MODULE_SUBPATH).is_dir():
+        root = path / RL_MODULE_SUBPATH
+        ids = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and _is_module_dir(p)))
+        info = CheckpointInfo(path=path, module_root=root, module_ids=ids, trial_dir=_find_trial_dir(path))
+        league = tuple(sorted(league_member_states(info, ids_only=True), key=natural_key))
+        return CheckpointInfo(
+            path=path, module_root=root, module_ids=ids, trial_dir=info.trial_dir, league_ids=league
+        )
+    if _is_module_dir(path):
+        return CheckpointInfo(
+            path=path, module_root=path, module_ids=(path.name,), trial_dir=None, single_module=True
+        )
+    raise PolicyLoadError(
+        f"not an RLlib checkpoint: {path} has no {RL_MODULE_SUBPATH}/ and no checkpoint_* folders"
+    )
+
+
+ALGORITHM_STATE_FILE = "algorithm_state.pkl"
+COMPONENTS_STATE_KEY = "spade_components"
+"""Key of the driver components' states in `SpadePPO.get_state()` (see spade_rllib/rllib/algorithm.py)."""
+LEAGUE_COMPONENT = "league"
+LEAGUE_FILES = ("league_state.pkl", "league/state.pkl")
+"""Stand-alone league state files (tests, exported leagues), read when the algorithm state has none."""
+
+
+@functools.lru_cache(maxsize=16)
+def _read_pickle(path: str, stamp: tuple[int, int]) -> Any:
+    """Unpickle `path`; cached per (mtime_ns, size) so Ray workers read each league state once."""
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def _stamp(file: Path) -> tuple[int, int]:
+    stat = file.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _load_pickle(file: Path) -> Any:
+    try:
+        return _read_pickle(str(file), _stamp(file))
+    except Exception as e:  # noqa: BLE001 - one-line error for any unpickling failure
+        raise PolicyLoadError(f"cannot read {file}: {type(e).__name__}: {e}") from e
+
+
+def _find_members(state: Any, depth: int = 0) -> list | dict | None:
+    """The `members` of a League.state_dict() somewhere inside `state` (it may be wrapped)."""
+    if not isinstance(state, Mapping) or depth > 3:
+        return None
+    members = state.get("members")
+    if isinstance(members, (list, Mapping)):
+        return members
+    for key in (LEAGUE_COMPONENT, "state", "league_state"):
+        found = _find_members(state.get(key), depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _league_state(info: CheckpointInfo) -> Any:
+    """The league's state_dict stored with the checkpoint, or None."""
+    algo_state = info.path / ALGORITHM_STATE_FILE
+    if not info.single_module and algo_state.is_file():
+        state = _load_pickle(algo_state)
+        components = state.get(COMPONENTS_STATE_KEY) if isinstance(state, Mapping) else None
+        if isinstance(components, Mapping) and components.get(LEAGUE_COMPONENT) is not None:
+            return components[LEAGUE_COMPONENT]
+    for name in LEAGUE_FILES:
+        if (info.path / name).is_file():
+            return _load_pickle(info.path / name)
+    return None
+
+
+def league_member_states(info: CheckpointInfo, ids_only: bool = False) -> dict[str, Any]:
+    """Frozen league members stored in the checkpoint: {member_id: numpy state dict of main's module}.
+
+    The league keeps snapshots as weights (numpy state dicts of main's architecture), not as
+    RLModules. They are read from the algorithm state (`algorithm_state.pkl`, key
+    `spade_components` -> `league`, i.e. `League.state_dict()` whose `members` is a list of
+    {"id", "created_at", "weights"}), or from a stand-alone `league_state.pkl`. Members without
+    weights (main itself, random, bots) are skipped. {} when the checkpoint holds no league.
+    """
+    members = _find_members(_league_state(info))
+    if members is None:
+        return {}
+    if isinstance(members, list):
+        members = {m.get("id"): m for m in members if isinstance(m, Mapping)}
+    out: dict[str, Any] = {}
+    for member_id, member in members.items():
+        weights = member.get("weights", member.get("state")) if isinstance(member, Mapping) else None
+        if weights is None and isinstance(member, Mapping) and member and all(
+            isinstance(v, np.ndarray) for v in member.values()
+        ):
+            weights = member
+        if weights is not None and str(member_id) != DEFAULT_MODULE_ID:
+            out[str(member_id)] = None if ids_only else weights
+    return out
+
+
+def _env_from_mapping(config: Any) -> str | None:
+    """`env` or `env_config.spade.env_id` of an algorithm config dict (Tune's params.json, ctor args)."""
+    if not isinstance(config, Mapping):
+        config = getattr(config, "__dict__", {})
+    env = config.get("env")
+    if isinstance(env, str) and env:
+        return env
+    env_config = config.get("env_config")
+    if isinstance(env_config, Mapping):
+        spade = env_config.get("spade")
+        if isinstance(spade, Mapping) and isinstance(spade.get("env_id"), str):
+            return spade["env_id"]
+        if isinstance(env_config.get("env_id"), str):
+            return env_config["env_id"]
+    return None
+
+
+def _env_from_run_config(directory: Path) -> str | None:
+    """env.id of the resolved `config.yaml` a spade run writes into its trial directory."""
+    file = directory / RUN_CONFIG_FILE
+    if not file.is_file():
+        return None
+    try:
+        import yaml
+
+        data = yaml.safe_load(file.read_text())
+    except Exception:  # noqa: BLE001 - metadata is best-effort
+        return None
+    env = data.get("env") if isinstance(data, Mapping) else None
+    env_id = env.get("id") if isinstance(env, Mapping) else None
+    return env_id if isinstance(env_id, str) else None
+
+
+def checkpoint_env_id(info: CheckpointInfo) -> str | None:
+    """The env id the checkpoint was trained on, from run metadata; None when nothing records it.
+
+    Looked up in order: `spade_meta.json` (checkpoint or trial dir), the run's `config.yaml`
+    (`env.id`), Tune's `params.json` (`env` or `env_config.spade.env_id`), and the algorithm's
+    pickled constructor config.
+    """
+    directories = [info.path] + ([info.trial_dir] if info.trial_dir else []) + list(info.path.parents)[:2]
+    for directory in dict.fromkeys(directories):
+        meta = directory / SPADE_META_FILE
+        if meta.is_file():
+            try:
+                env = json.loads(meta.read_text()).get("env_id")
+            except (OSError, ValueError, AttributeError):
+                env = None
+            if env:
+                return canonical_env_id(env)
+    for directory in dict.fromkeys(directories):
+        env = _env_from_run_config(directory)
+        if env:
+            return canonical_env_id(env)
+    for directory in dict.fromkeys(directories):
+        params = directory / TUNE_PARAMS_FILE
+        if params.is_file():
+            try:
+                env = _env_from_mapping(json.loads(params.read_text()))
+            except (OSError, ValueError):
+                env = None
+            if env:
+                return canonical_env_id(env)
+    ctor = info.path / CTOR_FILE
+    if not info.single_module and ctor.is_file():
+        try:
+            data = _read_pickle(str(ctor), _stamp(ctor))
+            env = _env_from_mapping(data["ctor_args_and_kwargs"][0][0])
+        except Exception:  # noqa: BLE001 - metadata is best-effort
+            env = None
+        if env:
+            return canonical_env_id(env)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Module loading
+# --------------------------------------------------------------------------------------------
+def _unknown_module_error(module_id: str, info: CheckpointInfo) -> PolicyLoadError:
+    available = ", ".join(info.all_ids) or "none"
+    close = difflib.get_close_matches(module_id, info.all_ids, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return PolicyLoadError(
+        f"module id {module_id!r} is not in checkpoint {info.path}{hint}; available: {available}"
+    )
+
+
+@contextlib.contextmanager
+def _quiet_deprecations():
+    """Silence RLlib's "RLModule(config=...) is deprecated" warning, logged for every module built."""
+    quiet = logging.getLogger(DEPRECATION_LOGGER)
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        quiet.setLevel(level)
+
+
+def load_module(info: CheckpointInfo, module_id: str = DEFAULT_MODULE_ID):
+    """Build the torch RLModule `module_id` from `info` (league members from main's architecture)."""
+    with _quiet_deprecations():
+        return _load_module(info, module_id)
+
+
+def _load_module(info: CheckpointInfo, module_id: str):
+    from ray.rllib.core.rl_module.rl_module import RLModule  # heavy import, kept local
+
+    if module_id in info.module_ids:
+        try:
+            module = RLModule.from_checkpoint(str(info.module_dir(module_id)))
+        except Exception as e:  # noqa: BLE001 - one-line error for any unpickling failure
+            raise PolicyLoadError(
+                f"cannot load module {module_id!r} from {info.module_dir(module_id)}: "
+                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            ) from e
+    elif module_id in info.league_ids:
+        if DEFAULT_MODULE_ID not in info.module_ids:
+            raise PolicyLoadError(
+                f"league member {module_id!r} needs main's architecture, but {info.path} has no 'main' module"
+            )
+        module = RLModule.from_checkpoint(str(info.module_dir(DEFAULT_MODULE_ID)))
+        weights = league_member_states(info)[module_id]
+        # Snapshots may be inference-only (no value head): missing keys are fine, foreign ones are not.
+        own = module.get_state()
+        foreign = sorted(k for k in weights if k not in own)
+        misshaped = sorted(k for k in weights if k in own and np.shape(weights[k]) != np.shape(own[k]))
+        if foreign or misshaped:
+            raise PolicyLoadError(
+                f"league member {module_id!r} weights do not fit main's module: "
+                f"unknown keys {foreign[:3]}, shape mismatch {misshaped[:3]}"
+            )
+        try:
+            module.set_state(weights)
+        except Exception as e:  # noqa: BLE001
+            raise PolicyLoadError(f"league member {module_id!r} weights do not fit main's module: {e}") from e
+    else:
+        raise _unknown_module_error(module_id, info)
+    if hasattr(module, "eval"):
+        module.eval()
+    return module
+
+
+def _is_torch_rl_module(module) -> bool:
+    try:
+        from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+    except ImportError:
+        return False
+    return isinstance(module, TorchRLModule) and hasattr(module, "_forward_inference")
+
+
+class Policy:
+    """A loaded RLModule that maps observations to actions; torch only, no Ray.
+
+    `obs` may be the env's own observation: a flat array (MazeRace), a PettingZoo dict with
+    `observation` and `action_mask` (connect_four), or the flat vector the trainer feeds (features
+    then the trailing mask). An explicit `action_mask` is applied on top and replaces the mask in
+    the observation. Three module input styles are handled (see `input_style`):
+    - "flat": one flat float vector;
+    - "trailing_mask": features then `mask_size` mask entries (`SpadeModule` with `mask_size` > 0);
+    - "dict_mask": `{"observations": ..., "action_mask": ...}` (RLlib's action-masking example).
+    """
+
+    def __init__(self, module, module_id: str, checkpoint: Path | None = None, env_id: str | None = None):
+        import gymnasium as gym
+
+        self.module = module
+        self.module_id = module_id
+        self.checkpoint = checkpoint
+        self.env_id = env_id
+        self.observation_space = module.observation_space
+        self.action_space = module.action_space
+        if not isinstance(self.action_space, gym.spaces.Discrete):
+            raise PolicyLoadError(
+                f"module {module_id!r} has action space {self.action_space}; only Discrete is supported"
+            )
+        self.num_actions = int(self.action_space.n)
+        model_config = getattr(module, "model_config", None) or {}
+        mask_size = int(model_config.get("mask_size", 0)) if isinstance(model_config, Mapping) else 0
+        if isinstance(self.observation_space, gym.spaces.Dict) and MASK_KEY in self.observation_space.spaces:
+            self.input_style = "dict_mask"
+            self.feature_size = int(np.prod(self.observation_space[MASKED_OBS_KEY].shape))
+            self._obs_shape = tuple(self.observation_space[MASKED_OBS_KEY].shape)
+        else:
+            total = int(np.prod(self.observation_space.shape or ()))
+            self.input_style = "trailing_mask" if mask_size else "flat"
+            self.feature_size = total - mask_size
+            self._obs_shape = (total,) if mask_size else tuple(self.observation_space.shape or ())
+        self.masked = self.input_style != "flat"
+        if hasattr(module, "eval"):
+            module.eval()
+        self._direct = _is_torch_rl_module(module)
+
+    @property
+    def input_size(self) -> int:
+        """Length of the flat vector the module's forward pass takes (features + trailing mask)."""
+        return self.feature_size + (self.num_actions if self.input_style == "trailing_mask" else 0)
+
+    # -- batching -----------------------------------------------------------------------------
+    def _split(self, obs: Any, action_mask: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        """One observation -> (flat features, mask or None)."""
+        if isinstance(obs, Mapping):
+            if action_mask is None and MASK_KEY in obs:
+                action_mask = obs[MASK_KEY]
+            for key in (MASKED_OBS_KEY, PZ_OBS_KEY, "obs"):
+                if key in obs:
+                    obs = obs[key]
+                    break
+            else:
+                raise ValueError(f"observation dict has keys {sorted(obs)}; expected 'observation(s)'")
+        flat = np.asarray(obs, dtype=np.float32).reshape(-1)
+        if self.input_style == "trailing_mask" and flat.size == self.input_size:
+            if action_mask is None:
+                action_mask = flat[self.feature_size:]
+            flat = flat[: self.feature_size]
+        if flat.size != self.feature_size:
+            raise ValueError(
+                f"observation has {flat.size} entries; module {self.module_id!r} expects {self.feature_size}"
+            )
+        mask = None if action_mask is None else np.asarray(action_mask, dtype=np.float32).reshape(-1)
+        if mask is not None and mask.size != self.num_actions:
+            raise ValueError(f"action_mask has {mask.size} entries; the action space has {self.num_actions}")
+        return flat, mask
+
+    def module_inputs(self, obs_batch: Sequence[Any], action_masks: Sequence[Any] | None = None):
+        """(torch input for `forward_inference({"obs": ...})`, mask array [B, A], which rows had a mask)."""
+        import torch
+
+        masks_in = list(action_masks) if action_masks is not None else [None] * len(obs_batch)
+        if len(masks_in) != len(obs_batch):
+            raise ValueError(f"action_masks has {len(masks_in)} entries for {len(obs_batch)} observations")
+        pairs = [self._split(o, m) for o, m in zip(obs_batch, masks_in)]
+        feats = pairs[0][0][None] if len(pairs) == 1 else np.stack([p[0] for p in pairs])
+        have_mask = np.array([p[1] is not None for p in pairs])
+        if have_mask.any():
+            mask = np.stack([p[1] if p[1] is not None else np.ones(self.num_actions, np.float32) for p in pairs])
+        else:
+            mask = np.ones((len(pairs), self.num_actions), np.float32)
+        if self.input_style == "dict_mask":
+            shaped = torch.from_numpy(feats.reshape((len(pairs),) + self._obs_shape))
+            obs_in: Any = {MASKED_OBS_KEY: shaped, MASK_KEY: torch.from_numpy(mask)}
+        elif self.input_style == "trailing_mask":
+            obs_in = torch.from_numpy(np.concatenate([feats, mask], axis=1))
+        else:
+            obs_in = torch.from_numpy(feats.reshape((len(pairs),) + self._obs_shape))
+        return obs_in, mask, have_mask
+
+    def logits_batch(self, obs_batch: Sequence[Any], action_masks: Sequence[Any] | None = None) -> np.ndarray:
+        """Action logits [B, num_actions] of the inference forward pass; masked entries are -inf."""
+        import torch
+
+        obs_in, mask, have_mask = self.module_inputs(obs_batch, action_masks)
+        with torch.no_grad():
+            if self._direct:
+                # Same as TorchRLModule.forward_inference (eval() + _forward_inference) minus the
+                # per-call eval()/train() toggling, which costs more than an MLP forward pass.
+                out = self.module._forward_inference({"obs": obs_in})
+            else:
+                out = self.module.forward_inference({"obs": obs_in})
+        logits = out["action_dist_inputs"].detach().cpu().numpy().astype(np.float64)
+        if have_mask.any():
+            if np.any(mask.sum(axis=1) <= 0):
+                raise ValueError("an action mask allows no action")
+            logits = np.where(mask > 0, logits, -np.inf)
+        return logits
+
+    def act_batch(
+        self,
+        obs_batch: Sequence[Any],
+        action_masks: Sequence[Any] | None = None,
+        deterministic: bool = True,
+        rng: np.random.Generator | None = None,
+    ) -> np.ndarray:
+        """Actions for a batch: argmax of the logits, or a sample from their softmax with `rng`."""
+        logits = self.logits_batch(obs_batch, action_masks)
+        if deterministic:
+            return np.argmax(logits, axis=1).astype(np.int64)
+        rng = rng if rng is not None else np.random.default_rng()
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        probs = np.exp(shifted)
+        probs /= probs.sum(axis=1, keepdims=True)
+        return np.array([rng.choice(self.num_actions, p=p) for p in probs], dtype=np.int64)
+
+    def act(
+        self,
+        obs: Any,
+        action_mask: Any = None,
+        deterministic: bool = True,
+        rng: np.random.Generator | None = None,
+    ) -> int:
+        """One action for one observation (see class docstring for accepted forms)."""
+        masks = None if action_mask is None else [action_mask]
+        return int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng)[0])
+
+    def __repr__(self) -> str:
+        return f"Policy(module_id={self.module_id!r}, env_id={self.env_id!r}, checkpoint={str(self.checkpoint)!r})"
+
+
+def _env_spaces(env_id: str) -> tuple[Any, Any]:
+    """(observation space, action space) of the first agent of `env_id`, for compatibility checks."""
+    if env_id == "connect_four_v3":
+        from pettingzoo.classic import connect_four_v3
+
+        env = connect_four_v3.env()
+        agent = env.possible_agents[0]
+        return env.observation_space(agent), env.action_space(agent)
+    from spade_rllib.envs import make_env
+
+    env = make_env(env_id)
+    agent = env.possible_agents[0]
+    return env.observation_space(agent), env.action_space(agent)
+
+
+SUPPORTED_ENV_IDS = ("MazeRace-v0", "connect_four_v3")
+"""Envs whose spaces `infer_env_id` tries (evaluation and play support these)."""
+
+
+def known_env_id(env_id: str | None) -> str | None:
+    """`env_id` when it is one of `SUPPORTED_ENV_IDS`, else None (e.g. a private `register_env` name,
+    which says nothing about the game: then the module's spaces decide)."""
+    return env_id if env_id in SUPPORTED_ENV_IDS else None
+
+
+def infer_env_id(policy: Policy) -> str | None:
+    """The supported env whose spaces fit the policy's module, when no run metadata names it."""
+    import gymnasium as gym
+
+    for env_id in SUPPORTED_ENV_IDS:
+        try:
+            obs_space, act_space = _env_spaces(env_id)
+        except Exception:  # noqa: BLE001 - an env that cannot be built does not fit
+            continue
+        inner = obs_space[PZ_OBS_KEY] if isinstance(obs_space, gym.spaces.Dict) else obs_space
+        if int(getattr(act_space, "n", -1)) == policy.num_actions and int(np.prod(inner.shape)) == policy.feature_size:
+            return env_id
+    return None
+
+
+def _check_env(policy: Policy, info: CheckpointInfo, env_id: str) -> None:
+    wanted = canonical_env_id(env_id)
+    recorded = known_env_id(checkpoint_env_id(info))
+    if recorded is not None and recorded != wanted:
+        raise PolicyLoadError(f"checkpoint {info.path} was trained on {recorded}, not on {wanted}")
+    try:
+        obs_space, act_space = _env_spaces(wanted)
+    except ImportError:
+        return
+    except Exception as e:  # noqa: BLE001
+        raise PolicyLoadError(f"unknown env id {env_id!r}: {type(e).__name__}: {e}") from e
+    env_n = getattr(act_space, "n", None)
+    if env_n != policy.num_actions:
+        raise PolicyLoadError(
+            f"checkpoint {info.path} is not for {wanted}: its module has {policy.num_actions} actions, "
+            f"{wanted} has {env_n}"
+        )
+    import gymnasium as gym
+
+    env_obs = obs_space[PZ_OBS_KEY] if isinstance(obs_space, gym.spaces.Dict) and PZ_OBS_KEY in obs_space.spaces else obs_space
+    if int(np.prod(env_obs.shape)) != policy.feature_size:
+        raise PolicyLoadError(
+            f"checkpoint {info.path} is not for {wanted}: its module observes {policy.feature_size} features, "
+            f"{wanted} observes shape {env_obs.shape}"
+        )
+
+
+def load_policy(
+    checkpoint: str | Path,
+    module_id: str = DEFAULT_MODULE_ID,
+    env_id: str | None = None,
+) -> Policy:
+    """Load `module_id` (an RLModule or a league snapshot) from `checkpoint` without starting Ray.
+
+    With `env_id`, refuse a checkpoint trained on another env (recorded id or incompatible spaces).
+    Raises `PolicyLoadError` (one-line message) on any bad input.
+    """
+    info = resolve_checkpoint(checkpoint)
+    if module_id not in info.all_ids:
+        raise _unknown_module_error(module_id, info)
+    module = load_module(info, module_id)
+    recorded_env = known_env_id(checkpoint_env_id(info))
+    policy = Policy(module, module_id, checkpoint=info.path, env_id=canonical_env_id(env_id) or recorded_env)
+    if env_id is not None:
+        _check_env(policy, info, env_id)
+    return policy
