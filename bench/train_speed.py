@@ -1,0 +1,137 @@
+"""Training speed on MazeRace 1v1 with the quickstart model: ours vs stock RLlib, same machine, one run.
+
+    python bench/train_speed.py [--config tune_configs/quickstart.yaml] [--seconds 30] [--skip-baseline]
+
+Measures, each after a warm-up:
+  sample_sps           env steps/s of `SpadeEnvRunner.sample()` alone (no learning), in this process;
+  train_sps            env steps/s of full `SpadePPO.train()` iterations (sample + learn + sync) with
+                       the quickstart config (mirror self-play, 20% vs random);
+  baseline_sample_sps  the stock setup's `MultiAgentEnvRunner.sample()` alone: `ParallelPettingZooEnv`
+                       over MazeRace, every agent mapped to one shared policy, same MLP;
+  baseline_train_sps   the stock setup's PPO `train()` with RLlib's PPO defaults (batch 4000,
+                       minibatch 128, 30 epochs, 2 env runners, 1 env each).
+The last line of output is one JSON object with the keys train_sps, sample_sps, ratio,
+baseline_train_sps, baseline_sample_sps (plus details).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def measure_sample(runner, seconds: float) -> float:
+    runner.sample()  # warm-up (first reset, lazy init)
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        runner.sample()
+        steps += int(runner.get_metrics()["num_env_steps_sampled"])
+    return steps / (time.perf_counter() - t0)
+
+
+def measure_train(algo, seconds: float, warmup_iters: int = 1) -> tuple[float, dict]:
+    for _ in range(warmup_iters):
+        algo.train()
+    steps, t0, iters = 0, time.perf_counter(), 0
+    timers: dict = {}
+    while time.perf_counter() - t0 < seconds or iters < 2:
+        r = algo.train()
+        steps += int(r["env_runners"]["num_env_steps_sampled"])
+        iters += 1
+        timers = r.get("timers", {})
+    return steps / (time.perf_counter() - t0), {"iterations": iters, "sampling_s": timers.get("env_runner_sampling_timer"),
+                                                 "learner_s": timers.get("learner_update_timer")}
+
+
+def ours(cfg, seconds: float) -> dict:
+    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.runner import SpadeEnvRunner
+
+    algo_config = build_algo_config(cfg)
+    runner = SpadeEnvRunner(config=algo_config, worker_index=0, num_workers=0)
+    sample_sps = measure_sample(runner, seconds)
+    runner.stop()
+    algo = algo_config.build_algo()
+    try:
+        train_sps, detail = measure_train(algo, seconds)
+    finally:
+        algo.stop()
+    return {"sample_sps": sample_sps, "train_sps": train_sps, "detail": detail}
+
+
+def baseline(cfg, seconds: float) -> dict:
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+    from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+    from ray.tune.registry import register_env
+
+    from spade_rllib.envs import make_env
+    from spade_rllib.rllib.algorithm import env_kwargs_for
+
+    kwargs = env_kwargs_for(cfg)
+    register_env("mazerace_stock", lambda _: ParallelPettingZooEnv(make_env("MazeRace-v0", **kwargs)))
+    m = cfg.agent.model
+    config = (
+        PPOConfig()
+        .environment("mazerace_stock")
+        .multi_agent(policies={"main"}, policy_mapping_fn=lambda aid, ep, **kw: "main")
+        .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(m.hidden), fcnet_activation=m.activation))
+        .debugging(seed=cfg.experiment.seed, log_level="ERROR")
+    )
+    sampler_cfg = config.copy(copy_frozen=False).env_runners(num_env_runners=0)
+    runner = MultiAgentEnvRunner(config=sampler_cfg, worker_index=0, num_workers=0)
+    sample_sps = measure_sample(runner, seconds)
+    runner.stop()
+    algo = config.build_algo()
+    try:
+        train_sps, detail = measure_train(algo, seconds)
+    finally:
+        algo.stop()
+    detail["num_env_runners"] = config.num_env_runners
+    return {"sample_sps": sample_sps, "train_sps": train_sps, "detail": detail}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", default=str(ROOT / "tune_configs" / "quickstart.yaml"))
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--seconds", type=float, default=30.0, help="measuring time per figure (after warm-up)")
+    ap.add_argument("--skip-baseline", action="store_true")
+    args = ap.parse_args()
+
+    import ray
+
+    from spade_rllib.config import load_config
+
+    cfg = load_config(args.config, args.overrides)
+    ray.init(num_cpus=cfg.resources.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    ours_res = ours(cfg, args.seconds)
+    print(f"ours:     sample {ours_res['sample_sps']:9,.0f} env steps/s | train {ours_res['train_sps']:9,.0f} env steps/s | {ours_res['detail']}", flush=True)
+    base = {"sample_sps": float("nan"), "train_sps": float("nan"), "detail": {}}
+    if not args.skip_baseline:
+        base = baseline(cfg, args.seconds)
+        print(f"baseline: sample {base['sample_sps']:9,.0f} env steps/s | train {base['train_sps']:9,.0f} env steps/s | {base['detail']}", flush=True)
+    ray.shutdown()
+    out = {
+        "train_sps": round(ours_res["train_sps"], 1),
+        "sample_sps": round(ours_res["sample_sps"], 1),
+        "ratio": round(ours_res["train_sps"] / ours_res["sample_sps"], 3),
+        "baseline_train_sps": round(base["train_sps"], 1),
+        "baseline_sample_sps": round(base["sample_sps"], 1),
+        "config": str(args.config),
+        "overrides": args.overrides,
+        "cpus": os.cpu_count(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

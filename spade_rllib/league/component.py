@@ -1,0 +1,274 @@
+"""RLlib glue for the league: a driver component (`spade_rllib.rllib.components`) around `League`.
+
+`make_component(run_config, env_info)` returns a `LeagueComponent` when `league.enabled` is true.
+`SpadePPO` calls it once per training iteration, after PPO's sample -> learn -> weight sync:
+
+1. **Results in.** `update(outcomes, ctx)` feeds every episode outcome record (docs/CONTRACTS.md)
+   to `League.record`. The env runner already names the member behind an opponent slot (the
+   member that sat in the slot when the episode *started*); records are translated by
+   `league_member_of`: `main_v3` -> that snapshot, `random` -> `random`, `mirror` -> `main`
+   (scored in the payoff, rates nobody). Ignored, and counted in `league/ignored_games_total`:
+   single-agent records (`opponent` None), scripted bots (not league members), and episodes whose
+   slot was reloaded with another member while they ran (`opponent_swapped`: two policies played
+   that seat, so the result belongs to neither).
+2. **Snapshot.** `should_snapshot(iteration)` -> `add_snapshot(ctx.main_weights(), iteration)`:
+   main's numpy state dict from the learner, stored once, on the driver.
+3. **Plan.** `League.plan(iteration)` -> an `OpponentPlan` for the env runners (`plan_to_opponent_plan`:
+   a snapshot in slot k -> `slot_<k>`, random -> `random`, main -> `mirror`) and the weights of
+   the slots whose member changed. Unchanged slots send nothing; `runner_update(full=True)` (runner
+   restart, restore) sends every slot. The per-episode draw on the runners is
+   `OpponentPlan.pick(key)`, a pure function of the plan's seed and the episode key; main's seat
+   alternates between consecutive episodes of an env copy, so it plays both seats equally.
+4. **Metrics.** `League.metrics()` (size, main's rating and win rates, ratings and games per
+   member) plus this iteration's matchup counts (`league/matchups/<member>`), planned opponent
+   probabilities (`league/plan/<member>`), snapshot/eviction events and `league/slot_loads`
+   (slot weights sent to the runners this session: the bandwidth the league costs).
+
+Checkpoints: `state_dict()` = the league's state (weights, ratings, payoff, RNG, counters) + the
+current plan; `load_state_dict()` restores both exactly, so a restored run sends the same plan and
+makes the same next decisions. At the end of a run `finish(trial_dir)` writes `league.csv`
+(member, rating, games, main_win_rate) and logs the table; `format_table` renders it for the
+console (train.py prints it from the CSV).
+
+No Ray import here: the component is plain Python and is unit-tested without Ray.
+"""
+from __future__ import annotations
+
+import csv
+import logging
+import math
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from spade_rllib.config import ConfigError, RunConfig
+from spade_rllib.league.config import LeagueConfig
+from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
+from spade_rllib.league.league import TABLE_COLUMNS, League
+from spade_rllib.league.plan import MatchPlan
+from spade_rllib.rllib.components import DriverContext, EnvInfo
+from spade_rllib.rllib.plan import BOT_PREFIX, MIRROR, SLOT_PREFIX, DriverUpdate, OpponentPlan, slot_id
+from spade_rllib.rllib.plan import RANDOM as RUNNER_RANDOM
+
+logger = logging.getLogger(__name__)
+
+LEAGUE_CSV = "league.csv"
+START_ITERATION = 0
+"""Iteration the first plan is made for (before any training)."""
+SWAPPED_KEY = "opponent_swapped"
+"""Outcome-record flag set by the env runner when the opponent's slot was reloaded mid-episode."""
+SEED_SALT = 0x1EA6E
+"""Mixed into the experiment seed so the league's RNG differs from the other seeded streams."""
+
+
+# ----------------------------------------------------------------------------------------------
+# id translation (structured ids both ways; strings only at the runner boundary)
+# ----------------------------------------------------------------------------------------------
+def league_member_of(opponent: Any) -> Optional[MemberId]:
+    """The league member an outcome record's `opponent` names, or None when it is no league game."""
+    if opponent is None:
+        return None
+    if isinstance(opponent, MemberId):
+        return opponent
+    text = str(opponent)
+    if text == MIRROR:
+        return MAIN
+    if text.startswith(BOT_PREFIX) or text.startswith(SLOT_PREFIX):
+        return None  # bots are not league members; a bare slot id has lost its member
+    try:
+        return MemberId.parse(text)
+    except ValueError:
+        return None
+
+
+def runner_opponent_id(member: MemberId, slot: Optional[int]) -> str:
+    """The env runner's opponent id for a plan entry."""
+    if slot is not None:
+        return slot_id(slot)
+    if member == RANDOM:
+        return RUNNER_RANDOM
+    if member == MAIN:
+        return MIRROR
+    if member.role is Role.BOT:
+        return f"{BOT_PREFIX}{member.name}"
+    raise ValueError(f"plan entry for {member} has no weight slot and is not random, main or a bot")
+
+
+def plan_to_opponent_plan(plan: MatchPlan, version: int) -> OpponentPlan:
+    """The runner-side `OpponentPlan` of a league `MatchPlan` (main is the only learner)."""
+    probabilities: dict[str, float] = {}
+    for entry in plan.entries:
+        if entry.learner != MAIN:
+            raise ValueError(f"plan entry {entry} has learner {entry.learner}; the RLlib glue trains main only")
+        opp = runner_opponent_id(entry.opponent, entry.opponent_slot)
+        probabilities[opp] = probabilities.get(opp, 0.0) + entry.probability
+    total = sum(probabilities.values())
+    return OpponentPlan(entries=tuple((k, p / total) for k, p in probabilities.items()), seed=int(plan.seed),
+                        version=int(version))
+
+
+# ----------------------------------------------------------------------------------------------
+# the component
+# ----------------------------------------------------------------------------------------------
+class LeagueComponent:
+    """Driver component owning the `League` (see the module docstring)."""
+
+    name = "league"
+
+    def __init__(self, config: LeagueConfig, seed: int = 0):
+        self.league = League(config, seed=seed, start_iteration=START_ITERATION)
+        self.num_slots = config.num_opponent_slots
+        self.counters = {"ignored_games": 0, "swapped_games": 0}  # checkpointed
+        self.slot_loads = 0  # weights sent to the runners in this session (not checkpointed: transport only)
+        # Slots as the env runners hold them (None: nothing loaded there by us).
+        self._runner_slots: list[Optional[MemberId]] = [None] * self.num_slots
+        self._plan_sent = False
+        self._reported: set[str] = set()  # members that have per-member metric keys
+        self._set_plan(self.league.plan(START_ITERATION))
+
+    # ------------------------------------------------------------------ plan
+    def _set_plan(self, plan: MatchPlan) -> None:
+        self.plan = MatchPlan.from_dict(plan.to_dict())  # plain floats/ints, as it comes back from a checkpoint
+        self.opponent_plan = plan_to_opponent_plan(plan, self.league.state.counters["plans"])
+        self._plan_sent = False
+
+    def _changed_slots(self) -> list[int]:
+        return [k for k, member in enumerate(self.plan.slots)
+                if member is not None and member != self._runner_slots[k]]
+
+    def runner_update(self, full: bool) -> Optional[DriverUpdate]:
+        """The plan (when new) and the weights of slots whose member changed; everything when `full`."""
+        slots = range(self.num_slots) if full else self._changed_slots()
+        if not full and self._plan_sent and not slots:
+            return None
+        weights: dict[str, Any] = {}
+        for k in slots:
+            member = self.plan.slots[k] if k < len(self.plan.slots) else None
+            if member is None:
+                weights[slot_id(k)] = None
+            else:
+                weights[slot_id(k)] = {"member": str(member), "weights": self.league.weights(member)}
+                self.slot_loads += 1
+            self._runner_slots[k] = member
+        self._plan_sent = True
+        return DriverUpdate(opponent_plan=self.opponent_plan, slot_weights=weights or None)
+
+    # ------------------------------------------------------------------ per iteration
+    def record_outcomes(self, outcomes: list) -> dict[MemberId, int]:
+        """Record the league games among `outcomes`; returns the games per opponent member."""
+        counts: dict[MemberId, int] = {}
+        for rec in outcomes:
+            member = league_member_of(rec.get("opponent"))
+            if member is None or rec.get("winner") is None or rec.get("main_team") is None:
+                self.counters["ignored_games"] += 1
+                continue
+            if rec.get(SWAPPED_KEY):
+                self.counters["swapped_games"] += 1
+                self.counters["ignored_games"] += 1
+                continue
+            self.league.record({"winner": rec["winner"], "main_team": int(rec["main_team"]), "opponent": member})
+            counts[member] = counts.get(member, 0) + 1
+        return counts
+
+    def update(self, outcomes: list, ctx: DriverContext) -> dict:
+        counts = self.record_outcomes(outcomes)
+        iteration = int(ctx.iteration)
+        events_before = self.league.state.counters["snapshots"], self.league.state.counters["evictions"]
+        reason = self.league.snapshot_reason(iteration)
+        if reason is not None:
+            member = self.league.add_snapshot(ctx.main_weights(), iteration)
+            logger.info("league: iteration %d: snapshot %s (%s); %d snapshots, main rating %.1f",
+                        iteration, member, reason, len(self.league.snapshots()), self.league.rating(MAIN))
+        self._set_plan(self.league.plan(iteration))
+        snapshots = self.league.state.counters["snapshots"] - events_before[0]
+        evictions = self.league.state.counters["evictions"] - events_before[1]
+        return self.metrics(counts, snapshots, evictions)
+
+    # ------------------------------------------------------------------ metrics
+    def metrics(self, counts: Optional[Mapping[MemberId, int]] = None, snapshots: int = 0, evictions: int = 0) -> dict:
+        out = self.league.metrics()
+        counts = counts or {}
+        out["league/games_this_iter"] = float(sum(counts.values()))
+        out["league/snapshot_event"] = float(snapshots)
+        out["league/eviction_event"] = float(evictions)
+        out["league/ignored_games_total"] = float(self.counters["ignored_games"])
+        out["league/swapped_games_total"] = float(self.counters["swapped_games"])
+        out["league/slot_loads"] = float(self.slot_loads)
+        newest = self.league.newest_snapshot(MAIN)
+        out["league/latest_rating"] = math.nan if newest is None else float(self.league.rating(newest))
+        rate = None if newest is None else self.league.win_rate(MAIN, newest)
+        out["league/win_rate_vs_latest"] = math.nan if rate is None else rate
+        planned = {member: p for (_, member), p in self.plan.probabilities().items()}
+        for member in [*self.league.pool(), MAIN]:
+            out[f"league/matchups/{member}"] = float(counts.get(member, 0))
+            out[f"league/plan/{member}"] = float(planned.get(member, 0.0))
+        # Members evicted since they were last reported: blank their per-member keys, because the
+        # algorithm keeps the last value of every key it was ever given.
+        current = {str(m) for m in self.league.members()}
+        for name in sorted(self._reported - current):
+            for group in ("rating", "win_rate_vs"):
+                out[f"league/{group}/{name}"] = math.nan
+            for group in ("matchups", "plan"):
+                out[f"league/{group}/{name}"] = 0.0
+        self._reported |= current
+        return out
+
+    def initial_metrics(self) -> dict:
+        """Metrics before the first iteration (so progress.csv has the league columns from the start)."""
+        return self.metrics()
+
+    # ------------------------------------------------------------------ checkpoints, end of run
+    def state_dict(self) -> dict:
+        return {"league": self.league.state_dict(), "plan": self.plan.to_dict(), "counters": dict(self.counters),
+                "reported": sorted(self._reported)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.league.load_state_dict(state["league"])
+        self.counters = {k: int(state.get("counters", {}).get(k, 0)) for k in self.counters}
+        self._reported = set(state.get("reported", ()))
+        self._runner_slots = [None] * self.num_slots  # unknown after a restore: the next update sends all
+        self._set_plan(MatchPlan.from_dict(state["plan"]))
+
+    def table(self) -> list[dict]:
+        return self.league.table()
+
+    def finish(self, trial_dir) -> Optional[Path]:
+        """End of run: write `league.csv` into `trial_dir` and log the final table."""
+        if trial_dir is None:
+            return None
+        path = Path(trial_dir) / LEAGUE_CSV
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.league.write_table_csv(path)
+        logger.info("final league table (%s):\n%s", path, format_table(self.table()))
+        return path
+
+
+def format_table(rows: list[Mapping[str, Any]]) -> str:
+    """The league table as aligned text (rows from `League.table()` or read back from league.csv)."""
+    lines = [f"{'member':<24} {'rating':>8} {'games':>7} {'main_win_rate':>14}"]
+    for row in rows:
+        rate = row.get("main_win_rate")
+        rate_text = "-" if rate in (None, "") else f"{float(rate):.3f}"
+        lines.append(f"{str(row['member']):<24} {float(row['rating']):>8.1f} {int(float(row['games'])):>7d} {rate_text:>14}")
+    return "\n".join(lines)
+
+
+def read_table(path) -> list[dict]:
+    """Rows of a `league.csv` (strings, as written)."""
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        if tuple(reader.fieldnames or ()) != TABLE_COLUMNS:
+            raise ValueError(f"{path}: columns {reader.fieldnames} are not {list(TABLE_COLUMNS)}")
+        return list(reader)
+
+
+def make_component(cfg: RunConfig, env_info: EnvInfo) -> Optional[LeagueComponent]:
+    """The league component for `cfg`, or None when `league.enabled` is false."""
+    if not cfg.league.enabled:
+        return None
+    if len(env_info.teams) < 2:
+        raise ConfigError(f"league.enabled = true: env {env_info.env_id!r} has one team, so no opponent; turn the league off")
+    return LeagueComponent(cfg.league.to_core(), seed=int(cfg.experiment.seed) ^ SEED_SALT)
+
+
+__all__ = ["LEAGUE_CSV", "LeagueComponent", "format_table", "league_member_of", "make_component",
+           "plan_to_opponent_plan", "read_table", "runner_opponent_id"]

@@ -1,0 +1,469 @@
+"""`SpadePPO` (PPO + driver components + in-runner evaluation) and `build_algo_config(cfg)`.
+
+`build_algo_config(run_config)` turns the validated `RunConfig` into a `PPOConfig` whose algo class
+is `SpadePPO`, with one trained module "main" (`SpadeModule`) and the vectorized
+`SpadeEnvRunner`. Checkpoints hold `learner_group/learner/rl_module/main`.
+
+`SpadePPO` adds to PPO, once per iteration (after PPO's own sample -> learn -> weight sync):
+  * driver components (`spade_rllib.rllib.components`): drain episode outcomes from all env
+    runners, update the components, broadcast their `DriverUpdate`s;
+  * metrics: main's W/D/L per opponent over this iteration's training episodes under
+    "spade/train/<opponent>/win_rate", component metrics ("league/size", "curriculum/difficulty"),
+    and every `evaluation.interval` iterations an evaluation against `evaluation.opponents` under
+    "eval/<opponent>/win_rate" (games played inside the env runners, off the learner);
+  * checkpoint state: `get_state()` / `set_state()` carry every component's `state_dict()` under
+    "spade_components", so `--resume` and `Algorithm.from_checkpoint` bring them back;
+  * env runner restarts: restored runners get every component's full state again.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from ray.rllib.algorithms.ppo import PPO, PPOConfig
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.core import ALL_MODULES
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED_LIFETIME,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+)
+
+from spade_rllib.config import RunConfig, parse_config
+from spade_rllib.rllib.components import (
+    DriverContext,
+    DriverUpdate,
+    EnvInfo,
+    SelfPlayComponent,
+    build_components,
+    placeholder_win_rates,
+    win_rates,
+)
+from spade_rllib.rllib.games import env_kind, make_game_factory
+from spade_rllib.rllib.module import SpadeModule
+from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner
+
+logger = logging.getLogger(__name__)
+
+COMPONENTS_STATE_KEY = "spade_components"
+SAMPLE_TAG = "spade_sample_ahead"
+
+
+def _policy_mapping_fn(agent_id, episode, **kwargs):
+    return MAIN
+
+
+def env_kwargs_for(cfg: RunConfig) -> dict:
+    """Constructor kwargs for one env copy (MazeRace: level_file and difficulty folded in)."""
+    kwargs = dict(cfg.env.kwargs)
+    if env_kind(cfg.env.id) == "mazerace":
+        if cfg.env.level_file:
+            from spade_rllib.envs import Level  # noqa: PLC0415
+
+            kwargs["level"] = Level.from_ascii(Path(os.path.expanduser(cfg.env.level_file)).read_text())
+        elif cfg.env.difficulty is not None:
+            kwargs["difficulty"] = cfg.env.difficulty
+    return kwargs
+
+
+def describe_env(cfg: RunConfig) -> EnvInfo:
+    """Build one env copy on the driver to learn spaces, teams and the mask size."""
+    game = make_game_factory(cfg.env.id, env_kwargs_for(cfg))()
+    window = None
+    kind = env_kind(cfg.env.id)
+    if kind == "mazerace":
+        from spade_rllib.envs import MazeRace  # noqa: PLC0415
+
+        window = tuple(MazeRace.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
+    info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window)
+    close = getattr(game.raw_env, "close", None)
+    if close:
+        close()
+    return info
+
+
+def model_config_for(cfg: RunConfig, info: EnvInfo) -> dict:
+    m = cfg.agent.model
+    out = {"kind": m.kind, "hidden": list(m.hidden), "activation": m.activation, "vf_share_layers": m.vf_share_layers,
+           "mask_size": info.mask_size}
+    if m.kind == "cnn":
+        out["window_shape"] = list(info.window_shape)
+        out["cnn_channels"] = list(m.cnn_channels)
+    return out
+
+
+def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore_from: Optional[str] = None) -> PPOConfig:
+    """The RLlib config for a validated `RunConfig` (reusable by sweeps: see `spade_rllib.train`)."""
+    info = describe_env(cfg)
+    import gymnasium as gym  # noqa: PLC0415
+
+    obs_space = gym.spaces.Box(-np.inf, np.inf, (info.obs_size,), np.float32)
+    act_space = gym.spaces.Discrete(info.num_actions)
+    spec = MultiRLModuleSpec(
+        rl_module_specs={
+            MAIN: RLModuleSpec(module_class=SpadeModule, observation_space=obs_space, action_space=act_space,
+                               model_config=model_config_for(cfg, info))
+        }
+    )
+    a, t, r = cfg.agent, cfg.training, cfg.resources
+    num_learners = r.num_learners
+    spade = {
+        "run_config": cfg.to_dict(),
+        "env_id": cfg.env.id,
+        "env_kwargs": env_kwargs_for(cfg),
+        "seed": cfg.experiment.seed,
+        "runinfo": runinfo,
+        "restore_from": restore_from,
+        # Runners start with the config's self-play plan (the driver re-broadcasts it, or the league's).
+        "opponent_plan": SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, cfg.experiment.seed).plan,
+    }
+    config = (
+        PPOConfig(algo_class=SpadePPO)
+        .environment(env=None, env_config={"spade": spade}, observation_space=obs_space, action_space=act_space)
+        .framework("torch")
+        .env_runners(
+            env_runner_cls=SpadeEnvRunner,
+            num_env_runners=t.num_env_runners,
+            num_envs_per_env_runner=t.num_envs_per_runner,
+            num_cpus_per_env_runner=r.num_cpus_per_env_runner,
+            rollout_fragment_length="auto",
+            merge_env_runner_states=False,
+            broadcast_env_runner_states=False,
+            sample_timeout_s=600.0,
+            # Weight syncs and driver updates queue behind an in-flight sample-ahead request.
+            max_requests_in_flight_per_env_runner=8,
+        )
+        .multi_agent(policies={MAIN}, policy_mapping_fn=_policy_mapping_fn, policies_to_train=[MAIN])
+        .rl_module(rl_module_spec=spec)
+        .training(
+            lr=a.lr,
+            gamma=a.gamma,
+            lambda_=a.lambda_,
+            clip_param=a.clip,
+            vf_clip_param=a.vf_clip,
+            entropy_coeff=a.entropy,
+            vf_loss_coeff=a.vf_coeff,
+            use_kl_loss=a.kl_coeff > 0,
+            kl_coeff=a.kl_coeff,
+            grad_clip=a.grad_clip,
+            grad_clip_by="global_norm",
+            num_epochs=a.epochs,
+            minibatch_size=a.minibatch_size,
+            train_batch_size_per_learner=max(1, a.train_batch_size // max(1, num_learners)),
+        )
+        .learners(num_learners=num_learners, num_gpus_per_learner=r.num_gpus_per_learner,
+                  num_cpus_per_learner=r.num_cpus_per_learner if num_learners else 1)
+        .debugging(seed=cfg.experiment.seed, log_level="WARN")
+        .fault_tolerance(restart_failed_env_runners=True)
+        .reporting(metrics_num_episodes_for_smoothing=100)
+    )
+    return config
+
+
+class SpadePPO(PPO):
+    """PPO with driver components, per-opponent outcome metrics and in-runner evaluation."""
+
+    # ------------------------------------------------------------------ setup
+    def setup(self, config) -> None:
+        import torch  # noqa: PLC0415
+
+        spade = config.env_config["spade"]
+        self.run_config: RunConfig = parse_config(spade["run_config"])
+        super().setup(config)
+        threads = self.run_config.training.torch_threads or min(4, os.cpu_count() or 1)
+        torch.set_num_threads(threads)  # the local learner; env runners act single-threaded
+        self.env_info = describe_env(self.run_config)
+        self.components = build_components(self.run_config, self.env_info)
+        self._in_flight: set = set()  # remote runner ids with a sample-ahead request in flight
+        self._pending_outcomes: list = []
+        self._last_eval: dict = placeholder_win_rates(self.run_config.evaluation.opponents, "eval") if self.run_config.evaluation.interval else {}
+        from spade_rllib.rllib.heldout import make_heldout_evaluator  # noqa: PLC0415
+
+        self.heldout = make_heldout_evaluator(self.run_config, config, self.env_info)  # held-out maps, in a Ray task
+        self._spade_metrics: dict = {}
+        for comp in self.components:
+            self._spade_metrics.update(getattr(comp, "initial_metrics", lambda: {})())
+        self._broadcast(full=True)
+        if spade.get("runinfo"):
+            trial_dir = self.trial_dir()
+            if trial_dir is not None:
+                _write_runinfo(trial_dir, spade["runinfo"], self.run_config)
+        if spade.get("restore_from"):
+            logger.info("restoring from %s", spade["restore_from"])
+            self.restore_from_path(spade["restore_from"])
+
+    def trial_dir(self) -> Optional[Path]:
+        """The Tune trial directory under the storage path (local storage), else the logdir."""
+        storage = getattr(self, "_storage", None)
+        if storage is not None and getattr(storage, "trial_fs_path", None):
+            p = Path(storage.trial_fs_path)
+            if p.is_absolute():
+                return p
+        return Path(self.logdir) if getattr(self, "logdir", None) else None
+
+    # ------------------------------------------------------------------ per iteration
+    def _sample_ahead_on(self) -> bool:
+        return bool(self.run_config.training.sample_ahead) and self.env_runner_group.num_remote_env_runners() > 0
+
+    def training_step(self) -> None:
+        """PPO's step; with `training.sample_ahead` the remote runners sample the next batch while
+        the learner updates on this one (policy lag of one iteration; PPO's ratio uses the
+        behaviour policy's logp recorded by the runner, so the clipped objective stays correct)."""
+        if not self._sample_ahead_on():
+            return super().training_step()
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            episodes, runner_metrics, outcomes = self._collect_sampled_ahead()
+            self._pending_outcomes.extend(outcomes)
+            if not episodes:
+                return None
+            self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            learner_results = self.learner_group.update(
+                episodes=episodes,
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)),
+                    NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
+                        (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME), default=0),
+                },
+                num_epochs=self.config.num_epochs,
+                minibatch_size=self.config.minibatch_size,
+                shuffle_batch_per_epoch=self.config.shuffle_batch_per_epoch,
+            )
+            self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            # Queued behind the in-flight sample on each runner: the round after next uses them.
+            self.env_runner_group.sync_weights(
+                from_worker_or_learner_group=self.learner_group,
+                policies=set(learner_results[0].keys()) - {ALL_MODULES},
+                inference_only=True,
+            )
+        return None
+
+    def _collect_sampled_ahead(self) -> tuple[list, list, list]:
+        """Results of the in-flight sampling round (waiting for it), then launch the next round."""
+        group = self.env_runner_group
+        if not self._in_flight:
+            self._launch_samples()
+        episodes: list = []
+        metrics: list = []
+        outcomes: list = []
+        deadline = time.time() + float(self.config.sample_timeout_s or 600.0)
+        while self._in_flight and time.time() < deadline:
+            for actor_id, (eps, met, outs) in group.fetch_ready_async_reqs(tags=SAMPLE_TAG, timeout_seconds=0.05):
+                self._in_flight.discard(actor_id)
+                episodes.extend(eps)
+                metrics.append(met)
+                outcomes.extend(outs)
+            self._in_flight &= set(group.healthy_env_runner_ids())  # a runner that died will not answer
+        self._in_flight.clear()
+        self._launch_samples()
+        return episodes, metrics, outcomes
+
+    def _launch_samples(self) -> None:
+        group = self.env_runner_group
+        ids = [i for i in group.healthy_env_runner_ids() if i not in self._in_flight]
+        if not ids:
+            return
+        steps = max(1, -(-self.config.total_train_batch_size // max(1, len(group.healthy_env_runner_ids()))))
+        group.foreach_env_runner_async(lambda r: r.sample_with_outcomes(steps), tag=SAMPLE_TAG, remote_worker_ids=ids)
+        self._in_flight.update(ids)
+
+    def step(self) -> dict:
+        t0 = time.perf_counter()
+        trained_with = self.learner_hyperparams()  # read before the update: the values it trains with
+        results = super().step()
+        outcomes = self._gather_outcomes()
+        metrics: dict[str, Any] = {}
+        metrics.update(win_rates(outcomes, "train"))
+        ctx = DriverContext(
+            iteration=self.iteration + 1,
+            env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),
+            main_weights=self._main_weights,
+            num_runners=self.env_runner_group.num_remote_env_runners(),
+        )
+        for comp in self.components:
+            metrics.update(comp.update(outcomes, ctx) or {})
+        self._broadcast(full=False)
+        ev = self.run_config.evaluation
+        if ev.interval and (self.iteration + 1) % ev.interval == 0:
+            self._last_eval = self.evaluate_main(ev.opponents, ev.games, greedy=ev.greedy)
+        self._spade_metrics.update(metrics)
+        _nest_into(results, self._spade_metrics)
+        _nest_into(results, self._last_eval)
+        if self.heldout is not None:
+            _nest_into(results, self.heldout.step(self.iteration + 1, self._main_weights))
+        _nest_into(results, {f"learners/{MAIN}/trained_with/{k}": v for k, v in trained_with.items()})
+        results.setdefault("spade", {})["driver_s"] = time.perf_counter() - t0
+        return results
+
+    def evaluate_main(self, opponents: list, games: int, greedy: bool = False, levels: Optional[list] = None,
+                      prefix: str = "eval") -> dict:
+        """Play `games` games per opponent (and per level) on the env runners; flat metrics with `prefix`."""
+        outcomes = self.run_on_runners_for_eval({"opponents": list(opponents), "games": int(games), "greedy": greedy, "levels": levels})
+        out = placeholder_win_rates(opponents, prefix)
+        out.update(win_rates(outcomes, prefix))
+        return out
+
+    def run_on_runners_for_eval(self, spec: dict) -> list:
+        """Outcome records of evaluation games split over the env runners (local runner when none)."""
+        group = self.env_runner_group
+        n = group.num_healthy_remote_workers()
+        if n == 0 or (self._sample_ahead_on() and self.env_runner is not None):
+            # The local runner (driver process) evaluates while remote runners keep sampling.
+            return self.env_runner.evaluate_main({**spec, "share": (0, 1)})
+        parts = group.foreach_env_runner(lambda r: r.evaluate_main({**spec, "share": (r.worker_index - 1, n)}), local_env_runner=False)
+        return [rec for part in parts for rec in part]
+
+    def _gather_outcomes(self) -> list:
+        if self._sample_ahead_on():
+            out, self._pending_outcomes = self._pending_outcomes, []
+            return out
+        group = self.env_runner_group
+        local = group.num_remote_env_runners() == 0
+        parts = group.foreach_env_runner(lambda r: r.pop_episode_outcomes(), local_env_runner=local)
+        return [rec for part in parts for rec in (part or [])]
+
+    def _main_weights(self) -> dict:
+        state = self.learner_group.get_state(components=f"learner/rl_module/{MAIN}", inference_only=True)
+        return state["learner"]["rl_module"][MAIN]
+
+    def _runner_update(self, full: bool) -> Optional[DriverUpdate]:
+        update: Optional[DriverUpdate] = None
+        for comp in self.components:
+            u = comp.runner_update(full)
+            if u is not None:
+                update = u if update is None else update.merged(u)
+        return update
+
+    def _broadcast(self, full: bool) -> None:
+        """Send the merged `DriverUpdate` of all components to every env runner (local included)."""
+        update = self._runner_update(full)
+        if update is None:
+            return
+        group = self.env_runner_group
+        if self._sample_ahead_on():
+            # Fire-and-forget, queued behind the in-flight sample (a blocking call would wait for it).
+            if self.env_runner is not None:
+                self.env_runner.apply_driver_update(update)
+            group.foreach_env_runner_async_fetch_ready(lambda r: r.apply_driver_update(update), tag="spade_update",
+                                                       timeout_seconds=0.0)
+            return
+        group.foreach_env_runner(lambda r: r.apply_driver_update(update), local_env_runner=True)
+
+    def learner_hyperparams(self) -> dict:
+        """main's lr (the torch optimizer's), entropy coeff and clip param, read from the (first) learner.
+
+        Reported as "learners/main/trained_with/{lr,entropy_coeff,clip_param}", read before each
+        update: sweeps (PBT) check that perturbed values really reach the learner.
+        """
+        def read(learner) -> dict:
+            optims = learner.get_optimizers_for_module(MAIN)
+            scheds = getattr(learner, "entropy_coeff_schedulers_per_module", None)
+            ent = scheds[MAIN] if scheds is not None else None  # a LambdaDefaultDict: built from the config on first use
+            return {
+                "lr": float(optims[0][1].param_groups[0]["lr"]) if optims else math.nan,
+                "entropy_coeff": float(ent.get_current_value()) if ent is not None else math.nan,
+                "clip_param": float(learner.config.get_config_for_module(MAIN).clip_param),
+            }
+
+        for res in self.learner_group.foreach_learner(read):
+            return res.get()
+        return {}
+
+    # ------------------------------------------------------------------ restarts, checkpoints
+    def restore_env_runners(self, env_runner_group) -> list:
+        restored = super().restore_env_runners(env_runner_group)
+        if restored and env_runner_group is self.env_runner_group:
+            update = self._runner_update(full=True)
+            if update is not None:
+                env_runner_group.foreach_env_runner(lambda r: r.apply_driver_update(update), local_env_runner=False,
+                                                    remote_worker_ids=restored)
+        return restored
+
+    def restore_from_path(self, path, *args, **kwargs):
+        super().restore_from_path(path, *args, **kwargs)
+        # The checkpoint's torch optimizer state carries the lr it was saved with (param_groups) and
+        # RLlib re-applies the config's lr only after the next update, so the first iteration after a
+        # restore would train with the old lr (e.g. a PBT donor's). Re-apply this run's lr now.
+        self.learner_group.foreach_learner(_reapply_config_lr)
+
+    def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if self._check_component(COMPONENTS_STATE_KEY, components, not_components):
+            state[COMPONENTS_STATE_KEY] = {c.name: c.state_dict() for c in getattr(self, "components", [])}
+        return state
+
+    def set_state(self, state: dict) -> None:
+        super().set_state(state)
+        saved = state.get(COMPONENTS_STATE_KEY)
+        if saved:
+            for comp in self.components:
+                if comp.name in saved:
+                    comp.load_state_dict(saved[comp.name])
+            self._broadcast(full=True)
+
+    def cleanup(self) -> None:
+        """End of run (Tune stop / `algo.stop()`): components with `finish(trial_dir)` write their files
+        (the league's league.csv)."""
+        if getattr(self, "heldout", None) is not None:
+            self.heldout.stop()
+        trial_dir = self.trial_dir()
+        for comp in getattr(self, "components", []):
+            finish = getattr(comp, "finish", None)
+            if finish is not None:
+                try:
+                    finish(trial_dir)
+                except Exception:  # noqa: BLE001 - never block the rest of the shutdown
+                    logger.exception("component %s: finish(%s) failed", comp.name, trial_dir)
+        super().cleanup()
+
+
+def _reapply_config_lr(learner) -> None:
+    """Set every optimizer's lr to its lr scheduler's current value (the run config's lr)."""
+    for optimizer in learner._named_optimizers.values():  # noqa: SLF001 - no public accessor in RLlib 2.60
+        schedule = learner._optimizer_lr_schedules.get(optimizer)  # noqa: SLF001
+        if schedule is not None:
+            learner._set_optimizer_lr(optimizer, float(schedule.get_current_value()))  # noqa: SLF001
+
+
+def _nest_into(results: dict, flat: dict) -> None:
+    """Put "a/b/c" keys into results["a"]["b"]["c"] (Tune flattens them back to "a/b/c")."""
+    for key, value in flat.items():
+        parts = key.split("/")
+        node = results
+        for p in parts[:-1]:
+            nxt = node.get(p)
+            if not isinstance(nxt, dict):
+                nxt = {}
+                node[p] = nxt
+            node = nxt
+        node[parts[-1]] = float(value) if isinstance(value, (int, float, np.floating, np.integer)) else value
+
+
+def _write_runinfo(logdir: Path, runinfo: dict, cfg: RunConfig) -> None:
+    from spade_rllib.config import dump_config  # noqa: PLC0415
+
+    logdir.mkdir(parents=True, exist_ok=True)
+    (logdir / "config.yaml").write_text(dump_config(cfg))
+    (logdir / "runinfo.json").write_text(json.dumps(runinfo, indent=2, sort_keys=True, default=str))
+
+
+def main_win_rate(result: dict, opponent: str = "random", prefix: str = "eval") -> float:
+    """Main's win rate vs `opponent` in a (nested) result dict, NaN when absent."""
+    try:
+        return float(result[prefix][opponent]["win_rate"])
+    except (KeyError, TypeError):
+        return math.nan

@@ -1,0 +1,193 @@
+"""Driver components: state the driver owns (league, curriculum, self-play plan), one protocol.
+
+A driver component lives in the `SpadePPO` algorithm on the driver. Each training iteration:
+
+  1. `SpadePPO` drains the episode outcome records (docs/CONTRACTS.md) of every env runner
+     (`foreach_env_runner(lambda r: r.pop_episode_outcomes())`).
+  2. It calls `component.update(outcomes, ctx)` on every component, in registry order; each returns
+     a flat dict of metrics with path keys ("league/size", "curriculum/difficulty"), which land in
+     the iteration's result (so in progress.csv / TensorBoard) and on the console line.
+  3. It merges `component.runner_update(full=False)` of all components (later components win) and
+     broadcasts the resulting `DriverUpdate` to every env runner (`runner.apply_driver_update`).
+     After an env runner restart, and after a restore, it sends `runner_update(full=True)`.
+  4. `state_dict()` of every component goes into the algorithm checkpoint (state key
+     "spade_components"); `load_state_dict()` brings it back on `--resume` and
+     `Algorithm.from_checkpoint`.
+
+To add one: write a class with these methods (no Ray import needed), and a factory
+`make(run_config, env_info) -> component | None`; list the factory's import path in
+`COMPONENT_FACTORIES` under the config section name. A section's factory returns None when the
+section is off. Metrics a component reports should also be reported (e.g. as NaN or initial
+values) from the first iteration on, so their columns exist in progress.csv.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
+
+from spade_rllib.config import BOT_PREFIX, ConfigError, RunConfig
+from spade_rllib.rllib.plan import MIRROR, RANDOM, DriverUpdate, OpponentPlan
+
+# Section name -> "module:function" building that section's component (or None when disabled).
+# Order matters: runner updates merge in this order, later entries win (the league's opponent plan
+# replaces the self-play plan when the league is on).
+COMPONENT_FACTORIES: dict[str, str] = {
+    "self_play": "spade_rllib.rllib.components:make_self_play_component",
+    "curriculum": "spade_rllib.curriculum.component:make_component",
+    "league": "spade_rllib.league.component:make_component",
+}
+
+
+@dataclass
+class EnvInfo:
+    """What components may need to know about the env (computed once on the driver)."""
+
+    env_id: str
+    kind: str  # "mazerace" | "pettingzoo" | "gymnasium"
+    teams: tuple  # agent ids per team, index 0 = team A
+    num_actions: int
+    obs_size: int
+    mask_size: int
+    window_shape: Optional[tuple] = None  # MazeRace only
+
+
+@dataclass
+class DriverContext:
+    """Handed to `DriverComponent.update` each iteration."""
+
+    iteration: int  # training iteration just finished (1-based)
+    env_steps_lifetime: int
+    main_weights: Callable[[], dict]  # numpy state dict of main's RLModule (learner copy), computed lazily
+    num_runners: int
+    extra: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class DriverComponent(Protocol):
+    """The hook API the league and curriculum implement (see module docstring)."""
+
+    name: str
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+    def update(self, outcomes: list, ctx: DriverContext) -> dict: ...
+
+    def runner_update(self, full: bool) -> Optional[DriverUpdate]: ...
+
+
+class SelfPlayComponent:
+    """Built-in: publishes the opponent plan for `self_play.mode` and `self_play.opponent_mix`."""
+
+    name = "self_play"
+
+    def __init__(self, mode: str, opponent_mix: dict, seed: int):
+        mix = {str(k): float(v) for k, v in (opponent_mix or {}).items() if float(v) > 0}
+        rest = max(0.0, 1.0 - sum(mix.values()))
+        base = {"mirror": MIRROR, "vs_random": RANDOM, "none": MIRROR}[mode]
+        if rest > 0:
+            mix[base] = mix.get(base, 0.0) + rest
+        total = sum(mix.values())
+        self.plan = OpponentPlan(entries=tuple((k, v / total) for k, v in mix.items()), seed=seed, version=0)
+        self._sent = False
+
+    def state_dict(self) -> dict:
+        return {"plan": {"entries": [list(e) for e in self.plan.entries], "seed": self.plan.seed, "version": self.plan.version}}
+
+    def load_state_dict(self, state: dict) -> None:
+        p = state["plan"]
+        self.plan = OpponentPlan(entries=tuple(tuple(e) for e in p["entries"]), seed=p["seed"], version=p["version"])
+        self._sent = False
+
+    def update(self, outcomes: list, ctx: DriverContext) -> dict:
+        return {}
+
+    def runner_update(self, full: bool) -> Optional[DriverUpdate]:
+        if self._sent and not full:
+            return None
+        self._sent = True
+        return DriverUpdate(opponent_plan=self.plan)
+
+
+def make_self_play_component(cfg: RunConfig, info: EnvInfo) -> Optional[SelfPlayComponent]:
+    if len(info.teams) < 2:
+        return None
+    return SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, seed=cfg.experiment.seed)
+
+
+def build_components(cfg: RunConfig, info: EnvInfo) -> list:
+    """Instantiate the components the config turns on, in `COMPONENT_FACTORIES` order."""
+    out = []
+    for section, path in COMPONENT_FACTORIES.items():
+        enabled = section == "self_play" or bool(getattr(getattr(cfg, section, None), "enabled", False))
+        mod_name, _, fn_name = path.partition(":")
+        try:
+            factory = getattr(importlib.import_module(mod_name), fn_name)
+        except (ImportError, AttributeError) as e:
+            if enabled:
+                raise ConfigError(f"{section}.enabled = true: the {section} component is not available yet ({path}: {e})") from e
+            continue
+        comp = factory(cfg, info)
+        if comp is not None:
+            out.append(comp)
+    return out
+
+
+def outcome_summary(outcomes: list) -> dict:
+    """Main's W/D/L per opponent over a list of outcome records: {opponent: (wins, draws, losses)}."""
+    table: dict[str, list[int]] = {}
+    for rec in outcomes:
+        if rec.get("winner") is None:
+            continue
+        letters = ("A", "B", "C", "D")
+        mine = letters[int(rec.get("main_team") or 0)]
+        row = table.setdefault(str(rec.get("opponent")), [0, 0, 0])
+        if rec["winner"] == "draw":
+            row[1] += 1
+        elif rec["winner"] == mine:
+            row[0] += 1
+        else:
+            row[2] += 1
+    return {k: tuple(v) for k, v in table.items()}
+
+
+def win_rates(outcomes: list, prefix: str) -> dict:
+    """Flat metrics {prefix/<opp>/win_rate, draw_rate, loss_rate, games, mean_length}."""
+    out: dict[str, Any] = {}
+    lengths: dict[str, list[int]] = {}
+    for rec in outcomes:
+        lengths.setdefault(str(rec.get("opponent")), []).append(int(rec.get("length", 0)))
+    for opp, (w, d, l) in outcome_summary(outcomes).items():
+        n = max(1, w + d + l)
+        out[f"{prefix}/{opp}/win_rate"] = w / n
+        out[f"{prefix}/{opp}/draw_rate"] = d / n
+        out[f"{prefix}/{opp}/loss_rate"] = l / n
+        out[f"{prefix}/{opp}/games"] = w + d + l
+        ls = lengths.get(opp, [])
+        out[f"{prefix}/{opp}/mean_length"] = sum(ls) / len(ls) if ls else math.nan
+    return out
+
+
+def placeholder_win_rates(opponents: list, prefix: str) -> dict:
+    """NaN entries for every opponent so progress.csv has the columns from iteration 1."""
+    out = {}
+    for opp in opponents:
+        for k in ("win_rate", "draw_rate", "loss_rate", "games", "mean_length"):
+            out[f"{prefix}/{opp}/{k}"] = math.nan
+    return out
+
+
+__all__ = [
+    "BOT_PREFIX",
+    "COMPONENT_FACTORIES",
+    "DriverComponent",
+    "DriverContext",
+    "DriverUpdate",
+    "EnvInfo",
+    "SelfPlayComponent",
+    "build_components",
+    "win_rates",
+]

@@ -1,0 +1,249 @@
+"""Adapters that give every supported env one small turn-based API for the vectorized runner.
+
+`Game` wraps one env copy: a Gymnasium env (one agent), a PettingZoo `ParallelEnv` (MazeRace; all
+live agents act each step) or a PettingZoo AEC env (connect four; one agent acts per step).
+
+    game.reset(seed, options) -> {agent: obs}          agents that must act now
+    game.step({agent: action}) -> StepResult            next agents' obs, rewards since last step, done
+
+Observations come out as flat float32 vectors. When the env has an action mask (a Dict obs with
+`observation` + `action_mask`, like PettingZoo classic), the mask is appended as the last
+`num_actions` entries (see `SpadeModule`). Teams: `game.teams` is a tuple of agent tuples, index 0
+= team A. Gymnasium envs have one team of one agent; PettingZoo envs without `team_of` get one team
+per agent.
+
+`make_game_factory(env_id, kwargs)` returns a zero-argument callable that builds one `Game`; the
+runner calls it once per env copy. This module does not import Ray.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import gymnasium as gym
+import numpy as np
+
+MAZERACE_ID = "MazeRace-v0"
+SINGLE_AGENT_ID = "agent_0"
+# MazeRace reset options; any other key a level source returns goes into the outcome record.
+MAZERACE_RESET_KEYS = ("level", "knobs", "level_seed", "difficulty")
+
+
+@dataclass
+class StepResult:
+    obs: dict  # agent -> flat obs, for the agents that must act next (empty when done)
+    rewards: dict  # agent -> reward received since the previous step
+    done: bool  # the episode is over (terminated or truncated)
+    truncated: bool  # ended by a time limit rather than a terminal state
+    final_obs: dict = field(default_factory=dict)  # agent -> last obs, when done
+    info: dict = field(default_factory=dict)  # final info (MazeRace: winner, reason, level, ...)
+
+
+def _flat_obs_space(space: gym.Space) -> tuple[int, int, Callable[[Any], np.ndarray]]:
+    """(feature size, mask size, flatten fn) for an observation space."""
+    if isinstance(space, gym.spaces.Dict) and "action_mask" in space.spaces:
+        inner = space["observation"] if "observation" in space.spaces else space["observations"]
+        key = "observation" if "observation" in space.spaces else "observations"
+        feat = int(np.prod(inner.shape))
+        mask = int(np.prod(space["action_mask"].shape))
+
+        def flatten(o):
+            return np.concatenate([np.asarray(o[key], np.float32).reshape(-1), np.asarray(o["action_mask"], np.float32).reshape(-1)])
+
+        return feat, mask, flatten
+    if isinstance(space, gym.spaces.Box):
+        size = int(np.prod(space.shape))
+        return size, 0, lambda o: np.asarray(o, np.float32).reshape(-1)
+    if isinstance(space, gym.spaces.Discrete):
+        n = int(space.n)
+        eye = np.eye(n, dtype=np.float32)
+        return n, 0, lambda o: eye[int(o)]
+    raise ValueError(f"observation space {space} is not supported (need Box, Discrete, or Dict with action_mask)")
+
+
+class Game:
+    """Base: subclasses set `teams`, `obs_size`, `mask_size`, `num_actions`, `raw_env`."""
+
+    teams: tuple[tuple[str, ...], ...]
+    obs_size: int
+    mask_size: int
+    num_actions: int
+    raw_env: Any
+    is_mazerace: bool = False
+
+    def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> dict:
+        raise NotImplementedError
+
+    def step(self, actions: dict) -> StepResult:
+        raise NotImplementedError
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        return tuple(a for team in self.teams for a in team)
+
+    def observation_space(self) -> gym.spaces.Box:
+        return gym.spaces.Box(-np.inf, np.inf, (self.obs_size,), np.float32)
+
+    def action_space(self) -> gym.spaces.Discrete:
+        return gym.spaces.Discrete(self.num_actions)
+
+    def legal_actions(self, obs: np.ndarray) -> np.ndarray:
+        """Indices of legal actions for an obs from this game."""
+        if self.mask_size:
+            return np.flatnonzero(obs[-self.mask_size :] > 0.5)
+        return np.arange(self.num_actions)
+
+
+class GymGame(Game):
+    def __init__(self, env: gym.Env):
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            raise ValueError(f"only Discrete action spaces are supported, got {env.action_space}")
+        self.raw_env = env
+        self.teams = ((SINGLE_AGENT_ID,),)
+        feat, mask, self._flatten = _flat_obs_space(env.observation_space)
+        self.obs_size, self.mask_size = feat + mask, mask
+        self.num_actions = int(env.action_space.n)
+
+    def reset(self, seed=None, options=None):
+        obs, _ = self.raw_env.reset(seed=seed, options=options)
+        return {SINGLE_AGENT_ID: self._flatten(obs)}
+
+    def step(self, actions):
+        obs, r, term, trunc, info = self.raw_env.step(int(actions[SINGLE_AGENT_ID]))
+        o = self._flatten(obs)
+        done = bool(term or trunc)
+        return StepResult(
+            obs={} if done else {SINGLE_AGENT_ID: o},
+            rewards={SINGLE_AGENT_ID: float(r)},
+            done=done,
+            truncated=bool(trunc and not term),
+            final_obs={SINGLE_AGENT_ID: o} if done else {},
+            info=info if done else {},
+        )
+
+
+def _teams_of(env: Any, agents: list[str]) -> tuple[tuple[str, ...], ...]:
+    team_of = getattr(env, "team_of", None) or getattr(getattr(env, "unwrapped", None), "team_of", None)
+    if team_of is None:
+        return tuple((a,) for a in agents)
+    by_team: dict[int, list[str]] = {}
+    for a in agents:
+        by_team.setdefault(int(team_of(a)), []).append(a)
+    return tuple(tuple(by_team[k]) for k in sorted(by_team))
+
+
+class ParallelGame(Game):
+    """A PettingZoo ParallelEnv; every live agent acts each step."""
+
+    def __init__(self, env: Any, is_mazerace: bool = False):
+        self.raw_env = env
+        self.is_mazerace = is_mazerace
+        agents = list(env.possible_agents)
+        self.teams = _teams_of(env, agents)
+        space = env.observation_space(agents[0])
+        feat, mask, self._flatten = _flat_obs_space(space)
+        self.obs_size, self.mask_size = feat + mask, mask
+        act = env.action_space(agents[0])
+        if not isinstance(act, gym.spaces.Discrete):
+            raise ValueError(f"only Discrete action spaces are supported, got {act}")
+        self.num_actions = int(act.n)
+        self._last_obs: dict = {}
+
+    def reset(self, seed=None, options=None):
+        obs, _ = self.raw_env.reset(seed=seed, options=options)
+        self._last_obs = {a: self._flatten(o) for a, o in obs.items()}
+        return dict(self._last_obs)
+
+    def step(self, actions):
+        obs, rew, term, trunc, infos = self.raw_env.step({a: int(x) for a, x in actions.items()})
+        flat = {a: self._flatten(o) for a, o in obs.items()}
+        self._last_obs.update(flat)
+        live = [a for a in flat if not (term.get(a, False) or trunc.get(a, False))]
+        done = not live or not self.raw_env.agents
+        if done:
+            any_term = any(term.values())
+            info = next((infos[a] for a in infos if "winner" in infos[a]), None)
+            if info is None:
+                info = next(iter(infos.values()), {}) if infos else {}
+            return StepResult({}, {a: float(r) for a, r in rew.items()}, True, not any_term, dict(self._last_obs), info)
+        return StepResult({a: flat[a] for a in live}, {a: float(r) for a, r in rew.items()}, False, False)
+
+
+class AECGame(Game):
+    """A PettingZoo AEC env; the selected agent acts each step. Rewards are read after every move."""
+
+    def __init__(self, env: Any):
+        self.raw_env = env
+        agents = list(env.possible_agents)
+        self.teams = _teams_of(env, agents)
+        feat, mask, self._flatten = _flat_obs_space(env.observation_space(agents[0]))
+        self.obs_size, self.mask_size = feat + mask, mask
+        act = env.action_space(agents[0])
+        if not isinstance(act, gym.spaces.Discrete):
+            raise ValueError(f"only Discrete action spaces are supported, got {act}")
+        self.num_actions = int(act.n)
+
+    def reset(self, seed=None, options=None):
+        self.raw_env.reset(seed=seed, options=options)
+        a = self.raw_env.agent_selection
+        return {a: self._flatten(self.raw_env.observe(a))}
+
+    def step(self, actions):
+        env = self.raw_env
+        (agent, action), = actions.items()
+        env.step(int(action))
+        rewards = {a: float(r) for a, r in env.rewards.items() if r}
+        done = not env.agents or all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
+        if done:
+            any_term = any(env.terminations.values())
+            final = {a: self._flatten(env.observe(a)) for a in env.possible_agents if a in env.observation_spaces}
+            return StepResult({}, rewards, True, not any_term, final, {})
+        nxt = env.agent_selection
+        return StepResult({nxt: self._flatten(env.observe(nxt))}, rewards, False, False)
+
+
+def env_kind(env_id: str) -> str:
+    """'mazerace', 'pettingzoo' or 'gymnasium' (the config has validated the id already)."""
+    if env_id == MAZERACE_ID:
+        return "mazerace"
+    if ":" in env_id and not env_id.startswith("gymnasium"):
+        return "pettingzoo"
+    return "gymnasium"
+
+
+def _make_pettingzoo(env_id: str, kwargs: dict) -> Game:
+    mod_name, _, attr = env_id.partition(":")
+    mod = getattr(importlib.import_module(mod_name), attr)
+    if hasattr(mod, "parallel_env") and not hasattr(mod, "env"):
+        return ParallelGame(mod.parallel_env(**kwargs))
+    env = mod.env(**kwargs)
+    from pettingzoo.utils.env import ParallelEnv  # noqa: PLC0415
+
+    if isinstance(env, ParallelEnv):
+        return ParallelGame(env)
+    return AECGame(env)
+
+
+def make_game_factory(env_id: str, kwargs: Optional[dict] = None) -> Callable[[], Game]:
+    """A zero-argument callable building one `Game` for this env id and constructor kwargs."""
+    kwargs = dict(kwargs or {})
+    kind = env_kind(env_id)
+    if kind == "mazerace":
+
+        def make() -> Game:
+            from spade_rllib.envs import make_env  # noqa: PLC0415
+
+            return ParallelGame(make_env(env_id, **kwargs), is_mazerace=True)
+
+        return make
+    if kind == "pettingzoo":
+        return lambda: _make_pettingzoo(env_id, kwargs)
+    return lambda: GymGame(gym.make(env_id, **kwargs))
+
+
+def winner_from_returns(team_returns: list[float]) -> str:
+    """'A', 'B' or 'draw' from the per-team returns of a two-team game (generic envs)."""
+    if len(team_returns) < 2 or team_returns[0] == team_returns[1]:
+        return "draw"
+    return "A" if team_returns[0] > team_returns[1] else "B"

@@ -1,0 +1,129 @@
+"""`SpadeModule`: the PPO RLModule of every trained policy (an MLP, or a small CNN for MazeRace).
+
+Observations are one flat float32 vector per agent. When the env provides an action mask, the
+mask is the *last* `num_actions` entries of that vector (`model_config["mask_size"]`); the module
+never feeds it to the network and sets the logits of illegal actions to `FLOAT_MIN`, so a masked
+policy never picks an illegal move (neither when sampling nor with argmax).
+
+`model_config` keys (all plain Python values, so the module rebuilds from a checkpoint alone):
+  kind            "mlp" | "cnn"
+  hidden          list of widths, e.g. [128, 128]
+  activation      "tanh" | "relu"
+  vf_share_layers bool: policy and value heads share the trunk
+  mask_size       0, or the number of trailing action-mask entries in the observation
+  window_shape    (H, W, C) of MazeRace's window (cnn only): the first H*W*C entries, channels-last
+  cnn_channels    conv widths (cnn only), 3x3 kernels, same padding
+
+Outside Ray: `RLModule.from_checkpoint(<ckpt>/learner_group/learner/rl_module/main)` then
+`forward_inference({"obs": torch.as_tensor(obs_batch)})["action_dist_inputs"]` gives masked logits.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.utils.framework import try_import_torch
+from ray.rllib.utils.torch_utils import FLOAT_MIN
+
+torch, nn = try_import_torch()
+
+_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def _mlp(in_size: int, hidden: list[int], activation: str) -> tuple[nn.Module, int]:
+    layers: list[nn.Module] = []
+    size = in_size
+    for width in hidden:
+        layers += [nn.Linear(size, width), _ACTIVATIONS[activation]()]
+        size = width
+    return nn.Sequential(*layers), size
+
+
+class _WindowEncoder(nn.Module):
+    """Conv layers over the (H, W, C) window, flattened and joined with the vector part of the obs."""
+
+    def __init__(self, window_shape: tuple[int, int, int], vector_size: int, channels: list[int], activation: str):
+        super().__init__()
+        h, w, c = window_shape
+        self.window_shape = (h, w, c)
+        self.window_size = h * w * c
+        convs: list[nn.Module] = []
+        in_c = c
+        for out_c in channels:
+            convs += [nn.Conv2d(in_c, out_c, 3, padding=1), _ACTIVATIONS[activation]()]
+            in_c = out_c
+        self.convs = nn.Sequential(*convs)
+        self.out_size = in_c * h * w + vector_size
+
+    def forward(self, x):
+        h, w, c = self.window_shape
+        win = x[:, : self.window_size].reshape(-1, h, w, c).permute(0, 3, 1, 2)
+        feats = self.convs(win).flatten(1)
+        return torch.cat([feats, x[:, self.window_size :]], dim=1)
+
+
+class SpadeModule(TorchRLModule, ValueFunctionAPI):
+    """Policy logits and value from a flat observation, with optional trailing action mask."""
+
+    def setup(self):
+        mc: Dict[str, Any] = dict(self.model_config or {})
+        self.mask_size = int(mc.get("mask_size", 0))
+        obs_size = int(np.prod(self.observation_space.shape))
+        feat_size = obs_size - self.mask_size
+        self.feat_size = feat_size
+        hidden = list(mc.get("hidden", [128, 128]))
+        act = mc.get("activation", "tanh")
+        self.vf_share_layers = bool(mc.get("vf_share_layers", False))
+        num_actions = int(self.action_space.n)
+
+        def trunk() -> tuple[nn.Module, int]:
+            if mc.get("kind", "mlp") == "cnn":
+                window_shape = tuple(mc["window_shape"])
+                enc = _WindowEncoder(window_shape, feat_size - int(np.prod(window_shape)), list(mc.get("cnn_channels", [16, 32])), act)
+                head, size = _mlp(enc.out_size, hidden, act)
+                return nn.Sequential(enc, head), size
+            return _mlp(feat_size, hidden, act)
+
+        self.pi_trunk, size = trunk()
+        self.pi_head = nn.Linear(size, num_actions)
+        if self.vf_share_layers:
+            self.vf_trunk = None
+            self.vf_head = nn.Linear(size, 1)
+        else:
+            self.vf_trunk, vsize = trunk()
+            self.vf_head = nn.Linear(vsize, 1)
+        # Small initial policy logits: near-uniform start (as in cleanrl / RLlib's default).
+        nn.init.orthogonal_(self.pi_head.weight, gain=0.01)
+        nn.init.zeros_(self.pi_head.bias)
+
+    # ---- pieces used by the env runner directly (no RLlib connectors on the hot path) ----
+    def logits(self, obs):
+        """Masked action logits for a (B, obs_size) float tensor."""
+        feats = obs[:, : self.feat_size] if self.mask_size else obs
+        out = self.pi_head(self.pi_trunk(feats))
+        if self.mask_size:
+            mask = obs[:, self.feat_size :]
+            out = torch.where(mask > 0.5, out, torch.full_like(out, FLOAT_MIN))
+        return out
+
+    def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+        return {Columns.ACTION_DIST_INPUTS: self.logits(batch[Columns.OBS].float())}
+
+    def _forward_train(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+        obs = batch[Columns.OBS].float()
+        out = {Columns.ACTION_DIST_INPUTS: self.logits(obs)}
+        if self.vf_share_layers:
+            feats = obs[:, : self.feat_size] if self.mask_size else obs
+            out[Columns.EMBEDDINGS] = self.pi_trunk(feats)
+        return out
+
+    def compute_values(self, batch: Dict[str, Any], embeddings=None):
+        if embeddings is None:
+            obs = batch[Columns.OBS].float()
+            feats = obs[:, : self.feat_size] if self.mask_size else obs
+            embeddings = self.pi_trunk(feats) if self.vf_share_layers else self.vf_trunk(feats)
+        return self.vf_head(embeddings).squeeze(-1)

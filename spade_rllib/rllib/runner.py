@@ -1,0 +1,562 @@
+"""`SpadeEnvRunner`: a vectorized multi-agent env runner that returns only main's experience.
+
+Why: RLlib's stock `MultiAgentEnvRunner` runs its connector pipelines per step and builds a
+`MultiAgentEpisode` per env; measured here it, not the env, sets the pace (see
+/work/shared/RLLIB_NOTES.md). This runner steps `num_envs_per_env_runner` env copies ("lanes")
+in lock-step and makes ONE batched forward pass per policy per step:
+
+  * `main` (the trained module, id "main", weights synced by RLlib after every update);
+  * opponents played *inside* the runner: "mirror" (main itself), "random", "bot:<name>" scripted
+    MazeRace bots, and K frozen opponent slots "slot_<k>" whose weights the driver (the league)
+    swaps in with `apply_driver_update`. Slots are plain torch modules, not part of the
+    MultiRLModule, so RLlib never syncs or overwrites them and Learners never see them.
+
+`sample()` returns a list of `SingleAgentEpisode` (numpy), one per (episode chunk, learning agent),
+all with `module_id="main"`. PPO's `training_step` consumes them unchanged: it counts env steps
+from `get_metrics()[num_env_steps_sampled]`, runs its learner connector (AddOneTs + GAE) on the
+episodes, and syncs `main`'s weights back through `set_state({"rl_module": {"main": ...}})`.
+
+Per episode the opponent and main's seat come from the broadcast `OpponentPlan` as a pure function
+of (worker_index, env_index, episode_number); main's team alternates between episodes. Experience
+is recorded for every agent main controls (all of them against "mirror"). At the end of each
+episode an outcome record (docs/CONTRACTS.md) is appended to a buffer that the driver drains with
+`pop_episode_outcomes()` via `foreach_env_runner`.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from collections import deque
+from typing import Any, Callable, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from ray.rllib.core import COMPONENT_RL_MODULE
+from ray.rllib.env import INPUT_ENV_SPACES
+from ray.rllib.env.env_runner import EnvRunner
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.checkpoints import Checkpointable
+from ray.rllib.utils.framework import try_import_torch
+from ray.rllib.utils.metrics import (
+    EPISODE_LEN_MEAN,
+    EPISODE_RETURN_MEAN,
+    NUM_AGENT_STEPS_SAMPLED,
+    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+    NUM_MODULE_STEPS_SAMPLED,
+    NUM_MODULE_STEPS_SAMPLED_LIFETIME,
+    WEIGHTS_SEQ_NO,
+)
+
+from spade_rllib.rllib.games import MAZERACE_RESET_KEYS, Game, make_game_factory, winner_from_returns
+from spade_rllib.rllib.plan import BOT_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
+
+torch, nn = try_import_torch()
+logger = logging.getLogger(__name__)
+
+MAIN = "main"
+TEAM_LETTERS = ("A", "B", "C", "D")
+OUTCOME_BUFFER_MAX = 100_000  # outcome records kept between two drains by the driver
+METRICS_WINDOW = 200  # episodes over which W/D/L rates and returns are averaged per runner
+
+
+@contextlib.contextmanager
+def _single_thread():
+    """Torch on one thread while acting (batches of tens of rows); the learner may use more."""
+    prev = torch.get_num_threads()
+    if prev != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if prev != 1:
+            torch.set_num_threads(prev)
+
+
+class _Traj:
+    """Main's pending transitions for one agent in one lane."""
+
+    __slots__ = ("obs", "actions", "logp", "logits", "rewards")
+
+    def __init__(self):
+        self.obs: list = []
+        self.actions: list = []
+        self.logp: list = []
+        self.logits: list = []
+        self.rewards: list = []
+
+
+class _Lanes:
+    """N env copies stepped in lock-step, each with its own episode bookkeeping."""
+
+    def __init__(self, games: list[Game], record: bool):
+        self.games = games
+        self.n = len(games)
+        self.record = record  # keep main's transitions (training) or only outcomes (evaluation)
+        g0 = games[0]
+        self.team_of = {a: t for t, team in enumerate(g0.teams) for a in team}
+        self.num_teams = len(g0.teams)
+        self.active = [False] * self.n
+        self.episode_number = [-1] * self.n
+        self.opponent = [MIRROR] * self.n
+        self.member = [MIRROR] * self.n  # league member behind the opponent id when the episode started
+        self.main_team = [0] * self.n
+        self.controller: list[dict] = [{} for _ in range(self.n)]  # agent -> MAIN or opponent id
+        self.pending: list[dict] = [{} for _ in range(self.n)]  # agent -> obs to act on now
+        self.last_obs: list[dict] = [{} for _ in range(self.n)]
+        self.traj: list[dict] = [{} for _ in range(self.n)]  # agent -> _Traj (learning agents)
+        self.agent_return: list[dict] = [{} for _ in range(self.n)]
+        self.length = [0] * self.n
+        self.extras: list[dict] = [{} for _ in range(self.n)]  # level-source extras for the outcome
+
+
+class SpadeEnvRunner(EnvRunner, Checkpointable):
+    """See the module docstring. Config: `config.env_config["spade"]` (built by `build_algo_config`)."""
+
+    def __init__(self, *, config, **kwargs):
+        super().__init__(config=config, **kwargs)
+        if self.worker_index:  # a remote runner process: one thread (small-batch inference)
+            torch.set_num_threads(1)
+        self.spade: dict = dict(self.config.env_config["spade"])
+        self.worker_index = int(self.worker_index or 0)
+        self.num_envs = int(self.config.num_envs_per_env_runner)
+        self._make_game: Callable[[], Game] = make_game_factory(self.spade["env_id"], self.spade.get("env_kwargs"))
+        self._base_seed = int(self.spade.get("seed", 0)) * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
+        self._rng = np.random.default_rng([int(self.spade.get("seed", 0)), self.worker_index, 17])
+        self.plan: OpponentPlan = self.spade.get("opponent_plan") or OpponentPlan()
+        self.level_source: Any = None
+        self.fixed_reset_options: Optional[dict] = self.spade.get("reset_options")
+        self.slot_members: dict[str, str] = {}
+        self.slot_modules: dict[str, Any] = {}
+        self.driver_extra: dict = {}
+        self._bots: dict[str, Any] = {}
+        self._warned_empty_slots: set = set()
+        self._outcomes: deque = deque(maxlen=OUTCOME_BUFFER_MAX)
+        self._weights_seq_no = 0
+        self._eval_lanes: Optional[_Lanes] = None
+        self.env = None
+        self.make_env()
+        self.make_module()
+
+    # ------------------------------------------------------------------ construction
+    def make_env(self) -> None:
+        self.games = [self._make_game() for _ in range(self.num_envs)]
+        self.env = self.games  # RLlib's notes: reach envs via `env_runner.env` (list of `Game`)
+        g0 = self.games[0]
+        self._obs_space = g0.observation_space()
+        self._act_space = g0.action_space()
+        self.lanes = _Lanes(self.games, record=True)
+        self._seeded = False
+
+    def make_module(self) -> None:
+        spec = self.config.get_multi_rl_module_spec(spaces=self.get_spaces(), inference_only=True)
+        self.module = spec.build()
+        self.module[MAIN].eval()
+        self._main_spec = spec.rl_module_specs[MAIN]
+
+    def get_spaces(self):
+        return {INPUT_ENV_SPACES: (self._obs_space, self._act_space), MAIN: (self._obs_space, self._act_space)}
+
+    def assert_healthy(self):
+        assert self.games and self.module is not None
+
+    # ------------------------------------------------------------------ driver hooks
+    def apply_driver_update(self, update: DriverUpdate) -> None:
+        """Apply one broadcast from the driver (opponent plan, slot weights, level source)."""
+        if update.opponent_plan is not None:
+            self.plan = update.opponent_plan
+        for sid, slot in (update.slot_weights or {}).items():
+            if not sid.startswith(SLOT_PREFIX):
+                raise ValueError(f"slot id {sid!r} must start with {SLOT_PREFIX!r}")
+            if slot is None:
+                self.slot_members.pop(sid, None)
+                self.slot_modules.pop(sid, None)
+                continue
+            mod = self.slot_modules.get(sid)
+            if mod is None:
+                mod = self._main_spec.build()
+                mod.eval()
+                self.slot_modules[sid] = mod
+            mod.set_state(slot["weights"])
+            self.slot_members[sid] = str(slot.get("member", sid))
+        if update.level_source is not None:
+            self.level_source = None if update.level_source == "none" else update.level_source
+        self.driver_extra.update(update.extra or {})
+
+    def pop_episode_outcomes(self) -> list[dict]:
+        """Outcome records of training episodes finished since the last call (then forgotten)."""
+        out = list(self._outcomes)
+        self._outcomes.clear()
+        return out
+
+    def main_weights(self) -> dict:
+        """Numpy state dict of main's module on this runner."""
+        return self.module[MAIN].get_state()
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, *, num_timesteps: Optional[int] = None, num_episodes: Optional[int] = None, explore: bool = True,
+               random_actions: bool = False, force_reset: bool = False, **kwargs) -> list[SingleAgentEpisode]:
+        with _single_thread():
+            return self._sample(num_timesteps, num_episodes, explore, random_actions, force_reset)
+
+    def _sample(self, num_timesteps, num_episodes, explore, random_actions, force_reset) -> list[SingleAgentEpisode]:
+        lanes = self.lanes
+        if force_reset or not self._seeded:
+            for i in range(lanes.n):
+                self._start_episode(lanes, i, seed=None if self._seeded else self._base_seed + i)
+            self._seeded = True
+        if num_timesteps is None and num_episodes is None:
+            num_timesteps = int(self.config.get_rollout_fragment_length(self.worker_index)) * self.num_envs
+        episodes: list[SingleAgentEpisode] = []
+        steps = done_eps = 0
+        while (num_timesteps is not None and steps < num_timesteps) or (num_episodes is not None and done_eps < num_episodes):
+            s, d = self._step_lanes(lanes, episodes, greedy=not explore, random_actions=random_actions)
+            steps += s
+            done_eps += d
+        for i in range(lanes.n):
+            for agent, tr in lanes.traj[i].items():
+                self._emit_cut(lanes, i, agent, tr, episodes)
+        self._log_sample_metrics(steps, done_eps, episodes)
+        return episodes
+
+    def sample_with_outcomes(self, num_timesteps: int) -> tuple[list, dict, list]:
+        """One remote round for sample-ahead training: (episodes, reduced metrics, outcome records)."""
+        episodes = self.sample(num_timesteps=num_timesteps)
+        return episodes, self.get_metrics(), self.pop_episode_outcomes()
+
+    def _log_sample_metrics(self, env_steps: int, num_eps: int, episodes: list) -> None:
+        agent_steps = sum(len(e) for e in episodes)
+        m = self.metrics
+        m.log_value(NUM_ENV_STEPS_SAMPLED, env_steps, reduce="sum")
+        m.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum", with_throughput=True)
+        m.log_value((NUM_AGENT_STEPS_SAMPLED, MAIN), agent_steps, reduce="sum")
+        m.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, MAIN), agent_steps, reduce="lifetime_sum")
+        m.log_value((NUM_MODULE_STEPS_SAMPLED, MAIN), agent_steps, reduce="sum")
+        m.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, MAIN), agent_steps, reduce="lifetime_sum")
+        m.log_value(NUM_EPISODES, num_eps, reduce="sum")
+        m.log_value(NUM_EPISODES_LIFETIME, num_eps, reduce="lifetime_sum")
+        self.num_env_steps_sampled_lifetime += env_steps
+
+    def get_metrics(self):
+        return self.metrics.reduce()
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate_main(self, spec: dict) -> list[dict]:
+        """Play evaluation games and return their outcome records (training state untouched).
+
+        spec: {"opponents": [ids], "games": games per opponent (and per level), "greedy": bool,
+               "levels": optional list of reset-option dicts (each played `games` times per opponent),
+               "share": (k, n) to play only this runner's k-th of n shares}.
+        Main's team alternates between games. Records carry "eval_level_index" when levels are given.
+        """
+        with _single_thread():
+            return self._evaluate_main(spec)
+
+    def _evaluate_main(self, spec: dict) -> list[dict]:
+        opponents = list(spec.get("opponents", [RANDOM]))
+        levels = list(spec.get("levels") or [None])
+        games = int(spec.get("games", 10))
+        k, n = spec.get("share", (0, 1))
+        jobs = [(o, li, g) for o in opponents for li in range(len(levels)) for g in range(games)]
+        jobs = jobs[k::n]
+        if not jobs:
+            return []
+        if self._eval_lanes is None:
+            self._eval_lanes = _Lanes([self._make_game() for _ in range(min(self.num_envs, 32))], record=False)
+        lanes = self._eval_lanes
+        queue = deque(jobs)
+        results: list[dict] = []
+        saved = (self.plan, self.level_source)
+        try:
+            lanes.active = [False] * lanes.n
+            for i in range(lanes.n):
+                if queue:
+                    self._start_eval_episode(lanes, i, queue.popleft(), levels)
+            while any(lanes.active):
+                self._step_lanes(lanes, None, greedy=bool(spec.get("greedy", False)), eval_queue=(queue, levels, results))
+        finally:
+            self.plan, self.level_source = saved
+        return results
+
+    def _start_eval_episode(self, lanes: _Lanes, i: int, job: tuple, levels: list) -> None:
+        opp, li, g = job
+        options = levels[li]
+        self._start_episode(lanes, i, seed=int(self._rng.integers(2**31)), opponent=opp, main_team=g % lanes.num_teams,
+                            options=options, extras={"eval_level_index": li} if options is not None else {})
+
+    # ------------------------------------------------------------------ core loop
+    def _start_episode(self, lanes: _Lanes, i: int, seed: Optional[int] = None, opponent: Optional[str] = None,
+                       main_team: Optional[int] = None, options: Optional[dict] = None, extras: Optional[dict] = None) -> None:
+        lanes.episode_number[i] += 1
+        key = (self.worker_index, i, lanes.episode_number[i])
+        if opponent is None:
+            opponent = self.plan.pick(key) if lanes.num_teams > 1 else MIRROR
+            main_team = OpponentPlan.main_team(key, lanes.num_teams)
+        if opponent.startswith(SLOT_PREFIX) and opponent not in self.slot_modules:
+            if opponent not in self._warned_empty_slots:
+                self._warned_empty_slots.add(opponent)
+                logger.warning("opponent %s has no weights on runner %d yet; playing 'random' instead", opponent, self.worker_index)
+            opponent = RANDOM
+        game = lanes.games[i]
+        extras = dict(extras or {})
+        if options is None and game.is_mazerace:
+            options = self.fixed_reset_options
+            if self.level_source is not None:
+                options = self.level_source.reset_options(key) or options
+        env_options = None
+        if options:
+            env_options = {k: v for k, v in options.items() if k in MAZERACE_RESET_KEYS} or None
+            extras.update({k: v for k, v in options.items() if k not in MAZERACE_RESET_KEYS})
+        obs = game.reset(seed=seed, options=env_options)
+        lanes.active[i] = True
+        lanes.opponent[i] = opponent
+        lanes.member[i] = self.slot_members.get(opponent, opponent)
+        lanes.main_team[i] = int(main_team or 0)
+        ctrl = {}
+        for t, team in enumerate(game.teams):
+            for a in team:
+                ctrl[a] = MAIN if (t == lanes.main_team[i] or opponent == MIRROR) else opponent
+        lanes.controller[i] = ctrl
+        lanes.pending[i] = obs
+        lanes.last_obs[i] = dict(obs)
+        lanes.traj[i] = {a: _Traj() for a, c in ctrl.items() if c == MAIN} if lanes.record else {}
+        lanes.agent_return[i] = {a: 0.0 for a in ctrl}
+        lanes.length[i] = 0
+        lanes.extras[i] = extras
+
+    def _policy_actions(self, who: str, obs: np.ndarray, greedy: bool) -> tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
+        """Actions (and logp, logits for main) for a batch of observations of one controller."""
+        if who == MAIN or who == MIRROR or who.startswith(SLOT_PREFIX):
+            module = self.module[MAIN] if who in (MAIN, MIRROR) else self.slot_modules[who]
+            with torch.no_grad():
+                logits = module.logits(torch.from_numpy(obs)).numpy()
+            if greedy:
+                actions = logits.argmax(axis=1)
+            else:
+                gumbel = -np.log(-np.log(self._rng.random(logits.shape, dtype=np.float32) + 1e-20) + 1e-20)
+                actions = (logits + gumbel).argmax(axis=1)
+            mx = logits.max(axis=1, keepdims=True)
+            lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
+            logp = logits[np.arange(len(actions)), actions] - lse
+            return actions, logp, logits
+        raise KeyError(who)
+
+    def _random_action(self, game: Game, obs: np.ndarray) -> int:
+        legal = game.legal_actions(obs)
+        return int(legal[self._rng.integers(len(legal))])
+
+    def _bot(self, name: str):
+        bot = self._bots.get(name)
+        if bot is None:
+            from spade_rllib.bots import make_bot  # noqa: PLC0415
+
+            bot = make_bot(name, seed=int(self._rng.integers(2**31)))
+            self._bots[name] = bot
+        return bot
+
+    def _step_lanes(self, lanes: _Lanes, episodes: Optional[list], greedy: bool, random_actions: bool = False,
+                    eval_queue: Optional[tuple] = None) -> tuple[int, int]:
+        """One step of every active lane. Returns (env steps, finished episodes)."""
+        # 1) group the acting agents by controller
+        groups: dict[str, list[tuple[int, str]]] = {}
+        for i in range(lanes.n):
+            if not lanes.active[i]:
+                continue
+            ctrl = lanes.controller[i]
+            for agent in lanes.pending[i]:
+                who = ctrl[agent]
+                if random_actions:
+                    who = RANDOM
+                groups.setdefault(MAIN if who == MIRROR else who, []).append((i, agent))
+        actions: list[dict] = [{} for _ in range(lanes.n)]
+        main_out: dict[tuple[int, str], tuple] = {}
+        for who, members in groups.items():
+            if who == RANDOM:
+                for i, agent in members:
+                    actions[i][agent] = self._random_action(lanes.games[i], lanes.pending[i][agent])
+            elif who.startswith(BOT_PREFIX):
+                bot = self._bot(who[len(BOT_PREFIX):])
+                for i, agent in members:
+                    actions[i][agent] = int(bot.act(lanes.games[i].raw_env, agent))
+            else:
+                obs = np.stack([lanes.pending[i][agent] for i, agent in members])
+                acts, logp, logits = self._policy_actions(who, obs, greedy)
+                for j, (i, agent) in enumerate(members):
+                    a = int(acts[j])
+                    actions[i][agent] = a
+                    if who == MAIN and lanes.record:
+                        main_out[(i, agent)] = (obs[j], a, float(logp[j]), logits[j])
+        # 2) record main's decisions, step every lane
+        env_steps = finished = 0
+        for i in range(lanes.n):
+            if not lanes.active[i]:
+                continue
+            if lanes.record:
+                trajs = lanes.traj[i]
+                for agent in actions[i]:
+                    tr = trajs.get(agent)
+                    if tr is not None:
+                        o, a, lp, lg = main_out[(i, agent)]
+                        tr.obs.append(o)
+                        tr.actions.append(a)
+                        tr.logp.append(lp)
+                        tr.logits.append(lg)
+                        tr.rewards.append(0.0)
+            res = lanes.games[i].step(actions[i])
+            env_steps += 1
+            lanes.length[i] += 1
+            ret = lanes.agent_return[i]
+            for agent, r in res.rewards.items():
+                if agent in ret:
+                    ret[agent] += r
+                if lanes.record:
+                    tr = lanes.traj[i].get(agent)
+                    if tr is not None and tr.rewards:
+                        tr.rewards[-1] += r
+            lanes.pending[i] = res.obs
+            lanes.last_obs[i].update(res.obs)
+            if res.done:
+                finished += 1
+                if res.final_obs:
+                    lanes.last_obs[i].update(res.final_obs)
+                record = self._finish_episode(lanes, i, res, episodes)
+                lanes.active[i] = False
+                if eval_queue is None:
+                    self._outcomes.append(record)
+                    self._start_episode(lanes, i)
+                else:
+                    queue, levels, results = eval_queue
+                    results.append(record)
+                    if queue:
+                        self._start_eval_episode(lanes, i, queue.popleft(), levels)
+        return env_steps, finished
+
+    def _finish_episode(self, lanes: _Lanes, i: int, res, episodes: Optional[list]) -> dict:
+        if lanes.record and episodes is not None:
+            for agent, tr in lanes.traj[i].items():
+                if tr.actions:
+                    tr.obs.append(lanes.last_obs[i].get(agent, tr.obs[-1]))
+                    episodes.append(self._make_episode(agent, tr, terminated=not res.truncated, truncated=res.truncated))
+            lanes.traj[i] = {}
+        game = lanes.games[i]
+        team_returns = [float(np.mean([lanes.agent_return[i][a] for a in team])) for team in game.teams]
+        info = res.info or {}
+        main_team = lanes.main_team[i]
+        opponent = lanes.opponent[i]
+        member = lanes.member[i]
+        swapped = self.slot_members.get(opponent, opponent) != member  # slot reloaded with another member mid-episode
+        if lanes.num_teams >= 2:
+            winner = info.get("winner") or winner_from_returns(team_returns)
+            record = {
+                "winner": winner,
+                "reason": info.get("reason", "timeout" if res.truncated else "terminal"),
+                "length": int(info.get("episode_length", lanes.length[i])),
+                "level": dict(info.get("level") or {}),
+                "main_team": main_team,
+                "opponent": member,
+                "returns": {TEAM_LETTERS[t]: r for t, r in enumerate(team_returns)},
+                "return": team_returns[main_team],
+            }
+        else:
+            record = {"winner": None, "reason": "timeout" if res.truncated else "terminal", "length": lanes.length[i],
+                      "level": {}, "main_team": 0, "opponent": None, "returns": {"A": team_returns[0]}, "return": team_returns[0]}
+        record.update(lanes.extras[i])
+        if swapped:
+            record["opponent_swapped"] = True  # two policies played that seat: the league ignores it
+        if lanes.record:
+            self._log_episode_metrics(record, member)
+        return record
+
+    def _log_episode_metrics(self, record: dict, member: Optional[str]) -> None:
+        win = max(1, METRICS_WINDOW // max(1, self.config.num_env_runners or 1))
+        m = self.metrics
+        m.log_value(EPISODE_RETURN_MEAN, record["return"], window=win)
+        m.log_value(EPISODE_LEN_MEAN, record["length"], window=win)
+        if record["winner"] is not None:
+            mine = TEAM_LETTERS[record["main_team"]]
+            res = "draw" if record["winner"] == "draw" else ("win" if record["winner"] == mine else "loss")
+            for k in ("win", "draw", "loss"):
+                m.log_value(("vs", str(member), k), 1.0 if k == res else 0.0, window=win)
+
+    def _make_episode(self, agent: str, tr: _Traj, terminated: bool, truncated: bool) -> SingleAgentEpisode:
+        """A numpy `SingleAgentEpisode` for main: len(obs) == len(actions) + 1."""
+        eps = SingleAgentEpisode(
+            observations=tr.obs,
+            actions=tr.actions,
+            rewards=tr.rewards,
+            extra_model_outputs={"action_logp": tr.logp, "action_dist_inputs": tr.logits},
+            terminated=terminated,
+            truncated=truncated,
+            len_lookback_buffer=0,
+            observation_space=self._obs_space,
+            action_space=self._act_space,
+            agent_id=agent,
+            module_id=MAIN,
+            multi_agent_episode_id=uuid.uuid4().hex,  # unique per chunk: the learner batches by this key
+        )
+        return eps.to_numpy()
+
+    def _emit_cut(self, lanes: _Lanes, i: int, agent: str, tr: _Traj, episodes: list) -> None:
+        """At the end of `sample()`: emit main's complete transitions of an ongoing episode."""
+        if not tr.actions:
+            return
+        nxt = lanes.pending[i].get(agent)
+        if nxt is not None:  # the last action's next obs is known: emit everything
+            chunk = _Traj()
+            chunk.obs, chunk.actions, chunk.logp, chunk.logits, chunk.rewards = tr.obs + [nxt], tr.actions, tr.logp, tr.logits, tr.rewards
+            episodes.append(self._make_episode(agent, chunk, terminated=False, truncated=True))
+            lanes.traj[i][agent] = _Traj()
+            return
+        if len(tr.actions) < 2:  # only an incomplete transition (turn-based: opponent to move)
+            return
+        chunk = _Traj()
+        chunk.obs, chunk.actions, chunk.logp, chunk.logits, chunk.rewards = tr.obs, tr.actions[:-1], tr.logp[:-1], tr.logits[:-1], tr.rewards[:-1]
+        episodes.append(self._make_episode(agent, chunk, terminated=False, truncated=True))
+        keep = _Traj()
+        keep.obs, keep.actions, keep.logp, keep.logits, keep.rewards = tr.obs[-1:], tr.actions[-1:], tr.logp[-1:], tr.logits[-1:], tr.rewards[-1:]
+        lanes.traj[i][agent] = keep
+
+    # ------------------------------------------------------------------ state (Checkpointable)
+    def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
+        state = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime}
+        if self._check_component(COMPONENT_RL_MODULE, components, not_components):
+            state[COMPONENT_RL_MODULE] = self.module.get_state(
+                components=self._get_subcomponents(COMPONENT_RL_MODULE, components),
+                not_components=self._get_subcomponents(COMPONENT_RL_MODULE, not_components),
+                **kwargs,
+            )
+            state[WEIGHTS_SEQ_NO] = self._weights_seq_no
+        return state
+
+    def set_state(self, state: dict) -> None:
+        if COMPONENT_RL_MODULE in state:
+            seq = state.get(WEIGHTS_SEQ_NO, 0)
+            if seq == 0 or self._weights_seq_no < seq:
+                module_state = state[COMPONENT_RL_MODULE]
+                import ray  # noqa: PLC0415
+
+                if isinstance(module_state, ray.ObjectRef):
+                    module_state = ray.get(module_state)
+                self.module.set_state(module_state)
+            if seq > 0:
+                self._weights_seq_no = seq
+        if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
+            self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
+
+    def get_ctor_args_and_kwargs(self):
+        return ((), {"config": self.config})
+
+    def get_checkpointable_components(self):
+        return [(COMPONENT_RL_MODULE, self.module)]
+
+    def stop(self) -> None:
+        for g in self.games or []:
+            close = getattr(g.raw_env, "close", None)
+            if close:
+                close()

@@ -1,0 +1,507 @@
+"""Sweep definitions: `tune_configs/sweeps/<name>.yaml`, parsed and validated without Ray.
+
+A sweep names a base training config, what to vary, how to schedule trials, what to optimize and
+how much to spend. Every key and value is checked before Ray starts; a problem raises
+`ConfigError` with one line naming the key path, the value and what is allowed (with a
+"did you mean" for typos), exactly like the training config.
+
+    description: one line shown by --list
+    base: ../quickstart.yaml           # training config, relative to this file (or absolute)
+    overrides: {training.stop.time_s: 170}   # dotted base-config keys, like --set
+    space:                             # dotted base-config keys -> a distribution
+      agent.lr: {grid: [1.0e-4, 3.0e-4]}       # grid | choice | uniform [lo, hi] | loguniform [lo, hi]
+      experiment.seed: {grid: [0, 1]}
+    scheduler:                         # type: none | pbt | asha
+      type: pbt
+      perturbation_interval: 4         # iterations between exploit/explore steps
+      quantile_fraction: 0.25
+      resample_probability: 0.25
+      mutations: {agent.lr: {loguniform: [1.0e-5, 1.0e-3]}}
+    metric: {name: auto, mode: max}    # auto: held-out win rate vs rusher_tagger, else eval win rate
+    budget: {num_samples: 1, max_concurrent: null, stop: {time_s: 170}}   # stop: training.stop keys
+    report: {heatmap: [agent.lr, agent.gamma], confidence: 0.95}
+    smoke: {...}                       # a partial sweep merged over this one by --smoke
+
+Merge order for a trial's training config: base YAML -> `overrides` -> `budget.stop` (into
+`training.stop`) -> `--smoke` defaults and the sweep's `smoke` section -> `--set` -> the trial's
+sampled `space` values.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import math
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
+
+SWEEPS_DIR = Path(__file__).resolve().parent.parent.parent / "tune_configs" / "sweeps"
+"""Where `--sweep NAME` looks for `NAME.yaml` (the repository's `tune_configs/sweeps/`)."""
+
+DIST_KINDS = ("grid", "choice", "uniform", "loguniform")
+SCHEDULERS = ("none", "pbt", "asha")
+MODES = ("max", "min")
+AUTO_METRIC = "auto"
+SEED_KEY = "experiment.seed"
+
+# Metric keys tried, in order, by `metric.name: auto` (the first one the algorithm reports wins).
+HELDOUT_CANDIDATES = (
+    "heldout/bot:rusher_tagger/win_rate",
+    "heldout/rusher_tagger/win_rate",
+)
+
+# Base-config overrides every `--smoke` run gets before the sweep's own `smoke` section: a tiny
+# batch, one epoch, evaluation and a checkpoint every iteration (2 iterations per trial: SMOKE_STOP).
+SMOKE_DEFAULTS: dict[str, Any] = {
+    "agent.train_batch_size": 512,
+    "agent.minibatch_size": 256,
+    "agent.epochs": 1,
+    "training.num_env_runners": 0,
+    "training.num_envs_per_runner": 8,
+    "training.checkpoint_every": 1,
+    "evaluation.interval": 1,
+    "evaluation.games": 4,
+}
+
+
+SMOKE_STOP = {"iterations": 2}
+"""`budget.stop` of every `--smoke` run (the sweep's `smoke.budget.stop` may change it)."""
+
+
+def _did_you_mean(word: Any, options) -> str:
+    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key} = {value!r}: wrong type, expected a number")
+    return float(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# Pieces
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dist:
+    """One searched hyperparameter: `grid`/`choice` over `values`, or `uniform`/`loguniform` in [lo, hi]."""
+
+    kind: str
+    values: tuple = ()
+    """grid/choice: the candidate values (YAML scalars)."""
+    low: float = math.nan
+    high: float = math.nan
+
+    def to_tune(self):
+        """The Ray Tune search-space object (`tune.grid_search`, `tune.choice`, ...)."""
+        from ray import tune  # noqa: PLC0415
+
+        if self.kind == "grid":
+            return tune.grid_search(list(self.values))
+        if self.kind == "choice":
+            return tune.choice(list(self.values))
+        if self.kind == "uniform":
+            return tune.uniform(self.low, self.high)
+        return tune.loguniform(self.low, self.high)
+
+    def examples(self) -> list:
+        """Values to validate against the training config (each grid value, or both ends)."""
+        return list(self.values) if self.values else [self.low, self.high]
+
+    def describe(self) -> str:
+        if self.values:
+            return f"{self.kind} {list(self.values)}"
+        return f"{self.kind} [{self.low:g}, {self.high:g}]"
+
+
+def parse_dist(raw: Any, key: str) -> Dist:
+    """`{grid: [...]}`, `{choice: [...]}`, `{uniform: [lo, hi]}` or `{loguniform: [lo, hi]}`."""
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise ConfigError(f"{key} = {raw!r}: expected one of {{grid: [..]}}, {{choice: [..]}}, {{uniform: [lo, hi]}}, {{loguniform: [lo, hi]}}")
+    (kind, arg), = raw.items()
+    if kind not in DIST_KINDS:
+        raise ConfigError(f"{key}.{kind}: unknown distribution{_did_you_mean(kind, DIST_KINDS)} (allowed: {', '.join(DIST_KINDS)})")
+    if kind in ("grid", "choice"):
+        if not isinstance(arg, list) or not arg:
+            raise ConfigError(f"{key}.{kind} = {arg!r}: expected a non-empty list of values")
+        return Dist(kind, values=tuple(arg))
+    if not isinstance(arg, list) or len(arg) != 2:
+        raise ConfigError(f"{key}.{kind} = {arg!r}: expected [low, high]")
+    lo, hi = _number(arg[0], f"{key}.{kind}[0]"), _number(arg[1], f"{key}.{kind}[1]")
+    if not lo < hi:
+        raise ConfigError(f"{key}.{kind} = {arg!r}: out of range, low must be < high")
+    if kind == "loguniform" and lo <= 0:
+        raise ConfigError(f"{key}.{kind} = {arg!r}: out of range, loguniform needs low > 0")
+    return Dist(kind, low=lo, high=hi)
+
+
+@dataclass
+class SchedulerSpec:
+    type: str = "none"
+    """none (all trials run to the stop criteria), pbt or asha."""
+    perturbation_interval: int = 4
+    """pbt: training iterations between exploit/explore steps (checkpoints are taken as needed)."""
+    quantile_fraction: float = 0.25
+    """pbt: bottom fraction of trials that copy a top-fraction trial (0 < q <= 0.5)."""
+    resample_probability: float = 0.25
+    """pbt: chance a mutated value is resampled from its distribution instead of scaled by 0.8/1.2."""
+    mutations: dict = field(default_factory=dict)
+    """pbt: dotted key -> distribution for explore; keys missing from `space` start from it too."""
+    grace_period: int = 2
+    """asha: iterations every trial gets before it can be stopped."""
+    reduction_factor: float = 3.0
+    """asha: 1/reduction_factor of the trials go on at each rung."""
+    max_t: Optional[int] = None
+    """asha: the last rung in iterations; default budget.stop.iterations (else 100)."""
+
+
+@dataclass
+class MetricSpec:
+    name: str = AUTO_METRIC
+    """A result key ("eval/random/win_rate", "env_runners/episode_return_mean") or 'auto'."""
+    mode: str = "max"
+    """max or min."""
+
+
+@dataclass
+class BudgetSpec:
+    num_samples: int = 1
+    """Samples of the search space (repeats of the whole grid when the space is a grid)."""
+    max_concurrent: Optional[int] = None
+    """Trials running at once; null: as many as the cluster's CPUs allow."""
+    stop: dict = field(default_factory=dict)
+    """`training.stop` keys for every trial (time_s, env_steps, iterations, metric, target)."""
+
+
+@dataclass
+class ReportSpec:
+    heatmap: Optional[list] = None
+    """Two `space` keys: plot the final metric (mean over the other keys) on their grid."""
+    confidence: float = 0.95
+    """Two-sided confidence level of the across-seed interval in the summary."""
+
+
+@dataclass
+class SweepSpec:
+    """A validated sweep; `space`/`overrides` keys are dotted training-config keys."""
+
+    name: str
+    path: str
+    base: str
+    description: str = ""
+    overrides: dict = field(default_factory=dict)
+    space: dict = field(default_factory=dict)  # dotted key -> Dist
+    scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
+    metric: MetricSpec = field(default_factory=MetricSpec)
+    budget: BudgetSpec = field(default_factory=BudgetSpec)
+    report: ReportSpec = field(default_factory=ReportSpec)
+    smoke: bool = False
+    """True when `--smoke` was applied."""
+
+    @property
+    def experiment_name(self) -> str:
+        return f"sweep-{self.name}" + ("-smoke" if self.smoke else "")
+
+    def mutations(self) -> dict:
+        return {k: parse_dist(v, f"scheduler.mutations.{k}") if not isinstance(v, Dist) else v
+                for k, v in self.scheduler.mutations.items()}
+
+    def num_trials(self) -> int:
+        """Trials Tune will create: grid size x num_samples."""
+        n = 1
+        for d in self.space.values():
+            if d.kind == "grid":
+                n *= len(d.values)
+        return n * self.budget.num_samples
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["space"] = {k: {d.kind: list(d.values) if d.values else [d.low, d.high]} for k, d in self.space.items()}
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading and validation
+# ----------------------------------------------------------------------------------------------
+
+TOP_KEYS = ("description", "base", "overrides", "space", "scheduler", "metric", "budget", "report", "smoke")
+
+
+def available_sweeps(directory: Path = SWEEPS_DIR) -> list[str]:
+    return sorted(p.stem for p in Path(directory).glob("*.yaml"))
+
+
+def sweep_path(name: str, directory: Path = SWEEPS_DIR) -> Path:
+    """The YAML file for `name` (a sweep name or a path to a .yaml file); ConfigError lists the sweeps."""
+    p = Path(os.path.expanduser(name))
+    if p.suffix in (".yaml", ".yml") and p.is_file():
+        return p.resolve()
+    cand = Path(directory) / f"{name}.yaml"
+    if cand.is_file():
+        return cand
+    names = available_sweeps(directory)
+    raise ConfigError(f"--sweep {name!r}: unknown sweep{_did_you_mean(name, names)}; available: {', '.join(names) or '(none)'}"
+                      f" (files in {directory}) or a path to a sweep .yaml")
+
+
+def _merge(base: dict, over: dict) -> dict:
+    """Recursive dict merge; `over` wins; lists and scalars are replaced."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _section(raw: Any, cls: type, key: str) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key} = {raw!r}: wrong type, expected a mapping of {', '.join(f.name for f in dataclasses.fields(cls))}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    for k in raw:
+        if k not in names:
+            raise ConfigError(f"{key}.{k}: unknown key{_did_you_mean(k, names)} (allowed: {', '.join(names)})")
+    return cls(**raw)
+
+
+def _set_path(raw: dict, dotted: str, value: Any) -> dict:
+    """A copy of nested dict `raw` with `dotted` key set to `value` (sections created as needed)."""
+    out = copy.deepcopy(raw)
+    node = out
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        child = node.get(p)
+        node[p] = dict(child) if isinstance(child, dict) else {}
+        node = node[p]
+    node[parts[-1]] = copy.deepcopy(value)
+    return out
+
+
+def _is_section(dotted: str) -> bool:
+    """True when `dotted` names a config section (a dataclass, e.g. 'agent.model'), not a value."""
+    tp: Any = RunConfig
+    for part in dotted.split("."):
+        if not dataclasses.is_dataclass(tp):
+            return False
+        hints = typing.get_type_hints(tp)
+        if part not in hints:
+            return False
+        tp = hints[part]
+    return dataclasses.is_dataclass(tp)
+
+
+def apply_dotted(raw: dict, values: dict) -> dict:
+    """Apply {dotted key: value} to a nested training-config dict; a mapping given for a section
+    (e.g. `agent.model: {hidden: [64]}`) sets its keys one by one, any other value replaces."""
+    for k, v in values.items():
+        if isinstance(v, dict) and _is_section(k):
+            for sub, sv in v.items():
+                raw = apply_dotted(raw, {f"{k}.{sub}": sv})
+        else:
+            raw = _set_path(raw, k, v)
+    return raw
+
+
+def _merge_smoke(raw: dict, smoke: dict) -> dict:
+    """Merge a sweep's `smoke` section over it; each `space`/`scheduler.mutations` entry is replaced whole."""
+    smoke = copy.deepcopy(smoke)
+    out = copy.deepcopy(raw)
+    for key in ("space",):
+        if isinstance(smoke.get(key), dict) and isinstance(out.get(key), dict):
+            out[key].update(smoke.pop(key))
+    sched = smoke.get("scheduler")
+    if isinstance(sched, dict) and isinstance(sched.get("mutations"), dict) and isinstance(out.get("scheduler"), dict):
+        out["scheduler"].setdefault("mutations", {}).update(sched.pop("mutations"))
+    return _merge(out, smoke)
+
+
+def load_sweep(name: str, smoke: bool = False, sets: tuple = (), directory: Path = SWEEPS_DIR) -> tuple[SweepSpec, dict]:
+    """(validated spec, base training config as a raw dict with overrides, budget, smoke and --set applied)."""
+    path = sweep_path(name, directory)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--sweep {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
+    if not isinstance(raw, dict):
+        raise ConfigError(f"--sweep {str(path)!r}: expected a mapping ({', '.join(TOP_KEYS)}) at the top level")
+    raw = _fix_floats(raw)
+    for k in raw:
+        if k not in TOP_KEYS:
+            raise ConfigError(f"{k}: unknown key{_did_you_mean(k, TOP_KEYS)} (allowed: {', '.join(TOP_KEYS)})")
+    smoke_raw = raw.pop("smoke", None) or {}
+    if not isinstance(smoke_raw, dict):
+        raise ConfigError(f"smoke = {smoke_raw!r}: wrong type, expected a partial sweep (a mapping)")
+    for k in smoke_raw:
+        if k not in TOP_KEYS or k in ("smoke", "base"):
+            allowed = [t for t in TOP_KEYS if t not in ("smoke", "base")]
+            raise ConfigError(f"smoke.{k}: unknown key{_did_you_mean(k, allowed)} (allowed: {', '.join(allowed)})")
+    if smoke:
+        raw = _merge(raw, {"overrides": SMOKE_DEFAULTS, "budget": {"num_samples": 1}})
+        raw.setdefault("budget", {})
+        if isinstance(raw["budget"], dict):
+            raw["budget"]["stop"] = dict(SMOKE_STOP)  # replaces the sweep's stop rule
+        raw = _merge_smoke(raw, smoke_raw)
+    spec = parse_spec(raw, name=path.stem, path=str(path), smoke=smoke)
+    base = base_raw_config(spec, sets)
+    validate_against_base(spec, base)
+    return spec, base
+
+
+def _fix_floats(obj: Any) -> Any:
+    """PyYAML reads 1e-4 (no dot) as a string: turn such strings into floats."""
+    if isinstance(obj, dict):
+        return {k: _fix_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_fix_floats(v) for v in obj]
+    if isinstance(obj, str) and obj[:1] in "0123456789.-+" and "e" in obj.lower():
+        try:
+            return float(obj)
+        except ValueError:
+            return obj
+    return obj
+
+
+def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpec:
+    base = raw.get("base")
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"base = {base!r}: missing; name the training config, e.g. base: ../quickstart.yaml")
+    base_path = Path(os.path.expanduser(base))
+    if not base_path.is_absolute():
+        base_path = (Path(path).parent / base_path)
+    if not base_path.is_file():
+        raise ConfigError(f"base = {base!r}: file not found (looked at {base_path.resolve()})")
+    desc = raw.get("description", "")
+    if not isinstance(desc, str):
+        raise ConfigError(f"description = {desc!r}: wrong type, expected a string")
+    overrides = raw.get("overrides") or {}
+    if not isinstance(overrides, dict):
+        raise ConfigError(f"overrides = {overrides!r}: wrong type, expected a mapping of dotted training-config keys")
+    space_raw = raw.get("space") or {}
+    if not isinstance(space_raw, dict):
+        raise ConfigError(f"space = {space_raw!r}: wrong type, expected a mapping of dotted training-config keys to distributions")
+    space = {str(k): parse_dist(v, f"space.{k}") for k, v in space_raw.items()}
+
+    sched = _section(raw.get("scheduler"), SchedulerSpec, "scheduler")
+    if sched.type not in SCHEDULERS:
+        raise ConfigError(f"scheduler.type = {sched.type!r}: not allowed{_did_you_mean(sched.type, SCHEDULERS)}; allowed: {', '.join(SCHEDULERS)}")
+    _check_int(sched.perturbation_interval, "scheduler.perturbation_interval", 1)
+    _check_int(sched.grace_period, "scheduler.grace_period", 1)
+    if sched.max_t is not None:
+        _check_int(sched.max_t, "scheduler.max_t", 1)
+    q = _number(sched.quantile_fraction, "scheduler.quantile_fraction")
+    if not 0 < q <= 0.5:
+        raise ConfigError(f"scheduler.quantile_fraction = {q!r}: out of range, allowed > 0 and <= 0.5")
+    rp = _number(sched.resample_probability, "scheduler.resample_probability")
+    if not 0 <= rp <= 1:
+        raise ConfigError(f"scheduler.resample_probability = {rp!r}: out of range, allowed >= 0 and <= 1")
+    if _number(sched.reduction_factor, "scheduler.reduction_factor") <= 1:
+        raise ConfigError(f"scheduler.reduction_factor = {sched.reduction_factor!r}: out of range, allowed > 1")
+    if not isinstance(sched.mutations, dict):
+        raise ConfigError(f"scheduler.mutations = {sched.mutations!r}: wrong type, expected a mapping of dotted keys to distributions")
+    sched.mutations = {str(k): parse_dist(v, f"scheduler.mutations.{k}") for k, v in sched.mutations.items()}
+    if sched.type == "pbt":
+        if not sched.mutations:
+            raise ConfigError("scheduler.mutations: missing; pbt needs at least one hyperparameter to mutate")
+        for k, d in sched.mutations.items():
+            if d.kind == "grid":
+                raise ConfigError(f"scheduler.mutations.{k} = {{grid: ..}}: not allowed with pbt; use choice, uniform or loguniform")
+            space.setdefault(k, d)
+        for k, d in space.items():
+            if d.kind == "grid" and k != SEED_KEY:
+                raise ConfigError(f"space.{k} = {{grid: ..}}: with pbt only {SEED_KEY} may be a grid; sample the others")
+    elif sched.mutations:
+        raise ConfigError(f"scheduler.mutations: only allowed with scheduler.type 'pbt' (type is {sched.type!r})")
+
+    metric = _section(raw.get("metric"), MetricSpec, "metric")
+    if not isinstance(metric.name, str) or not metric.name:
+        raise ConfigError(f"metric.name = {metric.name!r}: expected 'auto' or a result key like 'eval/random/win_rate'")
+    if metric.mode not in MODES:
+        raise ConfigError(f"metric.mode = {metric.mode!r}: not allowed{_did_you_mean(metric.mode, MODES)}; allowed: max, min")
+
+    budget = _section(raw.get("budget"), BudgetSpec, "budget")
+    _check_int(budget.num_samples, "budget.num_samples", 1)
+    if budget.max_concurrent is not None:
+        _check_int(budget.max_concurrent, "budget.max_concurrent", 1)
+    if not isinstance(budget.stop, dict):
+        raise ConfigError(f"budget.stop = {budget.stop!r}: wrong type, expected a mapping of training.stop keys")
+
+    report = _section(raw.get("report"), ReportSpec, "report")
+    if report.heatmap is not None:
+        if not isinstance(report.heatmap, list) or len(report.heatmap) != 2:
+            raise ConfigError(f"report.heatmap = {report.heatmap!r}: expected two space keys, e.g. [agent.lr, agent.gamma]")
+        for i, k in enumerate(report.heatmap):
+            if k not in space:
+                raise ConfigError(f"report.heatmap[{i}] = {k!r}: not a space key{_did_you_mean(k, space)} (space: {', '.join(space)})")
+    c = _number(report.confidence, "report.confidence")
+    if not 0 < c < 1:
+        raise ConfigError(f"report.confidence = {c!r}: out of range, allowed > 0 and < 1")
+    return SweepSpec(name=name, path=path, base=str(base_path.resolve()), description=desc, overrides=overrides, space=space,
+                     scheduler=sched, metric=metric, budget=budget, report=report, smoke=smoke)
+
+
+def _check_int(value: Any, key: str, lo: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key} = {value!r}: wrong type, expected an integer")
+    if value < lo:
+        raise ConfigError(f"{key} = {value!r}: out of range, allowed >= {lo}")
+
+
+def base_raw_config(spec: SweepSpec, sets: tuple = ()) -> dict:
+    """The base training config (raw dict) with the sweep's overrides, budget.stop and --set applied."""
+    raw = load_raw(spec.base)
+    try:
+        raw = apply_dotted(raw, {k: v for k, v in spec.overrides.items() if k != "training.stop"})
+        stop = dict(spec.overrides.get("training.stop") or {})
+        stop.update(spec.budget.stop)
+        if stop:
+            raw = _set_path(raw, "training.stop", stop)  # replace: a sweep's stop is the whole stop rule
+    except (AttributeError, TypeError) as e:
+        raise ConfigError(f"overrides: cannot apply ({e})") from e
+    return apply_overrides(raw, list(sets))
+
+
+def validate_against_base(spec: SweepSpec, base: dict) -> RunConfig:
+    """Parse the base config, then each space value in turn; ConfigError names the sweep key."""
+    try:
+        cfg = parse_config(copy.deepcopy(base), source_path=spec.base)
+    except ConfigError as e:
+        raise ConfigError(f"{e} (in the base config {spec.base} with the sweep's overrides, budget.stop and --set)") from e
+    for key, dist in spec.space.items():
+        for value in dist.examples():
+            try:
+                parse_config(_set_path(base, key, value))
+            except ConfigError as e:
+                raise ConfigError(f"space.{key} = {value!r}: {e}") from e
+    return cfg
+
+
+def trial_run_config(base: dict, params: dict) -> RunConfig:
+    """The validated training config of one trial: base with the trial's sampled `params`."""
+    raw = copy.deepcopy(base)
+    for k, v in params.items():
+        raw = _set_path(raw, k, v)
+    return parse_config(raw)
+
+
+def metric_candidates(spec: SweepSpec, cfg: RunConfig) -> list[str]:
+    """Result keys the objective is read from, best first (one key unless metric.name is 'auto')."""
+    if spec.metric.name != AUTO_METRIC:
+        return [spec.metric.name]
+    out = list(HELDOUT_CANDIDATES)
+    opps = list(cfg.evaluation.opponents) if cfg.evaluation.interval else []
+    for opp in sorted(opps, key=lambda o: (o != "random", opps.index(o))):
+        out.append(f"eval/{opp}/win_rate")
+    out.append("env_runners/episode_return_mean")
+    return out

@@ -1,0 +1,360 @@
+"""Train from a YAML config: `python -m spade_rllib.train --config tune_configs/quickstart.yaml`.
+
+    python -m spade_rllib.train --config FILE [--set agent.lr=1e-4 ...] [--address ADDR] [--resume PATH]
+
+* The config is validated before Ray starts; a bad key or value prints one line and exits 2.
+* Embedded default: starts a local Ray (token auth stays on); prints the dashboard URL (loopback).
+  `--address` attaches to a running cluster instead (its token: RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH).
+* Runs as one Ray Tune trial: results, TensorBoard event files, progress.csv and checkpoints land
+  in the standard Tune layout under `experiment.storage_path/experiment.name/`.
+* Console: one compact line per iteration, then a summary with the result paths and, for games,
+  a final evaluation of the last checkpoint against `evaluation.opponents`.
+* `--resume PATH` continues from the newest checkpoint under PATH (a checkpoint, trial or
+  experiment directory). Iterations, env-step counters and league/curriculum state continue;
+  `training.stop.time_s` counts the new session only.
+
+Reuse for sweeps: `build_algo_config(cfg)`, `stop_criteria(cfg)`, `make_tune_run_config(cfg)` and
+`trainable_and_param_space(cfg)`.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
+
+FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
+
+
+# ---------------------------------------------------------------------------------------------
+# Pieces a sweep can reuse
+# ---------------------------------------------------------------------------------------------
+
+
+def stop_criteria(cfg: RunConfig) -> dict:
+    """Tune stop dict: the first criterion reached stops the trial."""
+    s = cfg.training.stop
+    stop: dict[str, Any] = {}
+    if s.time_s is not None:
+        stop["time_total_s"] = s.time_s
+    if s.iterations is not None:
+        stop["training_iteration"] = s.iterations
+    if s.env_steps is not None:
+        stop["env_runners/num_env_steps_sampled_lifetime"] = s.env_steps
+    if s.metric is not None:
+        stop[s.metric] = s.target
+    return stop
+
+
+def trainable_and_param_space(cfg: RunConfig, **kwargs):
+    """(trainable class, AlgorithmConfig) for `tune.Tuner(trainable, param_space=...)`."""
+    from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config  # noqa: PLC0415
+
+    return SpadePPO, build_algo_config(cfg, **kwargs)
+
+
+def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbose: int = 0):
+    """`tune.RunConfig` with storage, stop criteria and checkpointing from the config."""
+    from ray import tune  # noqa: PLC0415
+
+    t = cfg.training
+    return tune.RunConfig(
+        name=cfg.experiment.name,
+        storage_path=str(Path(os.path.expanduser(cfg.experiment.storage_path)).resolve()),
+        stop=stop_criteria(cfg) or None,
+        checkpoint_config=tune.CheckpointConfig(
+            num_to_keep=t.checkpoint_keep,
+            checkpoint_frequency=t.checkpoint_every,
+            checkpoint_at_end=True,
+        ),
+        callbacks=callbacks or [],
+        verbose=verbose,
+        failure_config=tune.FailureConfig(max_failures=0),
+    )
+
+
+def make_tune_config(cfg: RunConfig):
+    """`tune.TuneConfig` for a single trial with a readable directory name."""
+    from ray import tune  # noqa: PLC0415
+
+    name = cfg.experiment.name
+    return tune.TuneConfig(
+        num_samples=1,
+        trial_name_creator=lambda trial: f"{name}_{trial.trial_id}",
+        trial_dirname_creator=lambda trial: f"{name}_{trial.trial_id}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Console
+# ---------------------------------------------------------------------------------------------
+
+
+def _get(result: dict, path: str, default=math.nan):
+    node: Any = result
+    for p in path.split("/"):
+        if not isinstance(node, dict) or p not in node:
+            return default
+        node = node[p]
+    return node
+
+
+def format_line(result: dict) -> str:
+    """One compact line for an iteration result."""
+    it = int(result.get("training_iteration", 0))
+    steps = _get(result, "env_runners/num_env_steps_sampled_lifetime", 0)
+    sps = _get(result, "env_runners/num_env_steps_sampled_lifetime_throughput", math.nan)
+    if not isinstance(sps, (int, float)) or math.isnan(sps):
+        sps = _get(result, "env_runners/num_env_steps_sampled", 0) / max(1e-9, float(result.get("time_this_iter_s", 1e-9)))
+    ret = _get(result, "env_runners/episode_return_mean")
+    parts = [f"iter {it:4d}", f"steps {int(steps):>9,d}", f"{sps:7,.0f} sps", f"ret {ret:+.3f}" if isinstance(ret, float) else f"ret {ret}"]
+    train = result.get("train") or {}
+    for opp, m in sorted(train.items()):
+        if isinstance(m, dict) and m.get("games"):
+            parts.append(f"vs {opp} W/D/L {m['win_rate']:.2f}/{m['draw_rate']:.2f}/{m['loss_rate']:.2f}")
+    ev = result.get("eval") or {}
+    evs = [f"{opp} {m['win_rate']:.2f}" for opp, m in sorted(ev.items()) if isinstance(m, dict) and not math.isnan(m.get("win_rate", math.nan))]
+    if evs:
+        parts.append("eval win " + ", ".join(evs))
+    league_size = _get(result, "league/size")
+    if not (isinstance(league_size, float) and math.isnan(league_size)):
+        text = f"league {league_size:g}"
+        rating, snap = _get(result, "league/main_rating"), _get(result, "league/snapshot_event", 0.0)
+        if isinstance(rating, (int, float)) and not math.isnan(rating):
+            text += f" elo {rating:.0f}"
+        wr = _get(result, "league/main_win_rate")
+        if isinstance(wr, (int, float)) and not math.isnan(wr):
+            text += f" wr {wr:.2f}"
+        if isinstance(snap, (int, float)) and snap > 0:
+            text += " +snapshot"
+        parts.append(text)
+    diff = _get(result, "curriculum/difficulty")
+    if not (isinstance(diff, float) and math.isnan(diff)):
+        parts.append(f"difficulty {diff:.2f}")
+    buf = _get(result, "curriculum/buffer_size")  # plr
+    if isinstance(buf, (int, float)) and not math.isnan(buf):
+        parts.append(f"plr buffer {buf:g} replay {_get(result, 'curriculum/replay_share'):.2f}")
+    held = _get(result, "heldout/rusher_tagger/win_rate")
+    if isinstance(held, (int, float)) and not math.isnan(held):
+        parts.append(f"heldout vs rusher_tagger {held:.2f} (it {_get(result, 'heldout/iteration'):g})")
+    return " | ".join(parts)
+
+
+def console_callback():
+    """A Tune callback printing `format_line` per result (instead of Tune's wide table)."""
+    from ray.tune import Callback  # noqa: PLC0415
+
+    class SpadeConsole(Callback):
+        def __init__(self):
+            self.last_result: Optional[dict] = None
+            self.trial_path: Optional[str] = None
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            self.last_result = result
+            self.trial_path = trial.path
+            print(format_line(result), flush=True)
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            self.trial_path = trial.path
+            print(f"trial {trial.trial_id} failed; see {trial.path}/error.txt", flush=True)
+
+    return SpadeConsole()
+
+
+# ---------------------------------------------------------------------------------------------
+# Ray, resume, final evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
+    import ray  # noqa: PLC0415
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "0")
+    if address:
+        ctx = ray.init(address=address, log_to_driver=False)
+    else:
+        ctx = ray.init(num_cpus=cfg.resources.num_cpus, dashboard_host="127.0.0.1", log_to_driver=False,
+                       include_dashboard=None, configure_logging=True, logging_level="WARNING")
+    url = getattr(ctx, "dashboard_url", None)
+    if url:
+        print(f"Ray dashboard: http://{url}" if not url.startswith("http") else f"Ray dashboard: {url}", flush=True)
+
+
+def find_checkpoint(path: str) -> str:
+    """The newest Tune/RLlib checkpoint directory at or under `path`."""
+    p = Path(os.path.expanduser(path)).resolve()
+    if not p.exists():
+        raise ConfigError(f"--resume = {path!r}: file not found (cwd: {os.getcwd()})")
+    if (p / "learner_group").is_dir():
+        return str(p)
+    candidates = [c for c in p.rglob("checkpoint_*") if (c / "learner_group").is_dir()]
+    if not candidates:
+        raise ConfigError(f"--resume = {path!r}: no checkpoint (a directory with learner_group/) found under it")
+    return str(max(candidates, key=lambda c: (c.stat().st_mtime, c.name)))
+
+
+def saved_config_for(checkpoint: str) -> Optional[str]:
+    """The config.yaml written next to a checkpoint's trial (None when not found)."""
+    for parent in Path(checkpoint).parents:
+        cand = parent / "config.yaml"
+        if cand.is_file() and (parent / "runinfo.json").is_file():
+            return str(cand)
+    return None
+
+
+def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[dict]:
+    """Play the final checkpoint's main against `evaluation.opponents` in the driver process."""
+    from ray.rllib.core.rl_module.rl_module import RLModule  # noqa: PLC0415
+
+    from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
+    from spade_rllib.rllib.components import placeholder_win_rates, win_rates  # noqa: PLC0415
+    from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner  # noqa: PLC0415
+
+    algo_config = build_algo_config(cfg)
+    runner = SpadeEnvRunner(config=algo_config, worker_index=0, num_workers=0)
+    if len(runner.games[0].teams) < 2:
+        return None
+    module = RLModule.from_checkpoint(str(Path(checkpoint) / "learner_group" / "learner" / "rl_module" / MAIN))
+    runner.module[MAIN].set_state(module.get_state())
+    ev = cfg.evaluation
+    outcomes = runner.evaluate_main({"opponents": ev.opponents, "games": games, "greedy": ev.greedy})
+    out = placeholder_win_rates(ev.opponents, "final")
+    out.update(win_rates(outcomes, "final"))
+    runner.stop()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m spade_rllib.train", description="Multi-agent PPO training from a YAML config.")
+    ap.add_argument("--config", help="YAML config (tune_configs/*.yaml); with --resume defaults to the run's saved config.")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                    help="Override a config value (YAML-parsed), e.g. --set agent.lr=1e-4. Repeatable.")
+    ap.add_argument("--address", help="Attach to a running Ray cluster instead of starting a local one.")
+    ap.add_argument("--resume", metavar="PATH", help="Continue from the newest checkpoint under PATH.")
+    ap.add_argument("--final-eval-games", type=int, default=FINAL_EVAL_GAMES, help="Games per opponent in the final evaluation (0: skip).")
+    ap.add_argument("--print-config", action="store_true", help="Print the resolved config and exit (no Ray).")
+    ap.add_argument("--help-config", action="store_true", help="List every config key with its help text and exit.")
+    return ap.parse_args(argv)
+
+
+def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
+    """(config, checkpoint to restore or None), validated; raises ConfigError."""
+    checkpoint = find_checkpoint(args.resume) if args.resume else None
+    path = args.config
+    if path is None and checkpoint is not None:
+        path = saved_config_for(checkpoint)
+    if path is None:
+        raise ConfigError("--config: missing; give a YAML file, e.g. --config tune_configs/quickstart.yaml")
+    cfg = parse_config(apply_overrides(load_raw(path), args.overrides), source_path=path)
+    return cfg, checkpoint
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.help_config:
+        from spade_rllib.config import describe  # noqa: PLC0415
+
+        print(describe())
+        return 0
+    try:
+        cfg, checkpoint = resolve_config(args)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        from spade_rllib.config import dump_config  # noqa: PLC0415
+
+        print(dump_config(cfg), end="")
+        return 0
+
+    from spade_rllib.runinfo import collect_runinfo  # noqa: PLC0415
+
+    runinfo = collect_runinfo(cfg.experiment.seed, cfg.source_path, extra={"resumed_from": checkpoint})
+    try:
+        start_ray(cfg, args.address)
+        # Build once here so env/model problems surface before Tune starts.
+        trainable, param_space = trainable_and_param_space(cfg, runinfo=runinfo, restore_from=checkpoint)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    from ray import tune  # noqa: PLC0415
+
+    console = console_callback()
+    print(f"training {cfg.env.id} ({cfg.self_play.mode}) as experiment {cfg.experiment.name!r}; "
+          f"stop: {stop_criteria(cfg) or 'never (Ctrl-C stops)'}", flush=True)
+    t0 = time.time()
+    tuner = tune.Tuner(trainable, param_space=param_space, run_config=make_tune_run_config(cfg, callbacks=[console]),
+                       tune_config=make_tune_config(cfg))
+    results = tuner.fit()
+    wall = time.time() - t0
+    result = results[0] if len(results) else None
+    ok = result is not None and result.error is None
+    print_summary(cfg, result, console, wall, args.final_eval_games)
+    return 0 if ok else 1
+
+
+def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int) -> None:
+    last = (result.metrics if result is not None else None) or console.last_result or {}
+    trial_path = (result.path if result is not None else None) or console.trial_path
+    ckpt = result.checkpoint.path if (result is not None and result.checkpoint) else None
+    print("=" * 78)
+    if result is not None and result.error is not None:
+        print(f"run FAILED: {result.error.__class__.__name__}: {str(result.error).splitlines()[0] if str(result.error) else ''}")
+    steps = _get(last, "env_runners/num_env_steps_sampled_lifetime", 0)
+    ttot = float(last.get("time_total_s", wall) or wall)
+    print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
+          f"({steps / max(ttot, 1e-9):,.0f} env steps/s), wall {wall:.0f} s")
+    ret = _get(last, "env_runners/episode_return_mean")
+    print(f"mean return (training episodes): {ret:.3f}" if isinstance(ret, float) else f"mean return: {ret}")
+    final = None
+    if ckpt and final_games > 0:
+        try:
+            final = final_evaluation(cfg, ckpt, final_games)
+        except Exception as e:  # noqa: BLE001 - the summary must still print
+            print(f"final evaluation skipped: {e.__class__.__name__}: {e}")
+    if final:
+        target = cfg.evaluation.target_win_rate
+        for opp in cfg.evaluation.opponents:
+            w, d, l_ = (final.get(f"final/{opp}/{k}", math.nan) for k in ("win_rate", "draw_rate", "loss_rate"))
+            line = f"final evaluation vs {opp}: win {w:.1%}, draw {d:.1%}, loss {l_:.1%} over {final_games} games"
+            if opp == "random":
+                line += f" -> {'PASS' if w >= target else 'BELOW TARGET'} (target win rate {target:.0%})"
+            print(line)
+        if trial_path:
+            import json  # noqa: PLC0415
+
+            try:
+                Path(trial_path, "final_evaluation.json").write_text(json.dumps(final, indent=2))
+            except OSError:
+                pass
+    if trial_path:
+        tp = Path(trial_path)
+        events = sorted(tp.glob("events.out.tfevents*"))
+        print(f"trial dir:     {tp}")
+        print(f"progress.csv:  {tp / 'progress.csv'}")
+        print(f"tensorboard:   tensorboard --logdir {tp.parent}" + ("" if events else "  (no event files found)"))
+        print(f"run info:      {tp / 'runinfo.json'}  (+ config.yaml)")
+        if (tp / "league.csv").is_file():  # written by the league component at the end of the run
+            from spade_rllib.league.component import format_table, read_table  # noqa: PLC0415
+
+            print(f"league table:  {tp / 'league.csv'}")
+            print(format_table(read_table(tp / "league.csv")))
+    if ckpt:
+        print(f"checkpoint:    {ckpt}")
+        print(f"policy module: {Path(ckpt) / 'learner_group' / 'learner' / 'rl_module' / 'main'}")
+        print(f"resume with:   python -m spade_rllib.train --resume {Path(trial_path or ckpt)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

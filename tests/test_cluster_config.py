@@ -1,0 +1,181 @@
+"""Static checks of the cluster launcher configs (cluster/local.yaml, cluster/kuberay.yaml) and
+the cluster scripts. No Ray cluster, no network: fast."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = ROOT / "cluster"
+LOCAL_YAML = CLUSTER / "local.yaml"
+KUBERAY_YAML = CLUSTER / "kuberay.yaml"
+
+
+def _pins() -> dict[str, str]:
+    """{'ray': '==2.60.*', 'torch': '==2.13.0', ...} from pyproject.toml's dependencies."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = {}
+    for dep in deps:
+        m = re.match(r"^\s*([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*(.*)$", dep)
+        pins[m.group(1).lower()] = m.group(3).replace(" ", "")
+    return pins
+
+
+@pytest.fixture(scope="module")
+def local_cfg() -> dict:
+    return yaml.safe_load(LOCAL_YAML.read_text())
+
+
+def _ray_schema() -> dict:
+    import ray.autoscaler
+
+    return json.loads((Path(ray.autoscaler.__file__).parent / "ray-schema.json").read_text())
+
+
+def test_local_yaml_matches_rays_cluster_schema(local_cfg):
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(local_cfg, _ray_schema())
+
+
+def test_local_yaml_passes_rays_own_validation(local_cfg):
+    """What `ray up` does before touching a node: fill defaults, prepare the local provider,
+    validate against the schema."""
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    cfg = prepare_config(local_cfg)
+    validate_config(cfg)
+    node_types = cfg["available_node_types"]
+    assert cfg["head_node_type"] in node_types
+    # min/max workers default to the number of worker_ips: all of them are started.
+    n = len(local_cfg["provider"]["worker_ips"])
+    assert cfg["max_workers"] == n
+    assert node_types[cfg["head_node_type"]]["min_workers"] == n
+
+
+def test_local_provider_fields(local_cfg):
+    p = local_cfg["provider"]
+    assert p["type"] == "local"
+    assert isinstance(p["head_ip"], str) and p["head_ip"]
+    assert isinstance(p["worker_ips"], list) and p["worker_ips"]
+    text = LOCAL_YAML.read_text()
+    assert text.count("FILL IN") >= 3, "head_ip, worker_ips and auth need fill-in comments"
+    assert set(local_cfg["auth"]) == {"ssh_user", "ssh_private_key"}
+
+
+def test_file_mounts_sync_the_project_and_token(local_cfg):
+    mounts = local_cfg["file_mounts"]
+    assert mounts["~/.ray/auth_token"] == "~/.ray/auth_token"
+    project = {k: v for k, v in mounts.items() if k.startswith("~/spade_rllib")}
+    # What `pip install -e ~/spade_rllib` needs, and the package itself.
+    for needed in ("pyproject.toml", "README.md", "spade_rllib"):
+        assert f"~/spade_rllib/{needed}" in project, needed
+    for remote, local in project.items():
+        assert local.startswith("./"), "relative to the repository root, where `ray up` runs"
+        assert (ROOT / local).exists(), f"file_mounts source {local} does not exist"
+        assert remote == "~/spade_rllib/" + local[2:]
+    # `ray up` hashes every file under each local path: never the whole repo (.venv, results).
+    assert "." not in mounts.values() and "./" not in mounts.values()
+
+
+def test_setup_commands_install_the_project_with_the_same_pins(local_cfg):
+    pins = _pins()
+    setup = " ".join(local_cfg["setup_commands"])
+    assert f'"ray[rllib,tune,default]{pins["ray"]}"' in setup
+    assert f'"torch{pins["torch"]}"' in setup
+    assert "-e ~/spade_rllib" in setup
+    # Nothing upgrades Ray behind the pins.
+    for cmd in local_cfg["setup_commands"]:
+        if re.search(r"pip install.*(-U\b|--upgrade)", cmd):
+            assert not re.search(r"\bray\b", cmd), cmd
+
+
+def test_start_commands(local_cfg):
+    head = " ".join(local_cfg["head_start_ray_commands"])
+    worker = " ".join(local_cfg["worker_start_ray_commands"])
+    assert "--autoscaling-config=~/ray_bootstrap_config.yaml" in head
+    assert "--head" in head
+    assert "--dashboard-host=127.0.0.1" in head  # dashboard and job API on loopback only
+    assert "--dashboard-host=0.0.0.0" not in head
+    # Token authentication on, on both kinds of node (a worker's `ray start --address` does not
+    # switch it on by itself; RAY_AUTH_MODE=token is needed).
+    assert "RAY_AUTH_MODE=token" in head and "RAY_AUTH_MODE=token" in worker
+    assert "RAY_AUTH_MODE=disabled" not in head + worker
+    assert "--address=$RAY_HEAD_IP:6379" in worker
+    assert "--port=6379" in head
+    # ray up's default autoscaler v2 starts one worker too few with the local provider.
+    assert "RAY_enable_autoscaler_v2=0" in head
+
+
+def test_docker_block_documented_in_local_yaml():
+    text = LOCAL_YAML.read_text()
+    assert "# docker:" in text and "--shm-size" in text
+
+
+@pytest.mark.skipif(not KUBERAY_YAML.exists(), reason="no cluster/kuberay.yaml")
+def test_kuberay_rayjob():
+    docs = [d for d in yaml.safe_load_all(KUBERAY_YAML.read_text()) if d]
+    job = next(d for d in docs if d["kind"] == "RayJob")
+    assert job["apiVersion"].startswith("ray.io/")
+    spec = job["spec"]
+    assert "spade_rllib.tune" in spec["entrypoint"]
+    cluster = spec["rayClusterSpec"]
+    assert cluster["rayVersion"].startswith("2.60")
+    head = cluster["headGroupSpec"]
+    assert head["rayStartParams"].get("dashboard-host") == "127.0.0.1" or \
+        "dashboard-host" not in head["rayStartParams"]
+    images = {c["image"] for c in head["template"]["spec"]["containers"]}
+    for group in cluster["workerGroupSpecs"]:
+        images |= {c["image"] for c in group["template"]["spec"]["containers"]}
+    assert len(images) == 1, f"one image for head and workers, got {images}"
+    # Token auth on (KubeRay's auth option), no unauthenticated dashboard.
+    assert cluster.get("authOptions", {}).get("mode") == "token"
+
+
+def test_multinode_check_cli_help():
+    r = subprocess.run([sys.executable, str(CLUSTER / "multinode_check.py"), "--help"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "--entrypoint" in r.stdout and "{storage}" in r.stdout
+
+
+def test_multinode_trial_placements_parser(tmp_path):
+    sys.path.insert(0, str(CLUSTER))
+    try:
+        import multinode_check as mc
+    finally:
+        sys.path.remove(str(CLUSTER))
+    a = tmp_path / "exp" / "trial_a"
+    b = tmp_path / "exp" / "trial_b"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    (a / "result.json").write_text(
+        json.dumps({"node_id": "n1", "node_ip": "127.0.0.2"}) + "\n" + "not json\n")
+    (b / "result.json").write_text(json.dumps({"node_ip": "127.0.0.3", "training_iteration": 1}) + "\n")
+    got = mc.trial_placements(tmp_path)
+    assert got == {"exp/trial_a": {"node_id": "n1", "node_ip": "127.0.0.2"},
+                   "exp/trial_b": {"node_ip": "127.0.0.3"}}
+    assert "{storage}" in mc.SWEEP_ENTRYPOINT and "--sweep lr_gamma --smoke" in mc.SWEEP_ENTRYPOINT
+
+
+def test_smoke_test_script_is_valid_bash():
+    script = CLUSTER / "smoke_test.sh"
+    r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = script.read_text()
+    assert "ray up -y" in text and "ray down -y" in text and "trap cleanup EXIT" in text
+    # Only loopback is targeted.
+    for ip in re.findall(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b", text):
+        assert ip.startswith("127."), ip
+    # No unquoted here-document feeds code to an interpreter (a backquote in it would run).
+    assert not re.search(r'"\$PY"[^\n]*<<EOF', text)
+    if shutil.which("shellcheck"):
+        r = subprocess.run(["shellcheck", "-S", "error", str(script)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout

@@ -1,0 +1,161 @@
+"""Config parsing, validation errors (one line, key path, value, allowed, did-you-mean), overrides. No Ray."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spade_rllib.config import ConfigError, RunConfig, apply_overrides, dump_config, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ["quickstart.yaml", "connect_four.yaml", "cartpole.yaml"]
+
+
+def _err(raw=None, overrides=()) -> str:
+    with pytest.raises(ConfigError) as e:
+        parse_config(apply_overrides(raw or {}, overrides))
+    msg = str(e.value)
+    assert "\n" not in msg, "errors must be one line"
+    return msg
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_configs_parse_and_round_trip(name):
+    cfg = load_config(str(ROOT / "tune_configs" / name))
+    assert isinstance(cfg, RunConfig)
+    again = parse_config(cfg.to_dict())
+    assert again.to_dict() == cfg.to_dict()
+    assert dump_config(cfg)
+
+
+def test_defaults():
+    cfg = parse_config({})
+    assert cfg.env.id == "MazeRace-v0" and cfg.agent.algorithm == "PPO" and cfg.self_play.mode == "mirror"
+    assert cfg.league.enabled is False and cfg.curriculum.strategy == "none"
+
+
+@pytest.mark.parametrize(
+    "raw, expect",
+    [
+        ({"agnet": {}}, ["agnet: unknown key", "did you mean 'agent'"]),
+        ({"agent": {"lrr": 0.1}}, ["agent.lrr: unknown key", "did you mean 'lr'", "allowed:"]),
+        ({"agent": {"model": {"hiden": [64]}}}, ["agent.model.hiden", "did you mean 'hidden'"]),
+        ({"training": {"stop": {"time": 5}}}, ["training.stop.time", "did you mean 'time_s'"]),
+        ({"league": {"size": 3}}, ["league.size: unknown key", "allowed: enabled, win_rate_threshold"]),
+        ({"curriculum": {"stratgy": "plr"}}, ["curriculum.stratgy", "did you mean 'strategy'"]),
+    ],
+)
+def test_unknown_keys(raw, expect):
+    msg = _err(raw)
+    for part in expect:
+        assert part in msg, msg
+
+
+@pytest.mark.parametrize(
+    "raw, expect",
+    [
+        ({"agent": {"lr": "fast"}}, "agent.lr = 'fast': wrong type, expected a number"),
+        ({"agent": {"epochs": 2.5}}, "agent.epochs = 2.5: wrong type, expected an integer"),
+        ({"agent": {"epochs": True}}, "agent.epochs = True: wrong type, expected an integer"),
+        ({"agent": {"model": {"hidden": 64}}}, "agent.model.hidden = 64: wrong type, expected a list of integers"),
+        ({"experiment": {"name": 3}}, "experiment.name = 3: wrong type, expected a string"),
+        ({"league": {"enabled": "yes"}}, "league.enabled = 'yes': wrong type, expected true/false"),
+        ({"agent": []}, "agent = []: wrong type, expected a mapping"),
+    ],
+)
+def test_wrong_types(raw, expect):
+    assert _err(raw).startswith(expect)
+
+
+@pytest.mark.parametrize(
+    "raw, expect",
+    [
+        ({"agent": {"lr": -1}}, "agent.lr = -1.0: out of range, allowed > 0.0"),
+        ({"agent": {"gamma": 1.5}}, "agent.gamma = 1.5: out of range, allowed >= 0.0 and <= 1.0"),
+        ({"training": {"num_envs_per_runner": 0}}, "training.num_envs_per_runner = 0: out of range, allowed >= 1"),
+        ({"resources": {"num_gpus_per_learner": -0.5}}, "resources.num_gpus_per_learner = -0.5: out of range"),
+        ({"env": {"difficulty": 11}}, "env.difficulty = 11.0: out of range, allowed >= 1.0 and <= 10.0"),
+        ({"agent": {"model": {"kind": "transformer"}}}, "agent.model.kind = 'transformer': not allowed"),
+        ({"self_play": {"mode": "mirorr"}}, "did you mean 'mirror'"),
+    ],
+)
+def test_out_of_range(raw, expect):
+    assert expect in _err(raw)
+
+
+def test_fractional_gpus_allowed():
+    assert parse_config({"resources": {"num_gpus_per_learner": 0.25}}).resources.num_gpus_per_learner == 0.25
+
+
+@pytest.mark.parametrize(
+    "env_id, expect",
+    [
+        ("CartPol-v1", ["env.id = 'CartPol-v1': unknown env id", "did you mean 'CartPole-v1'"]),
+        ("MazeRace-v1", ["unknown env id", "did you mean 'MazeRace-v0'"]),
+        ("pettingzoo.classic:conect_four_v3", ["has no env named 'conect_four_v3'", "did you mean 'connect_four_v3'"]),
+        ("pettingzoo.classic:connect_four_v2", ["deprecated", "did you mean 'connect_four_v3'"]),
+        ("pettingzoo.clasic:connect_four_v3", ["cannot import module 'pettingzoo.clasic'"]),
+    ],
+)
+def test_unknown_env_ids(env_id, expect):
+    msg = _err({"env": {"id": env_id}})
+    for part in expect:
+        assert part in msg, msg
+
+
+def test_env_ids_accepted():
+    assert parse_config({"env": {"id": "CartPole-v1"}}).self_play.mode == "none"
+    assert parse_config({"env": {"id": "pettingzoo.classic:connect_four_v3"}}).env.id.endswith("connect_four_v3")
+    assert parse_config({"env": {"id": "MazeRace-v0"}}).env.id == "MazeRace-v0"
+
+
+def test_missing_files(tmp_path):
+    assert "env.level_file = 'nope.txt': file not found" in _err({"env": {"level_file": "nope.txt"}})
+    assert "evaluation.heldout_levels[0] = 'nope/': file not found" in _err({"evaluation": {"heldout_levels": ["nope/"]}})
+    with pytest.raises(ConfigError, match=r"--config = '.*missing.yaml': file not found"):
+        load_config(str(tmp_path / "missing.yaml"))
+    level = tmp_path / "lvl.txt"
+    level.write_text("#####\n#A.B#\n#####\n")
+    assert parse_config({"env": {"level_file": str(level)}}).env.level_file == str(level)
+
+
+def test_cross_field_rules():
+    assert "only allowed with env.id 'MazeRace-v0'" in _err({"env": {"id": "CartPole-v1", "difficulty": 2}})
+    assert "needs 'mirror' or 'vs_random'" in _err({"self_play": {"mode": "none"}})
+    assert "metric and target must be given together" in _err({"training": {"stop": {"metric": "x"}}})
+    assert "unknown opponent" in _err({"evaluation": {"opponents": ["randm"]}})
+    assert "scripted bots only exist" in _err({"env": {"id": "CartPole-v1"}, "evaluation": {"opponents": ["bot:rusher"]}})
+    assert "weights must sum to <= 1" in _err({"self_play": {"opponent_mix": {"random": 0.7, "mirror": 0.6}}})
+
+
+def test_overrides_are_yaml_parsed():
+    cfg = load_config(str(ROOT / "tune_configs" / "quickstart.yaml"),
+                      ["agent.lr=1e-4", "training.stop.time_s=120", "agent.model.hidden=[32, 16]", "league.enabled=false",
+                       "evaluation.opponents=[random]", "env.kwargs.view_radius=3"])
+    assert cfg.agent.lr == pytest.approx(1e-4)
+    assert cfg.training.stop.time_s == 120.0
+    assert cfg.agent.model.hidden == [32, 16]
+    assert cfg.evaluation.opponents == ["random"]
+    assert cfg.env.kwargs == {"view_radius": 3}
+
+
+def test_override_errors():
+    assert "agent.lrr: unknown key" in _err({}, ["agent.lrr=1"])
+    with pytest.raises(ConfigError, match="expected KEY.PATH=VALUE"):
+        apply_overrides({}, ["agent.lr"])
+    with pytest.raises(ConfigError, match="is not a section"):
+        apply_overrides({"agent": {"lr": 1}}, ["agent.lr.x=1"])
+
+
+def test_cli_config_error_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("agent:\n  lr: -3\n")
+    proc = subprocess.run([sys.executable, "-m", "spade_rllib.train", "--config", str(bad)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines == ["config error: agent.lr = -3.0: out of range, allowed > 0.0 and <= 1.0"], proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "spade_rllib.train", "--config", "tune_configs/cartpole.yaml", "--set", "agent.entropyy=0"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and "did you mean 'entropy'" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,421 @@
+"""League RLlib glue (spade_rllib/league/component.py): config section, plan translation, slot
+bandwidth, outcome mapping, and tiny real runs (MazeRace 1v1 with a remote env runner, MazeRace 2v2,
+connect four): the league grows, slot weights reach the env runners and survive PPO updates,
+checkpoint -> restore is exact and makes the same next decisions, league.csv is written."""
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config import LeagueConfig as LeagueSection
+from spade_rllib.league import MAIN, RANDOM, LeagueConfig, MemberId
+from spade_rllib.league.component import (
+    LEAGUE_CSV,
+    LeagueComponent,
+    format_table,
+    league_member_of,
+    make_component,
+    read_table,
+)
+from spade_rllib.rllib.components import DriverContext, EnvInfo
+from spade_rllib.rllib.plan import MIRROR, OpponentPlan
+
+C4 = "pettingzoo.classic:connect_four_v3"
+TABLE_COLUMNS = ["member", "rating", "games", "main_win_rate"]
+
+
+def assert_exactly_equal(a, b, path="state"):
+    assert type(a) is type(b), f"{path}: {type(a)} != {type(b)}"
+    if isinstance(a, dict):
+        assert list(a) == list(b), f"{path}: keys {list(a)} != {list(b)}"
+        for key in a:
+            assert_exactly_equal(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), f"{path}: length {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_exactly_equal(x, y, f"{path}[{i}]")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), path
+    elif isinstance(a, float) and math.isnan(a):
+        assert math.isnan(b), f"{path}: {a!r} != {b!r}"
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def fake_weights(value: float) -> dict:
+    return {"pi_head.weight": np.full((3, 2), value, np.float32), "pi_head.bias": np.zeros(3, np.float32)}
+
+
+def ctx(iteration: int, value: float = 0.0) -> DriverContext:
+    return DriverContext(iteration=iteration, env_steps_lifetime=100 * iteration,
+                         main_weights=lambda: fake_weights(value), num_runners=1)
+
+
+def decisions(metrics: dict) -> dict:
+    """Update metrics minus the per-session transport counter."""
+    return {k: v for k, v in metrics.items() if k != "league/slot_loads"}
+
+
+def outcome(opponent, winner="A", main_team=0, **extra) -> dict:
+    return {"winner": winner, "reason": "goal", "length": 10, "level": {}, "main_team": main_team,
+            "opponent": opponent, **extra}
+
+
+# ------------------------------------------------------------------------------------------------
+# config section (no Ray)
+# ------------------------------------------------------------------------------------------------
+def test_config_section_carries_every_core_field_with_core_defaults():
+    section = {f.name for f in dataclasses.fields(LeagueSection)} - {"enabled"}
+    assert section == {f.name for f in dataclasses.fields(LeagueConfig)}
+    assert parse_config({}).league.to_core() == LeagueConfig()
+    cfg = parse_config({"league": {"enabled": True, "every_n_iterations": 3, "sampling": "uniform", "max_size": 7}})
+    core = cfg.league.to_core()
+    assert (core.every_n_iterations, core.sampling, core.max_size) == (3, "uniform", 7)
+
+
+@pytest.mark.parametrize("raw, expect", [
+    ({"league": {"windw": 5}}, "league.windw: unknown key (did you mean 'window'?)"),
+    ({"league": {"window": 0}}, "league.window = 0 is out of range; allowed: an integer >= 1"),
+    ({"league": {"sampling": "pfps"}}, "Did you mean 'pfsp'?"),
+    ({"league": {"eviction": "olddest"}}, "Did you mean 'oldest'?"),
+    ({"league": {"win_rate_threshold": None}}, "both None"),
+    ({"league": {"enabled": True, "league_exploiters": 1}}, "league.league_exploiters = 1: not supported"),
+    ({"league": {"enabled": True}, "env": {"id": "CartPole-v1"}}, "single-agent env"),
+])
+def test_config_section_errors_reuse_the_core_messages(raw, expect):
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw)
+    assert expect in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_make_component_is_none_when_disabled():
+    info = EnvInfo("MazeRace-v0", "mazerace", (("a0",), ("b0",)), 6, 10, 0)
+    assert make_component(parse_config({}), info) is None
+    comp = make_component(parse_config({"league": {"enabled": True}}), info)
+    assert isinstance(comp, LeagueComponent) and comp.name == "league"
+
+
+# ------------------------------------------------------------------------------------------------
+# glue logic (no Ray)
+# ------------------------------------------------------------------------------------------------
+def test_outcome_ids_map_to_league_members():
+    assert league_member_of("main_v3") == MemberId.snapshot(3)
+    assert league_member_of("random") == RANDOM
+    assert league_member_of(MIRROR) == MAIN
+    for not_a_member in (None, "bot:rusher", "slot_2"):
+        assert league_member_of(not_a_member) is None
+    comp = LeagueComponent(LeagueConfig(every_n_iterations=1, win_rate_threshold=None))
+    comp.update([], ctx(1))  # main_v1 joins
+    counts = comp.record_outcomes([
+        outcome("main_v1", winner="A", main_team=0),          # win
+        outcome("main_v1", winner="A", main_team=1),          # loss
+        outcome("random", winner="draw"),                     # draw
+        outcome("bot:rusher"),                                # not a league member: ignored
+        outcome(None, winner=None),                           # single-agent record: ignored
+        outcome("main_v1", opponent_swapped=True),            # slot reloaded mid-episode: ignored
+        outcome(MIRROR),                                      # payoff only
+    ])
+    assert counts == {MemberId.snapshot(1): 2, RANDOM: 1, MAIN: 1}
+    assert comp.league.payoff(MAIN, MemberId.snapshot(1)) == (1, 0, 1)
+    assert comp.league.payoff(MAIN, RANDOM) == (0, 1, 0)
+    assert comp.counters == {"ignored_games": 3, "swapped_games": 1}
+
+
+def test_plan_translation_and_slot_weights_only_when_they_change():
+    comp = LeagueComponent(LeagueConfig(every_n_iterations=1, win_rate_threshold=None, num_opponent_slots=2,
+                                        max_size=10, latest_ratio=0.5, sampling="uniform"))
+    first = comp.runner_update(full=True)
+    assert first.opponent_plan.probabilities() == {"random": 1.0}
+    assert first.slot_weights == {"slot_0": None, "slot_1": None}
+    assert comp.runner_update(full=False) is None  # nothing new
+    sent: dict[str, str] = {}
+    for it in range(1, 7):
+        metrics = comp.update([outcome("random")], ctx(it, value=float(it)))
+        assert metrics["league/snapshots"] == it and metrics["league/snapshot_event"] == 1.0
+        update = comp.runner_update(full=False)
+        plan = comp.plan
+        # the runner plan is the league plan with snapshots renamed to the slot that holds them
+        expected: dict[str, float] = {}
+        for entry in plan.entries:
+            key = f"slot_{entry.opponent_slot}" if entry.opponent_slot is not None else str(entry.opponent)
+            expected[key] = expected.get(key, 0.0) + entry.probability
+        assert update.opponent_plan.probabilities() == pytest.approx(expected)
+        assert update.opponent_plan.seed == plan.seed
+        changed = {f"slot_{k}" for k, m in enumerate(plan.slots) if m is not None and sent.get(f"slot_{k}") != str(m)}
+        assert set(update.slot_weights or {}) == changed
+        for sid, slot in (update.slot_weights or {}).items():
+            member = MemberId.parse(slot["member"])
+            np.testing.assert_array_equal(slot["weights"]["pi_head.weight"], fake_weights(member.generation)["pi_head.weight"])
+            sent[sid] = slot["member"]
+    full = comp.runner_update(full=True)
+    assert {sid: s["member"] for sid, s in full.slot_weights.items() if s} == \
+        {f"slot_{k}": str(m) for k, m in enumerate(comp.plan.slots) if m is not None}
+
+
+def test_component_state_round_trip_gives_the_same_next_decisions():
+    config = LeagueConfig(every_n_iterations=2, win_rate_threshold=0.6, window=4, num_opponent_slots=2, max_size=3)
+    comp = LeagueComponent(config, seed=5)
+    rng = np.random.default_rng(0)
+    for it in range(1, 8):
+        opponents = [str(m) for m in comp.league.pool()]
+        comp.update([outcome(opponents[rng.integers(len(opponents))], winner="AB"[rng.integers(2)]) for _ in range(6)],
+                    ctx(it, value=it))
+        comp.runner_update(full=False)
+    saved = copy.deepcopy(comp.state_dict())
+    other = LeagueComponent(config, seed=99)
+    other.load_state_dict(copy.deepcopy(saved))
+    assert_exactly_equal(other.state_dict(), saved)
+    assert other.opponent_plan == comp.opponent_plan
+    for it in range(8, 12):
+        recs = [outcome("random", winner="A") for _ in range(5)]
+        assert_exactly_equal(decisions(other.update(recs, ctx(it, value=it))), decisions(comp.update(recs, ctx(it, value=it))))
+        a, b = comp.runner_update(full=True), other.runner_update(full=True)
+        assert a.opponent_plan == b.opponent_plan
+        assert [OpponentPlan.pick(a.opponent_plan, (0, e, n)) for e in range(4) for n in range(20)] == \
+               [OpponentPlan.pick(b.opponent_plan, (0, e, n)) for e in range(4) for n in range(20)]
+
+
+def test_table_text_and_csv_columns(tmp_path):
+    comp = LeagueComponent(LeagueConfig(every_n_iterations=1, win_rate_threshold=None))
+    comp.update([], ctx(1))
+    comp.update([outcome("main_v1"), outcome("random", winner="B")], ctx(2))
+    path = comp.finish(tmp_path)
+    rows = read_table(path)
+    by_member = {r["member"]: r for r in rows}
+    assert set(by_member) == {"main", "main_v1", "main_v2", "random"}
+    assert by_member["main"]["main_win_rate"] == ""  # no win rate against itself
+    assert float(by_member["main_v1"]["main_win_rate"]) == 1.0 and float(by_member["random"]["main_win_rate"]) == 0.0
+    assert [float(r["rating"]) for r in rows] == sorted((float(r["rating"]) for r in rows), reverse=True)
+    with open(path) as f:
+        assert next(csv.reader(f)) == TABLE_COLUMNS
+    text = format_table(rows)
+    assert "main_v1" in text and "main_win_rate" in text
+
+
+# ------------------------------------------------------------------------------------------------
+# tiny real runs (Ray)
+# ------------------------------------------------------------------------------------------------
+def tiny(env_id: str, env_kwargs=None, **sections) -> dict:
+    raw = {
+        "experiment": {"name": "league_test", "seed": 3},
+        "env": {"id": env_id, "kwargs": dict(env_kwargs or {})},
+        "agent": {"train_batch_size": 256, "minibatch_size": 128, "epochs": 1, "model": {"hidden": [16]}},
+        "training": {"num_envs_per_runner": 4, "num_env_runners": 0},
+        "evaluation": {"interval": 0},
+        "league": {"enabled": True, "every_n_iterations": 1, "win_rate_threshold": None, "num_opponent_slots": 4},
+    }
+    if env_id == "MazeRace-v0":
+        raw["env"]["difficulty"] = 1.0
+    for k, v in sections.items():
+        raw.setdefault(k, {}).update(v)
+    return raw
+
+
+def league_of(algo) -> LeagueComponent:
+    (comp,) = [c for c in algo.components if c.name == "league"]
+    return comp
+
+
+def slot_logits(algo, obs: np.ndarray) -> dict:
+    """{slot id: (member, logits)} as every remote env runner's slot modules compute them."""
+    def probe(runner):
+        import torch
+        with torch.no_grad():
+            return {sid: (runner.slot_members[sid], mod.logits(torch.from_numpy(obs)).numpy())
+                    for sid, mod in runner.slot_modules.items()}
+    return algo.env_runner_group.foreach_env_runner(probe, local_env_runner=False)
+
+
+def logits_for(algo, weights: dict, obs: np.ndarray) -> np.ndarray:
+    import torch
+
+    module = copy.deepcopy(algo.get_module("main"))
+    module.set_state({k: np.array(v) for k, v in weights.items()})
+    with torch.no_grad():
+        return module.logits(torch.from_numpy(obs)).numpy()
+
+
+@pytest.fixture(scope="module")
+def mazerace_league(ray_session, tmp_path_factory):
+    """MazeRace 1v1, one remote env runner, a snapshot every iteration, 3 iterations."""
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    cfg = parse_config(tiny("MazeRace-v0", training={"num_env_runners": 1},
+                            resources={"num_cpus_per_env_runner": 0.5}))
+    algo = build_algo_config(cfg).build_algo()
+    results = [algo.train() for _ in range(3)]
+    yield algo, results, tmp_path_factory.mktemp("league_ckpt")
+    algo.stop()
+
+
+@pytest.mark.ray
+def test_league_grows_and_reports_metrics(mazerace_league):
+    algo, results, _ = mazerace_league
+    comp = league_of(algo)
+    assert [m for m in comp.league.snapshots()] == [MemberId.snapshot(g) for g in (1, 2, 3)]
+    sizes = [r["league"]["size"] for r in results]
+    assert sizes == [2.0, 3.0, 4.0]  # random + one snapshot per iteration
+    last = results[-1]["league"]
+    for key in ("main_rating", "snapshots_total", "games_total", "snapshot_event", "games_this_iter"):
+        assert key in last, key
+    assert set(last["matchups"]) >= {"random", "main_v1", "main_v2"}
+    assert last["snapshot_event"] == 1.0
+    assert results[-1]["league"]["games_total"] > 0
+    from spade_rllib.train import format_line
+    assert "league 4" in format_line(results[-1])
+
+
+@pytest.mark.ray
+def test_slot_weights_reach_runners_and_survive_ppo_updates(mazerace_league):
+    algo, _, _ = mazerace_league
+    comp = league_of(algo)
+    obs = np.random.default_rng(0).random((5, algo.env_runner.games[0].obs_size), dtype=np.float32)
+    (held,) = slot_logits(algo, obs)
+    assert {member for member, _ in held.values()} == {"main_v1", "main_v2", "main_v3"}
+    for sid, (member, logits) in held.items():
+        np.testing.assert_allclose(logits, logits_for(algo, comp.league.weights(MemberId.parse(member)), obs), rtol=1e-5, atol=1e-6)
+    before = {member: logits for member, logits in held.values()}
+    algo.train()  # a PPO update (and main_v4 joins); earlier slots must keep their snapshot's weights
+    (after,) = slot_logits(algo, obs)
+    after_by_member = {member: logits for member, logits in after.values()}
+    assert set(after_by_member) == {"main_v1", "main_v2", "main_v3", "main_v4"}
+    for member, logits in before.items():
+        np.testing.assert_array_equal(after_by_member[member], logits)
+    main_logits = logits_for(algo, algo._main_weights(), obs)
+    assert not np.allclose(after_by_member["main_v1"], main_logits)
+
+
+@pytest.mark.ray
+def test_checkpoint_restore_is_exact_and_decides_the_same(mazerace_league):
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+    algo, _, ckpt = mazerace_league
+    comp = league_of(algo)
+    algo.save_to_path(str(ckpt))
+    saved = copy.deepcopy(comp.state_dict())
+    restored = Algorithm.from_checkpoint(str(ckpt))
+    try:
+        other = league_of(restored)
+        assert_exactly_equal(other.state_dict(), saved)
+        # the restored env runner got the same plan and slots
+        (runner_plan,) = restored.env_runner_group.foreach_env_runner(lambda r: (r.plan, dict(r.slot_members)),
+                                                                       local_env_runner=False)
+        assert runner_plan[0] == comp.opponent_plan
+        assert runner_plan[1] == {f"slot_{k}": str(m) for k, m in enumerate(comp.plan.slots) if m is not None}
+        # same outcomes + same weights -> same snapshot, same plan, same per-episode draws
+        recs = [outcome(str(m), winner="AB"[i % 2]) for i, m in enumerate(comp.league.pool() * 3)]
+        weights = {k: np.array(v) for k, v in algo._main_weights().items()}
+        it = algo.iteration + 1
+        fixed = DriverContext(iteration=it, env_steps_lifetime=0, main_weights=lambda: weights, num_runners=1)
+        assert_exactly_equal(decisions(other.update(list(recs), fixed)), decisions(comp.update(list(recs), fixed)))
+        assert other.opponent_plan == comp.opponent_plan
+        assert_exactly_equal(other.state_dict(), comp.state_dict())
+    finally:
+        restored.stop()
+
+
+@pytest.mark.ray
+def test_league_csv_written_at_the_end_of_the_run(mazerace_league):
+    algo, _, _ = mazerace_league
+    algo.stop()
+    path = algo.trial_dir() / LEAGUE_CSV
+    rows = read_table(path)
+    with open(path) as f:
+        assert next(csv.reader(f)) == TABLE_COLUMNS
+    assert {r["member"] for r in rows} >= {"main", "random", "main_v1", "main_v2", "main_v3"}
+    assert all(float(r["games"]) >= 0 and r["rating"] for r in rows)
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("env_id, env_kwargs", [(C4, {}), ("MazeRace-v0", {"agents_per_team": 2})],
+                         ids=["connect_four", "mazerace_2v2"])
+def test_league_smoke_other_envs(ray_session, env_id, env_kwargs):
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    algo = build_algo_config(parse_config(tiny(env_id, env_kwargs))).build_algo()
+    try:
+        results = [algo.train() for _ in range(3)]
+        comp = league_of(algo)
+        assert len(comp.league.snapshots()) == 3
+        assert results[-1]["league"]["size"] == 4.0
+        played = sum(comp.league.games(m) for m in comp.league.snapshots())
+        assert played > 0, "main never met a snapshot"
+        assert set(algo.env_runner.slot_members.values()) == {"main_v1", "main_v2", "main_v3"}
+    finally:
+        algo.stop()
+
+
+def test_evicted_members_metrics_are_blanked():
+    comp = LeagueComponent(LeagueConfig(every_n_iterations=1, win_rate_threshold=None, max_size=2, keep_first=False))
+    for it in range(1, 4):
+        metrics = comp.update([outcome("random")], ctx(it))
+    assert [str(m) for m in comp.league.snapshots()] == ["main_v2", "main_v3"]
+    assert math.isnan(metrics["league/rating/main_v1"]) and metrics["league/plan/main_v1"] == 0.0
+    assert metrics["league/eviction_event"] == 1.0
+    assert sum(v for k, v in metrics.items() if k.startswith("league/plan/")) == pytest.approx(1.0)
+
+
+def test_runner_side_draws_follow_the_league_distribution():
+    """The runner draws with `OpponentPlan.pick`; mapped back through the slots, the matchup
+    frequencies over many iterations follow the league's opponent distribution (chi-square), even
+    with more snapshots than slots (residual slot resampling)."""
+    config = LeagueConfig(every_n_iterations=10 ** 6, win_rate_threshold=None, num_opponent_slots=3, max_size=20,
+                          latest_ratio=0.4, sampling="uniform")
+    comp = LeagueComponent(config, seed=11)
+    for it in range(1, 8):  # 7 snapshots, 3 slots
+        comp.league.add_snapshot(fake_weights(it), it)
+    expected = {str(m): p for m, p in comp.league.opponent_distribution(MAIN).items()}
+    counts: dict[str, int] = {}
+    n = 0
+    for it in range(8, 2408):  # one episode per plan: each episode's marginal is the distribution
+        comp.update([], DriverContext(iteration=it, env_steps_lifetime=0, main_weights=lambda: fake_weights(0),
+                                      num_runners=1))
+        assert {str(m): p for m, p in comp.league.opponent_distribution(MAIN).items()} == expected
+        plan, opp_plan = comp.plan, comp.opponent_plan
+        for episode in range(1):
+            pick = opp_plan.pick((1, it % 4, it // 4))
+            member = str(plan.slots[int(pick[len("slot_"):])]) if pick.startswith("slot_") else pick
+            counts[member] = counts.get(member, 0) + 1
+            n += 1
+    stat = sum((counts.get(m, 0) - n * p) ** 2 / (n * p) for m, p in expected.items())
+    dof = len(expected) - 1
+    z = 3.090232  # 0.001 false-alarm rate, Wilson-Hilferty
+    critical = dof * (1.0 - 2.0 / (9.0 * dof) + z * math.sqrt(2.0 / (9.0 * dof))) ** 3
+    assert set(counts) <= set(expected)
+    assert stat < critical, (stat, critical, counts, expected)
+
+
+def test_runner_flags_episodes_whose_slot_was_reloaded(tmp_path):
+    """An episode that started against main_v1 in slot_0 and ended after slot_0 got main_v2 is
+    reported as main_v1 with `opponent_swapped`; later episodes are main_v2 games."""
+    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.plan import DriverUpdate
+    from spade_rllib.rllib.runner import SpadeEnvRunner
+
+    cfg = parse_config(tiny(C4, training={"num_envs_per_runner": 2}))
+    runner = SpadeEnvRunner(config=build_algo_config(cfg), worker_index=0, num_workers=0)
+    try:
+        weights = runner.main_weights()
+        plan = OpponentPlan(entries=(("slot_0", 1.0),), seed=1)
+        runner.apply_driver_update(DriverUpdate(opponent_plan=plan, slot_weights={"slot_0": {"member": "main_v1", "weights": weights}}))
+        runner.sample(num_timesteps=4)  # episodes running against main_v1 (connect four lasts >= 7 moves)
+        assert runner.pop_episode_outcomes() == []
+        runner.apply_driver_update(DriverUpdate(slot_weights={"slot_0": {"member": "main_v2", "weights": weights}}))
+        runner.sample(num_episodes=6)
+        records = runner.pop_episode_outcomes()
+        first = [r for r in records if r.get("opponent_swapped")]  # one per env copy: started before the reload
+        later = [r for r in records if not r.get("opponent_swapped")]
+        assert len(first) == 2 and all(r["opponent"] == "main_v1" for r in first), records
+        assert len(later) >= 4 and all(r["opponent"] == "main_v2" for r in later), records
+        comp = LeagueComponent(LeagueConfig(every_n_iterations=1, win_rate_threshold=None))
+        comp.record_outcomes(records)
+        assert comp.counters["swapped_games"] == 2
+    finally:
+        runner.stop()

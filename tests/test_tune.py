@@ -1,0 +1,312 @@
+"""Sweeps: `python -m spade_rllib.tune` (issue 7).
+
+Fast (no Ray): sweep YAML validation, the bad-name error, Student-t quantiles and intervals, the
+report (groups, heatmap), the trial's placement-group request for --gpus-per-trial.
+Ray (subprocesses that start their own 2-CPU local Ray, --smoke budgets):
+  * PBT: after an exploit/explore step the learner trains with the new lr/entropy/clip
+    (read back from `learners/main/trained_with/...`, measured before the update);
+  * seeds: killed mid-run (SIGKILL of the whole process group), then `--resume` keeps the finished
+    trial, continues the interrupted one from its checkpoint, and writes summary.csv, groups.csv
+    (mean, std, t interval), plots and a best checkpoint.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spade_rllib.config import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+SWEEP_TIMEOUT = 420  # seconds; a timeout is a failure
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")  # experiment state written every second (resume test)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _run(args: list, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "spade_rllib.tune", *args], cwd=REPO, capture_output=True, text=True, env=_env(), **kw)
+
+
+def _results(trial_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------------------------------------
+# No Ray
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bad_sweep_name_one_line_error():
+    p = _run(["--sweep", "lr_gama"], timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, p.stderr
+    assert "unknown sweep" in lines[0] and "did you mean 'lr_gamma'" in lines[0]
+    for name in ("asha", "lr_gamma", "pbt", "seeds"):
+        assert name in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    base = tmp_path / "base.yaml"
+    base.write_text((REPO / "tune_configs" / "quickstart.yaml").read_text())
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("base: base.yaml\nspaec: {}\n", "spaec: unknown key (did you mean 'space'?)"),
+    ("base: base.yaml\nspace: {agent.lr: {gird: [1, 2]}}\n", "space.agent.lr.gird: unknown distribution (did you mean 'grid'?)"),
+    ("base: base.yaml\nspace: {agent.lr: {loguniform: [0, 1.0e-3]}}\n", "loguniform needs low > 0"),
+    ("base: base.yaml\nspace: {agent.lr: {uniform: [2, 1]}}\n", "low must be < high"),
+    ("base: base.yaml\nspace: {agent.lrr: {grid: [1.0e-3]}}\n", "space.agent.lrr = 0.001: agent.lrr: unknown key (did you mean 'lr'?)"),
+    ("base: base.yaml\nspace: {agent.gamma: {grid: [0.9, 1.5]}}\n", "space.agent.gamma = 1.5: agent.gamma = 1.5: out of range"),
+    ("base: base.yaml\nmetric: {mode: maximum}\n", "metric.mode = 'maximum': not allowed (did you mean 'max'?)"),
+    ("base: base.yaml\nscheduler: {type: pbt}\n", "pbt needs at least one hyperparameter to mutate"),
+    ("base: base.yaml\nscheduler: {type: hyperband}\n", "scheduler.type = 'hyperband': not allowed"),
+    ("base: base.yaml\nscheduler: {type: asha, grace_priod: 2}\n", "scheduler.grace_priod: unknown key (did you mean 'grace_period'?)"),
+    ("base: base.yaml\nbudget: {num_samples: 0}\n", "budget.num_samples = 0: out of range"),
+    ("base: nope.yaml\n", "base = 'nope.yaml': file not found"),
+    ("base: base.yaml\nsmoke: {bugdet: {}}\n", "smoke.bugdet: unknown key (did you mean 'budget'?)"),
+    ("base: base.yaml\nspace: {agent.lr: {grid: [1.0e-3]}}\nreport: {heatmap: [agent.lr, agent.gama]}\n", "report.heatmap[1] = 'agent.gama': not a space key"),
+])
+def test_spec_validation_one_line_errors(tmp_path, text, needle):
+    from spade_rllib.sweeps.spec import load_sweep
+
+    with pytest.raises(ConfigError) as e:
+        load_sweep(_write(tmp_path, text))
+    msg = str(e.value)
+    assert needle in msg, msg
+    assert "\n" not in msg
+
+
+def test_shipped_sweeps_load_and_smoke_is_tiny():
+    from spade_rllib.sweeps.spec import available_sweeps, load_sweep
+
+    assert {"lr_gamma", "seeds", "pbt", "asha"} <= set(available_sweeps())
+    full, _ = load_sweep("lr_gamma")
+    assert full.num_trials() == 12 and full.report.heatmap == ["agent.lr", "agent.gamma"]
+    seeds, _ = load_sweep("seeds")
+    assert seeds.space["experiment.seed"].values == (0, 1, 2, 3, 4)
+    pbt, _ = load_sweep("pbt")
+    assert set(pbt.scheduler.mutations) == {"agent.lr", "agent.entropy", "agent.clip"}
+    for name in ("lr_gamma", "seeds", "pbt", "asha"):
+        spec, base = load_sweep(name, smoke=True, sets=("training.torch_threads=1",))
+        assert 2 <= spec.num_trials() <= 4, name
+        assert base["training"]["stop"].get("iterations") in (2, 4) and "time_s" not in base["training"]["stop"], name
+        assert base["agent"]["train_batch_size"] <= 512 and base["training"]["checkpoint_every"] == 1
+        assert spec.experiment_name.endswith("-smoke")
+
+
+def test_smoke_section_replaces_space_entries_and_set_overrides(tmp_path):
+    from spade_rllib.sweeps.spec import load_sweep
+
+    path = _write(tmp_path, "base: base.yaml\nspace: {agent.lr: {loguniform: [1.0e-4, 1.0e-3]}}\n"
+                            "budget: {stop: {time_s: 100}}\nsmoke: {space: {agent.lr: {grid: [1.0e-3]}}}\n")
+    spec, base = load_sweep(path)
+    assert spec.space["agent.lr"].kind == "loguniform" and base["training"]["stop"] == {"time_s": 100}
+    spec, base = load_sweep(path, smoke=True, sets=("training.stop.iterations=3", "agent.gamma=0.9"))
+    assert spec.space["agent.lr"].values == (1e-3,) and spec.experiment_name == "sweep-s-smoke"
+    assert base["training"]["stop"] == {"iterations": 3} and base["agent"]["gamma"] == 0.9
+
+
+def test_t_quantile_and_seed_interval():
+    from spade_rllib.sweeps.stats import seed_interval, t_cdf, t_quantile
+
+    # scipy.stats.t.ppf reference values
+    for p, df, ref in [(0.975, 1, 12.7062047), (0.975, 2, 4.3026527), (0.975, 4, 2.7764451), (0.975, 9, 2.2621572),
+                       (0.975, 30, 2.0422725), (0.95, 4, 2.1318468), (0.995, 10, 3.1692727)]:
+        assert t_quantile(p, df) == pytest.approx(ref, rel=1e-6), (p, df)
+        assert t_cdf(t_quantile(p, df), df) == pytest.approx(p, abs=1e-9)
+    assert t_quantile(0.025, 4) == pytest.approx(-2.7764451, rel=1e-6)
+    iv = seed_interval([0.5, 0.6, 0.7, 0.55, 0.65])
+    assert iv.n == 5 and iv.mean == pytest.approx(0.6) and iv.std == pytest.approx(0.0790569, rel=1e-5)
+    assert (iv.high - iv.mean) == pytest.approx(2.7764451 * 0.0790569 / math.sqrt(5), rel=1e-5)
+    assert seed_interval([0.3, float("nan")]).n == 1 and math.isnan(seed_interval([0.3]).low)
+
+
+def test_report_groups_and_heatmap(tmp_path):
+    from spade_rllib.sweeps.report import TrialRow, seed_groups, write_report
+    from spade_rllib.sweeps.spec import load_sweep
+
+    spec, _ = load_sweep("lr_gamma")
+    rows = []
+    for i, (lr, g, seed) in enumerate([(lr, g, s) for lr in (1e-4, 3e-4, 1e-3) for g in (0.95, 0.99) for s in (0, 1)]):
+        final = 0.1 * i
+        rows.append(TrialRow(f"t{i:02d}", "TERMINATED", {"agent.lr": lr, "agent.gamma": g, "experiment.seed": seed}, 3, 100,
+                             final, final, f"/x/t{i}/checkpoint_000002", f"/x/t{i}", "eval/random/win_rate",
+                             [(1, 0.0), (2, final / 2), (3, final)]))
+    out = []
+    rep = write_report(spec, rows, tmp_path, "eval/random/win_rate", printer=out.append)
+    names = {f.name for f in rep["files"]}
+    assert {"summary.csv", "groups.csv", "metric_over_time.png", "heatmap.png", "best_checkpoint.txt"} <= names
+    assert rep["best"].trial_id == "t11"
+    assert (tmp_path / "best_checkpoint.txt").read_text().strip() == "/x/t11/checkpoint_000002"
+    groups = seed_groups(rows, 0.95)
+    assert len(groups) == 6 and all(g.interval.n == 2 for g in groups)
+    assert len((tmp_path / "summary.csv").read_text().splitlines()) == 13
+
+
+def test_gpus_per_trial_sets_learner_gpus_and_placement_group():
+    """--gpus-per-trial 0.25 -> RLlib num_gpus_per_learner and the Tune trial's placement group (no GPU needed)."""
+    from ray import tune
+    from ray.tune.experiment import Trial
+
+    from spade_rllib import tune as cli
+    from spade_rllib.sweeps.trainable import SweepPPO, algo_config_from_trial
+
+    tune.register_trainable("SweepPPO_test_resources", SweepPPO)
+
+    def trial_bundles(argv):
+        args = cli.parse_args(argv)
+        spec, base = cli.resolve(args)
+        config = cli.example_trial_config(cli.trial_template(spec, base, args), spec)
+        trial = Trial("SweepPPO_test_resources", config=config)
+        trial.create_placement_group_factory()
+        return algo_config_from_trial(config), trial.placement_group_factory
+
+    algo, pgf = trial_bundles(["--sweep", "seeds", "--smoke", "--gpus-per-trial", "0.25"])
+    assert algo.num_gpus_per_learner == 0.25 and algo.num_learners == 0
+    assert pgf.bundles == [{"CPU": 1.0, "GPU": 0.25}]  # local learner: the trial's main bundle holds the GPU share
+    assert pgf.required_resources == {"CPU": 1.0, "GPU": 0.25}
+
+    algo, pgf = trial_bundles(["--sweep", "seeds", "--smoke", "--gpus-per-trial", "0.25", "--cpus-per-trial", "4",
+                               "--set", "resources.num_learners=2"])
+    assert algo.num_gpus_per_learner == 0.125 and algo.num_learners == 2
+    assert pgf.bundles == [{"CPU": 2.0}, {"CPU": 1.0, "GPU": 0.125}, {"CPU": 1.0, "GPU": 0.125}]
+    assert pgf.required_resources == {"CPU": 4.0, "GPU": 0.25}
+
+    _, pgf = trial_bundles(["--sweep", "seeds", "--smoke"])
+    assert pgf.required_resources == {"CPU": 1.0}
+
+    with pytest.raises(ConfigError, match="--cpus-per-trial 2: too few"):
+        trial_bundles(["--sweep", "seeds", "--smoke", "--cpus-per-trial", "2", "--set", "training.num_env_runners=2"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Ray (subprocesses with their own small local Ray)
+# ---------------------------------------------------------------------------------------------
+
+RAY_CPUS = ["--set", "resources.num_cpus=2"]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_pbt_perturbation_reaches_the_learner(tmp_path):
+    p = _run(["--sweep", "pbt", "--smoke", "--storage", str(tmp_path), *RAY_CPUS], timeout=SWEEP_TIMEOUT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    exp = tmp_path / "sweep-pbt-smoke"
+    assert (exp / "summary.csv").is_file()
+    exploits = [(f.stem[len("pbt_policy_"):], json.loads(line)) for f in exp.glob("pbt_policy_*.txt")
+                for line in f.read_text().splitlines() if line.strip()]
+    assert exploits, "PBT made no exploit/explore step in 4 iterations:\n" + p.stdout[-3000:]
+    checked = 0
+    for trial_id, (target_tag, donor_tag, target_iter, donor_iter, donor_cfg, new_cfg) in exploits:
+        trial_dir = next(d for d in exp.glob(f"SweepPPO_{trial_id}_*") if d.is_dir())
+        rows = _results(trial_dir)
+        new = {k: new_cfg[k] for k in ("agent.lr", "agent.entropy", "agent.clip")}
+        # The first iteration trained after the exploit: the trial's params are the new ones.
+        after = [r for r in rows if r["sweep"]["params"] == new]
+        assert after, f"no result of {target_tag} with the perturbed config {new}"
+        first = after[0]
+        assert first["training_iteration"] == donor_iter + 1  # continued from the donor's checkpoint
+        used = first["learners"]["main"]["trained_with"]
+        assert used["lr"] == pytest.approx(new["agent.lr"], rel=1e-9), (used, new, donor_cfg["agent.lr"])
+        assert used["entropy_coeff"] == pytest.approx(new["agent.entropy"], rel=1e-6)
+        assert used["clip_param"] == pytest.approx(new["agent.clip"], rel=1e-9)
+        # Meaningful: the donor's checkpoint carried a different lr (the value a restore would leak).
+        assert donor_cfg["agent.lr"] != pytest.approx(new["agent.lr"], rel=1e-6)
+        checked += 1
+    assert checked >= 1
+
+
+def _trial_dirs(exp: Path) -> list[Path]:
+    return sorted(d for d in exp.glob("SweepPPO_*") if d.is_dir())
+
+
+def _iters(trial_dir: Path) -> list[int]:
+    f = trial_dir / "result.json"
+    if not f.is_file():
+        return []
+    out = []
+    for line in f.read_text().splitlines():
+        try:
+            out.append(int(json.loads(line)["training_iteration"]))
+        except (ValueError, KeyError):
+            pass  # a line being written
+    return out
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_seeds_sweep_killed_then_resumed_and_summarized(tmp_path):
+    """Seeds one after the other; SIGKILL while the 2nd runs; --resume keeps the 1st, continues the 2nd; summary with CI."""
+    iters = 6
+    args = ["--sweep", "seeds", "--smoke", "--storage", str(tmp_path), "--max-concurrent", "1",
+            "--set", f"training.stop.iterations={iters}", *RAY_CPUS]
+    exp = tmp_path / "sweep-seeds-smoke"
+    proc = subprocess.Popen([PY, "-m", "spade_rllib.tune", *args], cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    killed_at: dict = {}
+    try:
+        deadline = time.time() + SWEEP_TIMEOUT
+        while time.time() < deadline and proc.poll() is None:
+            dirs = _trial_dirs(exp) if exp.is_dir() else []
+            done = [d for d in dirs if len(_iters(d)) >= iters]
+            # >= 2 results: its first checkpoint is an iteration old, so the experiment state (written every
+            # second here, TUNE_GLOBAL_CHECKPOINT_S) knows it; the finished trial ended while this one started.
+            running = [d for d in dirs if 2 <= len(_iters(d)) < iters - 1]
+            if done and running:
+                killed_at = {d.name: _iters(d) for d in dirs}
+                os.killpg(proc.pid, signal.SIGKILL)  # the sweep driver and its local Ray, all started here
+                break
+            time.sleep(0.3)
+        assert killed_at, f"never saw one finished and one running trial; output:\n{proc.communicate(timeout=60)[0][-3000:]}"
+    finally:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(timeout=60)
+    finished = [n for n, it in killed_at.items() if len(it) >= iters]
+    interrupted = [n for n, it in killed_at.items() if 1 <= len(it) < iters]
+    assert finished and interrupted, killed_at
+
+    p = _run([*args, "--resume"], timeout=SWEEP_TIMEOUT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "resuming sweep" in p.stdout
+    for name in finished:  # kept: not run again
+        assert _iters(exp / name) == killed_at[name], name
+    for name in interrupted:  # continued from its checkpoint, never back to iteration 1
+        before, now = killed_at[name], _iters(exp / name)
+        assert now[: len(before)] == before and now[-1] == iters, (before, now)
+        resumed = now[len(before):]
+        assert resumed and resumed[0] > 1, (before, now)  # from a checkpoint, not from scratch
+        assert resumed == list(range(resumed[0], iters + 1)), now
+
+    # Report: table, summary.csv, groups.csv with the interval, plots, best checkpoint usable by evaluate.
+    assert "across seeds" in p.stdout and "95% CI" in p.stdout and "per seed:" in p.stdout
+    summary = (exp / "summary.csv").read_text().splitlines()
+    assert len(summary) == 3 and summary[0].startswith("trial_id,status,experiment.seed,iterations")
+    groups = (exp / "groups.csv").read_text().splitlines()
+    assert len(groups) == 2 and groups[0].startswith("n,mean,std,ci_low,ci_high")
+    assert (exp / "metric_over_time.png").stat().st_size > 1000
+    best = (exp / "best_checkpoint.txt").read_text().strip()
+    assert (Path(best) / "learner_group" / "learner" / "rl_module" / "main").is_dir()
+    assert f"python -m spade_rllib.evaluate --checkpoint {best}" in p.stdout
+    assert all(list(d.glob("events.out.tfevents*")) for d in _trial_dirs(exp))  # tensorboard --logdir <sweep dir>
