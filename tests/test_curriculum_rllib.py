@@ -93,6 +93,19 @@ def test_config_errors_name_the_key(section, expect):
     assert expect in msg and "\n" not in msg, msg
 
 
+@pytest.mark.parametrize("name, strategy", [("curriculum.yaml", "threshold"), ("plr.yaml", "plr")])
+def test_shipped_configs(name, strategy):
+    from pathlib import Path
+
+    from spade_rllib.config import load_config
+
+    cfg = load_config(str(Path(__file__).resolve().parents[1] / "tune_configs" / name))
+    assert cfg.curriculum.enabled and cfg.curriculum.strategy == strategy and cfg.self_play.mode == "mirror"
+    assert cfg.curriculum.to_core().strategy == strategy
+    assert cfg.evaluation.heldout_levels and cfg.evaluation.interval > 0
+    assert parse_config(cfg.to_dict()).to_dict() == cfg.to_dict()
+
+
 def test_curriculum_needs_mazerace():
     with pytest.raises(ConfigError, match="curriculum.enabled = true: only allowed with env.id 'MazeRace-v0'"):
         parse_config({"env": {"id": "CartPole-v1"}, "curriculum": {"enabled": True, "strategy": "threshold"}})
