@@ -28,7 +28,6 @@ from typing import Optional
 
 from spade_rllib.config import ConfigError
 from spade_rllib.sweeps.spec import (
-    SEED_KEY,
     SweepSpec,
     available_sweeps,
     load_sweep,
@@ -36,6 +35,9 @@ from spade_rllib.sweeps.spec import (
     sweep_path,
     validate_against_base,
 )
+
+
+OBJECTIVE_LABEL = "sweep/objective"  # what SweepPPO reports and the schedulers optimize
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -125,7 +127,6 @@ def resource_request(template: dict, spec: SweepSpec):
 
 
 def make_scheduler(spec: SweepSpec, stop_iterations: Optional[int]):
-    from ray import tune  # noqa: PLC0415
     from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining  # noqa: PLC0415
 
     s = spec.scheduler
@@ -140,7 +141,6 @@ def make_scheduler(spec: SweepSpec, stop_iterations: Optional[int]):
     if s.type == "asha":
         return ASHAScheduler(time_attr="training_iteration", max_t=s.max_t or stop_iterations or 100,
                              grace_period=s.grace_period, reduction_factor=s.reduction_factor)
-    del tune
     return None
 
 
@@ -167,8 +167,6 @@ def print_plan(spec: SweepSpec, base: dict, template: dict, storage: str, printe
     printer(f"  per trial:    {pgf.required_resources} (bundles {pgf.bundles})")
     printer(f"  results:      {storage}/{spec.experiment_name}")
 
-
-OBJECTIVE_LABEL = "sweep/objective"
 
 
 def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
@@ -236,6 +234,8 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
+    if spec.smoke:  # a checkpoint every iteration makes Tune warn about frequent state snapshots
+        os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     from ray import tune  # noqa: PLC0415
 
     from spade_rllib.runinfo import collect_runinfo  # noqa: PLC0415

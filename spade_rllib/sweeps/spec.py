@@ -469,7 +469,27 @@ def base_raw_config(spec: SweepSpec, sets: tuple = ()) -> dict:
             raw = _set_path(raw, "training.stop", stop)  # replace: a sweep's stop is the whole stop rule
     except (AttributeError, TypeError) as e:
         raise ConfigError(f"overrides: cannot apply ({e})") from e
-    return apply_overrides(raw, list(sets))
+    return absolute_paths(apply_overrides(raw, list(sets)))
+
+
+def absolute_paths(raw: Any, cls: type = RunConfig) -> Any:
+    """A copy of a raw training config whose file-path fields (`path=True`: env.level_file,
+    evaluation.heldout_levels) are absolute: trials run in their own working directory (Tune
+    changes into the trial dir), possibly on another node."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name not in out or f.metadata.get("derived"):
+            continue
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            out[f.name] = absolute_paths(out[f.name], tp)
+        elif f.metadata.get("path"):
+            fix = lambda v: str(Path(os.path.expanduser(v)).resolve()) if isinstance(v, str) and v else v  # noqa: E731
+            out[f.name] = [fix(v) for v in out[f.name]] if isinstance(out[f.name], list) else fix(out[f.name])
+    return out
 
 
 def validate_against_base(spec: SweepSpec, base: dict) -> RunConfig:
