@@ -126,6 +126,11 @@ def format_table(runs: list[dict]) -> str:
                      f"{h[f'heldout/{OPPONENT}/win_rate']:.3f}", f"{h['heldout/rusher/win_rate']:.3f}",
                      f"{h['heldout/self/win_rate']:.3f}"])
     out = [f"held-out win rate of main vs {OPPONENT} ({games:.0f} games per map, seats alternating)", *_markdown(head, rows), ""]
+    # On fair maps two perfect racers draw, so the score (win + draw/2) shows what win rate hides.
+    rows = [[r["setup"], *(f"{r['heldout'][f'heldout/{lv}/{OPPONENT}/score']:.2f}" for lv in levels),
+             f"{r['heldout'][f'heldout/{OPPONENT}/score']:.3f}", f"{r['heldout']['heldout/rusher/score']:.3f}",
+             f"{r['heldout']['heldout/self/score']:.3f}"] for r in runs]
+    out += [f"held-out score (win + draw/2) of main vs {OPPONENT}", *_markdown(head, rows), ""]
     head = ["setup", "iterations", "env steps", "train s", "difficulty first -> last", "size mean", "completion"]
     rows = [[r["setup"], r["iterations"], f"{r['env_steps']:,d}", f"{r['train_s']:.0f}",
              f"{r['difficulty_first']:.2f} -> {r['difficulty_last']:.2f}", f"{r['size_mean']:.1f}",

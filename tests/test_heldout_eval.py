@@ -67,6 +67,7 @@ def test_play_heldout_in_process_keys_and_values():
             assert m[f"heldout/{lv}/{opp}/games"] == 2.0
             w, d = m[f"heldout/{lv}/{opp}/win_rate"], m[f"heldout/{lv}/{opp}/draw_rate"]
             assert 0.0 <= w <= 1.0 and 0.0 <= d <= 1.0 and w + d <= 1.0
+            assert m[f"heldout/{lv}/{opp}/score"] == pytest.approx(w + d / 2)
             assert m[f"heldout/{lv}/{opp}/mean_length"] > 0
     for opp in HELDOUT_OPPONENTS:
         mean = sum(m[f"heldout/{lv}/{opp}/win_rate"] for lv in LEVELS) / len(LEVELS)

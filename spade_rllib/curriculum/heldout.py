@@ -79,7 +79,7 @@ def heldout_reset_options(paths=None, agents_per_team: int = 1) -> list[dict]:
 
 
 def heldout_metrics(records: Iterable[dict], prefix: str = "heldout") -> dict[str, float]:
-    """`heldout/<level>/<opponent>/{win_rate,draw_rate,mean_length,games}` from outcome records that carry
+    """`heldout/<level>/<opponent>/{win_rate,draw_rate,score,mean_length,games}` from outcome records that carry
     `heldout_level`; win = main's team (`main_team`, default A) won. Records without it are skipped."""
     table: dict[tuple[str, str], list] = {}
     for rec in records:
@@ -97,6 +97,7 @@ def heldout_metrics(records: Iterable[dict], prefix: str = "heldout") -> dict[st
         key = f"{prefix}/{level}/{opponent}"
         out[f"{key}/win_rate"] = wins / games
         out[f"{key}/draw_rate"] = draws / games
+        out[f"{key}/score"] = (wins + 0.5 * draws) / games  # draws as half a win, as in the league
         out[f"{key}/mean_length"] = length / games
         out[f"{key}/games"] = float(games)
     return out

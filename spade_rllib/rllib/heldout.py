@@ -18,8 +18,8 @@ with `heldout/iteration` naming the iteration whose weights were played. While a
 due evaluation is skipped (`heldout/skipped` counts them) instead of queueing up.
 
 Metric keys (NaN placeholders from iteration 1 on, so progress.csv has the columns):
-    heldout/<level>/<opponent>/{win_rate, draw_rate, mean_length, games}   (win = main's team won)
-    heldout/<opponent>/{win_rate, draw_rate, mean_length}                  (mean over the levels)
+    heldout/<level>/<opponent>/{win_rate, draw_rate, score, mean_length, games}   (win = main's team won)
+    heldout/<opponent>/{win_rate, draw_rate, score, mean_length}                  (mean over the levels)
     heldout/iteration, heldout/eval_s, heldout/skipped
 
 `play_heldout(algo_config, weights, ...)` is the same evaluation in this process (the ablation
@@ -39,8 +39,9 @@ logger = logging.getLogger(__name__)
 HELDOUT_PREFIX = "heldout"
 HELDOUT_OPPONENTS: dict[str, str] = {"rusher": "bot:rusher", "rusher_tagger": "bot:rusher_tagger", "self": "mirror"}
 """Metric name -> opponent id understood by `SpadeEnvRunner` ("mirror": main plays both seats)."""
-LEVEL_KEYS = ("win_rate", "draw_rate", "mean_length", "games")
-MEAN_KEYS = ("win_rate", "draw_rate", "mean_length")
+# score = win + draw / 2: on fair maps two perfect racers draw, so win rate alone hides progress.
+LEVEL_KEYS = ("win_rate", "draw_rate", "score", "mean_length", "games")
+MEAN_KEYS = ("win_rate", "draw_rate", "score", "mean_length")
 EVAL_LANES = 16  # env copies stepped together in the evaluation process
 
 
