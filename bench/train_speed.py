@@ -2,14 +2,18 @@
 
     python bench/train_speed.py [--config tune_configs/quickstart.yaml] [--seconds 30] [--skip-baseline]
 
-Measures, each after a warm-up:
-  sample_sps           env steps/s of `SpadeEnvRunner.sample()` alone (no learning), in this process;
-  train_sps            env steps/s of full `SpadePPO.train()` iterations (sample + learn + sync) with
-                       the quickstart config (mirror self-play, 20% vs random);
-  baseline_sample_sps  the stock setup's `MultiAgentEnvRunner.sample()` alone: `ParallelPettingZooEnv`
-                       over MazeRace, every agent mapped to one shared policy, same MLP;
-  baseline_train_sps   the stock setup's PPO `train()` with RLlib's PPO defaults (batch 4000,
-                       minibatch 128, 30 epochs, 2 env runners, 1 env each).
+Measures, each after a warm-up, on one algorithm per setup:
+  train_sps            env steps/s of full `SpadePPO.train()` iterations (sample + learn + weight sync)
+                       with the quickstart config (mirror self-play + 20% vs random, 1 env runner of
+                       64 envs, sample-ahead);
+  sample_sps           env steps/s of the same algorithm's env runners sampling train batches with
+                       no learning in between (same processes, the weights training ended with,
+                       results shipped to the driver), measured right after;
+  baseline_train_sps   stock RLlib: `ParallelPettingZooEnv` over the same MazeRace levels, the default
+                       `MultiAgentEnvRunner`, PPO defaults (2 env runners x 1 env, batch 4000,
+                       minibatch 128, 30 epochs), every agent mapped to one shared policy, same MLP
+                       widths;
+  baseline_sample_sps  the stock algorithm's env runners sampling with no learning, measured the same way.
 The last line of output is one JSON object with the keys train_sps, sample_sps, ratio,
 baseline_train_sps, baseline_sample_sps (plus details).
 """
@@ -26,12 +30,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def measure_sample(runner, seconds: float) -> float:
-    runner.sample()  # warm-up (first reset, lazy init)
+def measure_group_sample(algo, seconds: float) -> float:
+    """Sample-only env steps/s of the algorithm's own env runners (same processes, same weights,
+    results shipped to the driver), with no learning in between."""
+    from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+
+    group = algo.env_runner_group
+    batch = algo.config.total_train_batch_size
+
+    def one_round() -> int:
+        _, metrics = synchronous_parallel_sample(worker_set=group, max_env_steps=batch, _uses_new_env_runners=True,
+                                                 _return_metrics=True)
+        return sum(int(m.get("num_env_steps_sampled", 0)) for m in metrics)
+
+    one_round()  # drains any in-flight sample-ahead request and warms up
     steps, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        runner.sample()
-        steps += int(runner.get_metrics()["num_env_steps_sampled"])
+        steps += one_round()
     return steps / (time.perf_counter() - t0)
 
 
@@ -45,30 +60,26 @@ def measure_train(algo, seconds: float, warmup_iters: int = 1) -> tuple[float, d
         steps += int(r["env_runners"]["num_env_steps_sampled"])
         iters += 1
         timers = r.get("timers", {})
-    return steps / (time.perf_counter() - t0), {"iterations": iters, "sampling_s": timers.get("env_runner_sampling_timer"),
+    return steps / (time.perf_counter() - t0), {"iterations": iters, "sampling_wait_s": timers.get("env_runner_sampling_timer"),
                                                  "learner_s": timers.get("learner_update_timer")}
 
 
 def ours(cfg, seconds: float) -> dict:
     from spade_rllib.rllib.algorithm import build_algo_config
-    from spade_rllib.rllib.runner import SpadeEnvRunner
 
-    algo_config = build_algo_config(cfg)
-    runner = SpadeEnvRunner(config=algo_config, worker_index=0, num_workers=0)
-    sample_sps = measure_sample(runner, seconds)
-    runner.stop()
-    algo = algo_config.build_algo()
+    algo = build_algo_config(cfg).build_algo()
     try:
         train_sps, detail = measure_train(algo, seconds)
+        sample_sps = measure_group_sample(algo, seconds)
     finally:
         algo.stop()
+    detail["num_env_runners"] = cfg.training.num_env_runners
     return {"sample_sps": sample_sps, "train_sps": train_sps, "detail": detail}
 
 
 def baseline(cfg, seconds: float) -> dict:
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-    from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
     from ray.tune.registry import register_env
 
@@ -85,13 +96,10 @@ def baseline(cfg, seconds: float) -> dict:
         .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(m.hidden), fcnet_activation=m.activation))
         .debugging(seed=cfg.experiment.seed, log_level="ERROR")
     )
-    sampler_cfg = config.copy(copy_frozen=False).env_runners(num_env_runners=0)
-    runner = MultiAgentEnvRunner(config=sampler_cfg, worker_index=0, num_workers=0)
-    sample_sps = measure_sample(runner, seconds)
-    runner.stop()
     algo = config.build_algo()
     try:
         train_sps, detail = measure_train(algo, seconds)
+        sample_sps = measure_group_sample(algo, seconds)
     finally:
         algo.stop()
     detail["num_env_runners"] = config.num_env_runners

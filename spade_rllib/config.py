@@ -61,6 +61,7 @@ class EnvConfig:
     kwargs: dict = _f(help="Keyword arguments for the env constructor (MazeRace: agents_per_team, view_radius, ...).", factory=dict)
     level_file: Optional[str] = _f(None, help="MazeRace only: an ASCII level file to play on every episode.", path=True)
     difficulty: Optional[float] = _f(None, help="MazeRace only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
+    level_pool: int = _f(512, help="MazeRace without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
 
 
 @dataclass

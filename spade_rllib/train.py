@@ -175,6 +175,9 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
     import ray  # noqa: PLC0415
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    # Tune's legacy reporter honours verbose=0 completely (the new one still prints a header box
+    # and a TensorBoard hint pointing at the session's staging dir); our summary prints the paths.
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "0")
     if address:
         ctx = ray.init(address=address, log_to_driver=False)
@@ -317,6 +320,11 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
           f"({steps / max(ttot, 1e-9):,.0f} env steps/s), wall {wall:.0f} s")
     ret = _get(last, "env_runners/episode_return_mean")
     print(f"mean return (training episodes): {ret:.3f}" if isinstance(ret, float) else f"mean return: {ret}")
+    stop = cfg.training.stop
+    if stop.metric is not None:
+        value = _get(last, stop.metric)
+        reached = isinstance(value, (int, float)) and value >= stop.target
+        print(f"stop metric {stop.metric} = {value} (target {stop.target}): {'REACHED' if reached else 'not reached'}")
     final = None
     if ckpt and final_games > 0:
         try:

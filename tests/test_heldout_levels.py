@@ -87,5 +87,7 @@ def test_reset_options_and_metrics_for_evaluation():
         {"opponent": "bot:rusher", "winner": "A", "length": 5},  # training record: skipped
     ]
     m = heldout_metrics(records)
+    # 2 wins + 1 draw of 4 games: score = (2 + 0.5) / 4
     assert m == {"heldout/pillars/bot:rusher/win_rate": 0.5, "heldout/pillars/bot:rusher/draw_rate": 0.25,
+                 "heldout/pillars/bot:rusher/score": 0.625,
                  "heldout/pillars/bot:rusher/mean_length": 25.0, "heldout/pillars/bot:rusher/games": 4.0}

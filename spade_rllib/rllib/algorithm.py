@@ -17,6 +17,7 @@ is `SpadePPO`, with one trained module "main" (`SpadeModule`) and the vectorized
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -64,6 +65,12 @@ SAMPLE_TAG = "spade_sample_ahead"
 
 def _policy_mapping_fn(agent_id, episode, **kwargs):
     return MAIN
+
+
+def _make_gae_connector(input_observation_space, input_action_space, *, gamma: float, lambda_: float):
+    from spade_rllib.rllib.packed import SpadeGAEConnector  # noqa: PLC0415
+
+    return SpadeGAEConnector(input_observation_space, input_action_space, gamma=gamma, lambda_=lambda_)
 
 
 def env_kwargs_for(cfg: RunConfig) -> dict:
@@ -125,6 +132,10 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
         "env_id": cfg.env.id,
         "env_kwargs": env_kwargs_for(cfg),
         "seed": cfg.experiment.seed,
+        # Local learner: ship experience packed and run SpadeGAEConnector (see packed.py). Remote
+        # learners shard episodes, which needs RLlib's SingleAgentEpisodes and default connectors.
+        "packed": num_learners == 0,
+        "level_pool": cfg.env.level_pool if (env_kind(cfg.env.id) == "mazerace" and not cfg.env.level_file) else 0,
         "runinfo": runinfo,
         "restore_from": restore_from,
         # Runners start with the config's self-play plan (the driver re-broadcasts it, or the league's).
@@ -165,7 +176,11 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             train_batch_size_per_learner=max(1, a.train_batch_size // max(1, num_learners)),
         )
         .learners(num_learners=num_learners, num_gpus_per_learner=r.num_gpus_per_learner,
-                  num_cpus_per_learner=r.num_cpus_per_learner if num_learners else 1)
+                  num_cpus_per_learner=r.num_cpus_per_learner if num_learners else 1,
+                  # Local learner: runners ship PackedEpisodes and SpadeGAEConnector is the whole pipeline.
+                  add_default_connectors_to_learner_pipeline=num_learners > 0,
+                  learner_connector=(None if num_learners > 0 else
+                                     functools.partial(_make_gae_connector, gamma=a.gamma, lambda_=a.lambda_)))
         .debugging(seed=cfg.experiment.seed, log_level="WARN")
         .fault_tolerance(restart_failed_env_runners=True)
         .reporting(metrics_num_episodes_for_smoothing=100)

@@ -104,22 +104,24 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
     def logits(self, obs):
         """Masked action logits for a (B, obs_size) float tensor."""
         feats = obs[:, : self.feat_size] if self.mask_size else obs
-        out = self.pi_head(self.pi_trunk(feats))
-        if self.mask_size:
-            mask = obs[:, self.feat_size :]
-            out = torch.where(mask > 0.5, out, torch.full_like(out, FLOAT_MIN))
-        return out
+        return self._mask(self.pi_head(self.pi_trunk(feats)), obs)
+
+    def _mask(self, logits, obs):
+        if not self.mask_size:
+            return logits
+        mask = obs[:, self.feat_size :]
+        return torch.where(mask > 0.5, logits, torch.full_like(logits, FLOAT_MIN))
 
     def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
         return {Columns.ACTION_DIST_INPUTS: self.logits(batch[Columns.OBS].float())}
 
     def _forward_train(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
         obs = batch[Columns.OBS].float()
-        out = {Columns.ACTION_DIST_INPUTS: self.logits(obs)}
-        if self.vf_share_layers:
-            feats = obs[:, : self.feat_size] if self.mask_size else obs
-            out[Columns.EMBEDDINGS] = self.pi_trunk(feats)
-        return out
+        if not self.vf_share_layers:
+            return {Columns.ACTION_DIST_INPUTS: self.logits(obs)}
+        feats = obs[:, : self.feat_size] if self.mask_size else obs
+        emb = self.pi_trunk(feats)  # computed once: policy head here, value head in compute_values
+        return {Columns.ACTION_DIST_INPUTS: self._mask(self.pi_head(emb), obs), Columns.EMBEDDINGS: emb}
 
     def compute_values(self, batch: Dict[str, Any], embeddings=None):
         if embeddings is None:

@@ -11,10 +11,12 @@ in lock-step and makes ONE batched forward pass per policy per step:
     swaps in with `apply_driver_update`. Slots are plain torch modules, not part of the
     MultiRLModule, so RLlib never syncs or overwrites them and Learners never see them.
 
-`sample()` returns a list of `SingleAgentEpisode` (numpy), one per (episode chunk, learning agent),
-all with `module_id="main"`. PPO's `training_step` consumes them unchanged: it counts env steps
-from `get_metrics()[num_env_steps_sampled]`, runs its learner connector (AddOneTs + GAE) on the
-episodes, and syncs `main`'s weights back through `set_state({"rl_module": {"main": ...}})`.
+`sample()` returns main's experience only: with `packed` (local learner, the default) one
+`PackedEpisodes` holding every chunk as big arrays, for `SpadeGAEConnector`; otherwise numpy
+`SingleAgentEpisode`s, one per (episode chunk, learning agent), all with `module_id="main"`, for
+PPO's default learner connectors. PPO's `training_step` counts env steps from
+`get_metrics()[num_env_steps_sampled]`, hands the list to the learner, and syncs `main`'s weights
+back through `set_state({"rl_module": {"main": ...}})`.
 
 Per episode the opponent and main's seat come from the broadcast `OpponentPlan` as a pure function
 of (worker_index, env_index, episode_number); main's team alternates between episodes. Experience
@@ -26,12 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import uuid
 from collections import deque
 from typing import Any, Callable, Optional
 
-import gymnasium as gym
 import numpy as np
 
 from ray.rllib.core import COMPONENT_RL_MODULE
@@ -55,6 +55,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from spade_rllib.rllib.games import MAZERACE_RESET_KEYS, Game, make_game_factory, winner_from_returns
+from spade_rllib.rllib.packed import PackedEpisodes
 from spade_rllib.rllib.plan import BOT_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
 
 torch, nn = try_import_torch()
@@ -132,6 +133,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self.plan: OpponentPlan = self.spade.get("opponent_plan") or OpponentPlan()
         self.level_source: Any = None
         self.fixed_reset_options: Optional[dict] = self.spade.get("reset_options")
+        # One PackedEpisodes per sample() instead of SingleAgentEpisodes (needs SpadeGAEConnector).
+        self.packed: bool = bool(self.spade.get("packed", False))
         self.slot_members: dict[str, str] = {}
         self.slot_modules: dict[str, Any] = {}
         self.driver_extra: dict = {}
@@ -153,6 +156,24 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._act_space = g0.action_space()
         self.lanes = _Lanes(self.games, record=True)
         self._seeded = False
+        self._level_pool = self._make_level_pool(int(self.spade.get("level_pool") or 0), g0)
+
+    def _make_level_pool(self, size: int, game: Game) -> Optional[list]:
+        """Pre-generated MazeRace levels for training resets without a level source (saves the
+        generator and per-level caches on every reset; short episodes made resets the bottleneck)."""
+        kwargs = dict(self.spade.get("env_kwargs") or {})
+        if not size or not game.is_mazerace or kwargs.get("level") is not None:
+            return None
+        from spade_rllib.envs import Knobs, generate_level, knobs_for_difficulty  # noqa: PLC0415
+
+        knobs = kwargs.get("knobs")
+        if isinstance(knobs, dict):
+            knobs = Knobs.from_dict(knobs)
+        if knobs is None:
+            knobs = knobs_for_difficulty(float(kwargs.get("difficulty", 5.0)), family=kwargs.get("family"),
+                                         agents_per_team=int(kwargs.get("agents_per_team") or 1))
+        seeds = np.random.default_rng([int(self.spade.get("seed", 0)), self.worker_index, 23]).integers(2**31 - 1, size=size)
+        return [generate_level(knobs, int(s)) for s in seeds]
 
     def make_module(self) -> None:
         spec = self.config.get_multi_rl_module_spec(spaces=self.get_spaces(), inference_only=True)
@@ -220,8 +241,10 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             steps += s
             done_eps += d
         for i in range(lanes.n):
-            for agent, tr in lanes.traj[i].items():
+            for agent, tr in list(lanes.traj[i].items()):
                 self._emit_cut(lanes, i, agent, tr, episodes)
+        if self.packed:
+            episodes = [PackedEpisodes.build(episodes, self._obs_space.shape[0], self._act_space.n)] if episodes else []
         self._log_sample_metrics(steps, done_eps, episodes)
         return episodes
 
@@ -309,6 +332,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             options = self.fixed_reset_options
             if self.level_source is not None:
                 options = self.level_source.reset_options(key) or options
+            elif options is None and self._level_pool and lanes.record:
+                options = {"level": self._level_pool[int(self._rng.integers(len(self._level_pool)))]}
         env_options = None
         if options:
             env_options = {k: v for k, v in options.items() if k in MAZERACE_RESET_KEYS} or None
@@ -484,8 +509,11 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             for k in ("win", "draw", "loss"):
                 m.log_value(("vs", str(member), k), 1.0 if k == res else 0.0, window=win)
 
-    def _make_episode(self, agent: str, tr: _Traj, terminated: bool, truncated: bool) -> SingleAgentEpisode:
-        """A numpy `SingleAgentEpisode` for main: len(obs) == len(actions) + 1."""
+    def _make_episode(self, agent: str, tr: _Traj, terminated: bool, truncated: bool):
+        """A numpy `SingleAgentEpisode` for main (len(obs) == len(actions) + 1), or in packed mode
+        the chunk tuple `PackedEpisodes.build` takes."""
+        if self.packed:
+            return (tr.obs, tr.actions, tr.rewards, tr.logp, tr.logits, terminated)
         eps = SingleAgentEpisode(
             observations=tr.obs,
             actions=tr.actions,

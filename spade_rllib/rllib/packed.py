@@ -1,0 +1,190 @@
+"""`PackedEpisodes` and `SpadeGAEConnector`: main's experience as a few big arrays, and PPO's GAE on them.
+
+Why: short MazeRace episodes (4 steps once both seats rush the flag) made per-episode objects the
+bottleneck — building, pickling and unpickling ~4,000 `SingleAgentEpisode`s per iteration and
+running RLlib's per-episode learner connectors over them cost more than the gradient steps.
+A `SpadeEnvRunner` with `packed=True` returns ONE `PackedEpisodes` per `sample()` call instead;
+`SpadeGAEConnector` (the whole learner connector pipeline in that mode) computes the values of all
+rows in one forward pass, GAE with one backward scan, and hands PPO the usual train batch
+(obs, actions, action_logp, action_dist_inputs, advantages, value_targets) for module "main".
+
+Layout: chunk c (one agent's consecutive transitions, ended by a terminal or by a cut) owns
+`lengths[c]` step rows followed by one bootstrap row (the observation after its last step) in
+`obs`; `is_boot` marks the bootstrap rows. Step arrays (`actions`, `rewards`, `logp`, `logits`)
+have one entry per step row, in the same order. `terminated[c]`: the chunk ended in a terminal
+state (bootstrap value 0); otherwise it was truncated (time limit or sample cut) and is
+bootstrapped from the value of its bootstrap row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.core.columns import Columns
+from ray.rllib.evaluation.postprocessing import Postprocessing
+from ray.rllib.utils.framework import try_import_torch
+
+torch, _ = try_import_torch()
+MAIN = "main"
+
+
+@dataclass
+class PackedEpisodes:
+    obs: np.ndarray  # (steps + chunks, obs_size) float32
+    is_boot: np.ndarray  # (steps + chunks,) bool
+    actions: np.ndarray  # (steps,) int64
+    rewards: np.ndarray  # (steps,) float32
+    logp: np.ndarray  # (steps,) float32
+    logits: np.ndarray  # (steps, num_actions) float32
+    lengths: np.ndarray  # (chunks,) int64
+    terminated: np.ndarray  # (chunks,) bool
+    module_id: str = MAIN
+
+    # Sized like an episode list entry: RLlib sums len(e) for step counts.
+    def __len__(self) -> int:
+        return int(self.actions.shape[0])
+
+    def env_steps(self) -> int:
+        return len(self)
+
+    def agent_steps(self) -> int:
+        return len(self)
+
+    @property
+    def num_chunks(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @staticmethod
+    def build(chunks: list, obs_size: int, num_actions: int) -> "PackedEpisodes":
+        """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated) tuples."""
+        if not chunks:
+            return PackedEpisodes(np.zeros((0, obs_size), np.float32), np.zeros(0, bool), np.zeros(0, np.int64),
+                                  np.zeros(0, np.float32), np.zeros(0, np.float32), np.zeros((0, num_actions), np.float32),
+                                  np.zeros(0, np.int64), np.zeros(0, bool))
+        all_obs: list = []
+        boot: list = []
+        actions: list = []
+        rewards: list = []
+        logp: list = []
+        logits: list = []
+        lengths = np.empty(len(chunks), np.int64)
+        terminated = np.empty(len(chunks), bool)
+        for c, (obs, acts, rews, lps, lgs, term) in enumerate(chunks):
+            n = len(acts)
+            all_obs.extend(obs)
+            boot.extend([False] * n)
+            boot.append(True)
+            actions.extend(acts)
+            rewards.extend(rews)
+            logp.extend(lps)
+            logits.extend(lgs)
+            lengths[c] = n
+            terminated[c] = term
+        return PackedEpisodes(
+            obs=np.stack(all_obs).astype(np.float32, copy=False),
+            is_boot=np.asarray(boot, bool),
+            actions=np.asarray(actions, np.int64),
+            rewards=np.asarray(rewards, np.float32),
+            logp=np.asarray(logp, np.float32),
+            logits=np.stack(logits).astype(np.float32, copy=False),
+            lengths=lengths,
+            terminated=terminated,
+        )
+
+    @staticmethod
+    def concat(packs: list) -> "PackedEpisodes":
+        packs = [p for p in packs if len(p)]
+        if len(packs) == 1:
+            return packs[0]
+        return PackedEpisodes(*(np.concatenate([getattr(p, f) for p in packs]) for f in
+                                ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated")))
+
+    @staticmethod
+    def from_episodes(episodes: list) -> Optional["PackedEpisodes"]:
+        """Pack RLlib `SingleAgentEpisode`s (the non-packed runner output) the same way."""
+        chunks = []
+        for e in episodes:
+            if len(e) == 0:
+                continue
+            extra = e.get_extra_model_outputs
+            chunks.append((list(e.get_observations()), list(e.get_actions()), list(e.get_rewards()),
+                           list(extra("action_logp")), list(extra("action_dist_inputs")), bool(e.is_terminated)))
+        if not chunks:
+            return None
+        o = chunks[0][0][0]
+        return PackedEpisodes.build(chunks, int(np.prod(np.shape(o))), int(np.shape(chunks[0][4][0])[0]))
+
+
+def gae(values: np.ndarray, pack: PackedEpisodes, gamma: float, lambda_: float) -> tuple[np.ndarray, np.ndarray]:
+    """(advantages, value targets) for the step rows of `pack`; `values` covers every row."""
+    step_rows = np.flatnonzero(~pack.is_boot)
+    n_rows = values.shape[0]
+    next_values = np.zeros(n_rows, np.float32)
+    next_values[:-1] = values[1:]
+    done = np.zeros(n_rows, bool)
+    # Last step row of each chunk: the row just before each boot row.
+    boot_rows = np.flatnonzero(pack.is_boot)
+    last_steps = boot_rows - 1
+    done[last_steps[pack.terminated]] = True
+    rewards = np.zeros(n_rows, np.float32)
+    rewards[step_rows] = pack.rewards
+    delta = rewards + gamma * next_values * (~done) - values
+    delta[boot_rows] = 0.0
+    carry = gamma * lambda_ * (~done).astype(np.float32)
+    carry[boot_rows] = 0.0  # the scan restarts at every chunk boundary
+    d, c = delta.tolist(), carry.tolist()
+    out = [0.0] * n_rows
+    running = 0.0
+    for i in range(n_rows - 1, -1, -1):  # ~20k rows: a few ms on Python floats
+        running = d[i] + c[i] * running
+        out[i] = running
+    adv = np.asarray(out, np.float32)
+    adv_steps = adv[step_rows]
+    return adv_steps, adv_steps + values[step_rows]
+
+
+class SpadeGAEConnector(ConnectorV2):
+    """Learner connector for packed runner output (also accepts plain SingleAgentEpisodes)."""
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *, gamma: float = 0.99,
+                 lambda_: float = 0.95, value_batch: int = 16384, **kwargs):
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+        self.gamma = float(gamma)
+        self.lambda_ = float(lambda_)
+        self.value_batch = int(value_batch)
+
+    def __call__(self, *, rl_module, batch: dict, episodes: list, explore=None, shared_data=None, **kwargs) -> Any:
+        packs = [e for e in episodes if isinstance(e, PackedEpisodes)]
+        plain = [e for e in episodes if not isinstance(e, PackedEpisodes)]
+        if plain:
+            extra = PackedEpisodes.from_episodes(plain)
+            if extra is not None:
+                packs.append(extra)
+        if not packs:
+            return batch
+        pack = PackedEpisodes.concat(packs)
+        # Arrays deserialized by Ray are read-only; torch wants writable memory (copies only then).
+        pack = PackedEpisodes(*(np.require(getattr(pack, f), requirements="W") for f in
+                                ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated")))
+        module = rl_module[MAIN]
+        device = next(module.parameters()).device
+        obs_t = torch.from_numpy(pack.obs).to(device)
+        with torch.no_grad():
+            values = torch.cat([module.compute_values({Columns.OBS: obs_t[i:i + self.value_batch]})
+                                for i in range(0, obs_t.shape[0], self.value_batch)]).cpu().numpy().astype(np.float32)
+        adv, targets = gae(values, pack, self.gamma, self.lambda_)
+        adv = (adv - adv.mean()) / max(1e-4, float(adv.std()))
+        steps = torch.from_numpy(np.flatnonzero(~pack.is_boot)).to(device)
+        batch[MAIN] = {
+            Columns.OBS: obs_t.index_select(0, steps),
+            Columns.ACTIONS: torch.from_numpy(pack.actions).to(device),
+            Columns.ACTION_LOGP: torch.from_numpy(pack.logp).to(device),
+            Columns.ACTION_DIST_INPUTS: torch.from_numpy(pack.logits).to(device),
+            Columns.REWARDS: torch.from_numpy(pack.rewards).to(device),
+            Postprocessing.ADVANTAGES: torch.from_numpy(adv.astype(np.float32)).to(device),
+            Postprocessing.VALUE_TARGETS: torch.from_numpy(targets.astype(np.float32)).to(device),
+        }
+        return batch
