@@ -13,9 +13,12 @@ Measures, each after a warm-up, on one algorithm per setup:
                        `MultiAgentEnvRunner`, PPO defaults (2 env runners x 1 env, batch 4000,
                        minibatch 128, 30 epochs), every agent mapped to one shared policy, same MLP
                        widths;
-  baseline_sample_sps  the stock algorithm's env runners sampling with no learning, measured the same way.
+  baseline_sample_sps  the stock algorithm's env runners sampling with no learning, measured the same way;
+  league_train_sps     the same as train_sps with the league on (a snapshot every 2 iterations,
+                       latest + PFSP over the pool, opponents in the runner's slots), and
+  league_overhead      1 - league_train_sps / train_sps (target <= 0.10).
 The last line of output is one JSON object with the keys train_sps, sample_sps, ratio,
-baseline_train_sps, baseline_sample_sps (plus details).
+baseline_train_sps, baseline_sample_sps, league_train_sps, league_overhead (plus details).
 """
 from __future__ import annotations
 
@@ -28,6 +31,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+# The league-on row: same config, plus a league that snapshots main every 2 iterations.
+LEAGUE_ON = ("league.enabled=true", "league.every_n_iterations=2", "league.min_iterations_between=1")
 
 
 def measure_group_sample(algo, seconds: float) -> float:
@@ -54,23 +61,26 @@ def measure_train(algo, seconds: float, warmup_iters: int = 1) -> tuple[float, d
     for _ in range(warmup_iters):
         algo.train()
     steps, t0, iters = 0, time.perf_counter(), 0
-    timers: dict = {}
+    r: dict = {}
     while time.perf_counter() - t0 < seconds or iters < 2:
         r = algo.train()
         steps += int(r["env_runners"]["num_env_steps_sampled"])
         iters += 1
-        timers = r.get("timers", {})
-    return steps / (time.perf_counter() - t0), {"iterations": iters, "sampling_wait_s": timers.get("env_runner_sampling_timer"),
-                                                 "learner_s": timers.get("learner_update_timer")}
+    timers = r.get("timers", {})
+    detail = {"iterations": iters, "sampling_wait_s": timers.get("env_runner_sampling_timer"),
+              "learner_s": timers.get("learner_update_timer")}
+    if "league" in r:
+        detail["league_size"] = r["league"].get("size")
+    return steps / (time.perf_counter() - t0), detail
 
 
-def ours(cfg, seconds: float) -> dict:
+def ours(cfg, seconds: float, sample: bool = True) -> dict:
     from spade_rllib.rllib.algorithm import build_algo_config
 
     algo = build_algo_config(cfg).build_algo()
     try:
         train_sps, detail = measure_train(algo, seconds)
-        sample_sps = measure_group_sample(algo, seconds)
+        sample_sps = measure_group_sample(algo, seconds) if sample else float("nan")
     finally:
         algo.stop()
     detail["num_env_runners"] = cfg.training.num_env_runners
@@ -112,6 +122,7 @@ def main() -> None:
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--seconds", type=float, default=30.0, help="measuring time per figure (after warm-up)")
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--skip-league", action="store_true")
     args = ap.parse_args()
 
     import ray
@@ -126,6 +137,11 @@ def main() -> None:
     if not args.skip_baseline:
         base = baseline(cfg, args.seconds)
         print(f"baseline: sample {base['sample_sps']:9,.0f} env steps/s | train {base['train_sps']:9,.0f} env steps/s | {base['detail']}", flush=True)
+    league = {"train_sps": float("nan"), "detail": {}}
+    if not args.skip_league:
+        league_cfg = load_config(args.config, [*args.overrides, *LEAGUE_ON])
+        league = ours(league_cfg, args.seconds, sample=False)
+        print(f"league:   train {league['train_sps']:9,.0f} env steps/s | {league['detail']}", flush=True)
     ray.shutdown()
     out = {
         "train_sps": round(ours_res["train_sps"], 1),
@@ -133,6 +149,8 @@ def main() -> None:
         "ratio": round(ours_res["train_sps"] / ours_res["sample_sps"], 3),
         "baseline_train_sps": round(base["train_sps"], 1),
         "baseline_sample_sps": round(base["sample_sps"], 1),
+        "league_train_sps": round(league["train_sps"], 1),
+        "league_overhead": round(1.0 - league["train_sps"] / ours_res["train_sps"], 3),
         "config": str(args.config),
         "overrides": args.overrides,
         "cpus": os.cpu_count(),
