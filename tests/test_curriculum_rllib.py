@@ -5,11 +5,11 @@ one Ray per session (`ray_session`)."""
 from __future__ import annotations
 
 import copy
-import math
 
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
+from state_equality import assert_exactly_equal
 
 pytestmark = pytest.mark.ray
 
@@ -181,21 +181,6 @@ def test_restarted_runner_gets_the_current_state(threshold_algo):
 # ---------------------------------------------------------------------------------------------- checkpoints
 
 
-def _exactly_equal(a, b, path="state"):
-    assert type(a) is type(b), f"{path}: {type(a)} != {type(b)}"
-    if isinstance(a, dict):
-        assert list(a) == list(b), f"{path}: keys differ"
-        for k in a:
-            _exactly_equal(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), f"{path}: lengths differ"
-        for i, (x, y) in enumerate(zip(a, b)):
-            _exactly_equal(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) and math.isnan(a):
-        assert math.isnan(b), path
-    else:
-        assert a == b, f"{path}: {a!r} != {b!r}"
-
 
 def test_checkpoint_restore_threshold_two_runners(threshold_algo, tmp_path):
     from ray.rllib.algorithms.algorithm import Algorithm
@@ -208,8 +193,8 @@ def test_checkpoint_restore_threshold_two_runners(threshold_algo, tmp_path):
     restored = Algorithm.from_checkpoint(ckpt)
     try:
         rcomp = curriculum_of(restored)
-        _exactly_equal(rcomp.state_dict(), saved)
-        _exactly_equal(rcomp.strategy.sampling_state(), comp.strategy.sampling_state())
+        assert_exactly_equal(rcomp.state_dict(), saved)
+        assert_exactly_equal(rcomp.strategy.sampling_state(), comp.strategy.sampling_state())
         # the restored runners hold the restored state: they draw the levels the old run would draw
         views = runner_views(restored)
         assert len(views) == 3
@@ -220,7 +205,7 @@ def test_checkpoint_restore_threshold_two_runners(threshold_algo, tmp_path):
         outcomes = [{"winner": "A", "reason": "flag", "length": 5, "level": {"difficulty": comp.strategy.sampling_state()["difficulty"]},
                      "main_team": 0, "level_spec": comp.level_source().spec_for((0, 0, i)).to_dict()} for i in range(30)]
         assert comp.update(copy.deepcopy(outcomes)) == rcomp.update(copy.deepcopy(outcomes))
-        _exactly_equal(rcomp.state_dict(), comp.state_dict())
+        assert_exactly_equal(rcomp.state_dict(), comp.state_dict())
     finally:
         restored.stop()
 
@@ -249,7 +234,7 @@ def test_checkpoint_restore_plr_buffer_and_rng(ray_session, tmp_path):
     restored = Algorithm.from_checkpoint(ckpt)
     try:
         rcomp = curriculum_of(restored)
-        _exactly_equal(rcomp.state_dict(), saved)
+        assert_exactly_equal(rcomp.state_dict(), saved)
         assert [rcomp.strategy.sample().level_id for _ in range(5)] == expect_next
         (view,) = runner_views(restored)
         assert view[1] == rcomp.strategy.sampling_state()
