@@ -113,10 +113,16 @@ def format_line(result: dict) -> str:
         sps = _get(result, "env_runners/num_env_steps_sampled", 0) / max(1e-9, float(result.get("time_this_iter_s", 1e-9)))
     ret = _get(result, "env_runners/episode_return_mean")
     parts = [f"iter {it:4d}", f"steps {int(steps):>9,d}", f"{sps:7,.0f} sps", f"ret {ret:+.3f}" if isinstance(ret, float) else f"ret {ret}"]
-    train = result.get("train") or {}
-    for opp, m in sorted(train.items()):
+    # League snapshots (main_v<N>) share one aggregate, so the line stays compact as the league grows.
+    wdl: dict[str, list[float]] = {}
+    for opp, m in sorted((result.get("train") or {}).items()):
         if isinstance(m, dict) and m.get("games"):
-            parts.append(f"vs {opp} W/D/L {m['win_rate']:.2f}/{m['draw_rate']:.2f}/{m['loss_rate']:.2f}")
+            row = wdl.setdefault("league" if opp.startswith("main_v") else opp, [0.0, 0.0, 0.0, 0.0])
+            for i, k in enumerate(("win_rate", "draw_rate", "loss_rate")):
+                row[i] += m[k] * m["games"]
+            row[3] += m["games"]
+    for opp, (w, d, l, n) in wdl.items():
+        parts.append(f"vs {opp} W/D/L {w / n:.2f}/{d / n:.2f}/{l / n:.2f}")
     ev = result.get("eval") or {}
     evs = [f"{opp} {m['win_rate']:.2f}" for opp, m in sorted(ev.items()) if isinstance(m, dict) and not math.isnan(m.get("win_rate", math.nan))]
     if evs:

@@ -315,6 +315,11 @@ class SpadePPO(PPO):
         ev = self.run_config.evaluation
         if ev.interval and (self.iteration + 1) % ev.interval == 0:
             self._last_eval = self.evaluate_main(ev.opponents, ev.games, greedy=ev.greedy)
+        # Training W/D/L describes this iteration only: an opponent not met this time keeps its
+        # column (progress.csv needs stable columns) but reads NaN with 0 games, not last time's.
+        for key in self._spade_metrics:
+            if key.startswith("train/") and key not in metrics:
+                metrics[key] = 0.0 if key.endswith("/games") else math.nan
         self._spade_metrics.update(metrics)
         _nest_into(results, self._spade_metrics)
         _nest_into(results, self._last_eval)
