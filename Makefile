@@ -24,7 +24,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -ra
 
-# Pure-core tests only (no Ray): seconds, for the inner loop.
+# Skips the tests marked `ray` (shared Ray session, multi-node cluster): a quicker inner loop.
 test-fast: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -m "not ray"
 

@@ -136,6 +136,7 @@ def make_scheduler(spec: SweepSpec, stop_iterations: Optional[int]):
             perturbation_interval=s.perturbation_interval,
             quantile_fraction=s.quantile_fraction,
             resample_probability=s.resample_probability,
+            synch=s.synch,
             hyperparam_mutations={k: d.to_tune() if d.kind != "choice" else list(d.values) for k, d in s.mutations.items()},
         )
     if s.type == "asha":

@@ -20,3 +20,10 @@ def ray_session(tmp_path_factory):
         )
     yield ray
     ray.shutdown()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that use the Ray session count as `ray` tests, so `-m "not ray"` skips them."""
+    for item in items:
+        if "ray_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)

@@ -154,6 +154,8 @@ class SchedulerSpec:
     """pbt: bottom fraction of trials that copy a top-fraction trial (0 < q <= 0.5)."""
     resample_probability: float = 0.25
     """pbt: chance a mutated value is resampled from its distribution instead of scaled by 0.8/1.2."""
+    synch: bool = False
+    """pbt: wait until every trial reaches the perturbation point before ranking (Tune's synch mode)."""
     mutations: dict = field(default_factory=dict)
     """pbt: dotted key -> distribution for explore; keys missing from `space` start from it too."""
     grace_period: int = 2
@@ -403,6 +405,8 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
     q = _number(sched.quantile_fraction, "scheduler.quantile_fraction")
     if not 0 < q <= 0.5:
         raise ConfigError(f"scheduler.quantile_fraction = {q!r}: out of range, allowed > 0 and <= 0.5")
+    if not isinstance(sched.synch, bool):
+        raise ConfigError(f"scheduler.synch = {sched.synch!r}: wrong type, allowed: true or false")
     rp = _number(sched.resample_probability, "scheduler.resample_probability")
     if not 0 <= rp <= 1:
         raise ConfigError(f"scheduler.resample_probability = {rp!r}: out of range, allowed >= 0 and <= 1")
