@@ -95,9 +95,12 @@ def make_tune_config(cfg: RunConfig):
 # ---------------------------------------------------------------------------------------------
 
 
-def _get(result: dict, path: str, default=math.nan):
+def result_value(result: dict, key: str, default: Any = math.nan) -> Any:
+    """`result[key]` for a flat "a/b/c" key, else the nested result["a"]["b"]["c"]; `default` when absent."""
+    if key in result:
+        return result[key]
     node: Any = result
-    for p in path.split("/"):
+    for p in key.split("/"):
         if not isinstance(node, dict) or p not in node:
             return default
         node = node[p]
@@ -107,11 +110,11 @@ def _get(result: dict, path: str, default=math.nan):
 def format_line(result: dict) -> str:
     """One compact line for an iteration result."""
     it = int(result.get("training_iteration", 0))
-    steps = _get(result, "env_runners/num_env_steps_sampled_lifetime", 0)
-    sps = _get(result, "env_runners/num_env_steps_sampled_lifetime_throughput", math.nan)
+    steps = result_value(result, "env_runners/num_env_steps_sampled_lifetime", 0)
+    sps = result_value(result, "env_runners/num_env_steps_sampled_lifetime_throughput", math.nan)
     if not isinstance(sps, (int, float)) or math.isnan(sps):
-        sps = _get(result, "env_runners/num_env_steps_sampled", 0) / max(1e-9, float(result.get("time_this_iter_s", 1e-9)))
-    ret = _get(result, "env_runners/episode_return_mean")
+        sps = result_value(result, "env_runners/num_env_steps_sampled", 0) / max(1e-9, float(result.get("time_this_iter_s", 1e-9)))
+    ret = result_value(result, "env_runners/episode_return_mean")
     parts = [f"iter {it:4d}", f"steps {int(steps):>9,d}", f"{sps:7,.0f} sps", f"ret {ret:+.3f}" if isinstance(ret, float) else f"ret {ret}"]
     # League snapshots (main_v<N>) share one aggregate, so the line stays compact as the league grows.
     wdl: dict[str, list[float]] = {}
@@ -127,27 +130,27 @@ def format_line(result: dict) -> str:
     evs = [f"{opp} {m['win_rate']:.2f}" for opp, m in sorted(ev.items()) if isinstance(m, dict) and not math.isnan(m.get("win_rate", math.nan))]
     if evs:
         parts.append("eval win " + ", ".join(evs))
-    league_size = _get(result, "league/size")
+    league_size = result_value(result, "league/size")
     if not (isinstance(league_size, float) and math.isnan(league_size)):
         text = f"league {league_size:g}"
-        rating, snap = _get(result, "league/main_rating"), _get(result, "league/snapshot_event", 0.0)
+        rating, snap = result_value(result, "league/main_rating"), result_value(result, "league/snapshot_event", 0.0)
         if isinstance(rating, (int, float)) and not math.isnan(rating):
             text += f" elo {rating:.0f}"
-        wr = _get(result, "league/main_win_rate")
+        wr = result_value(result, "league/main_win_rate")
         if isinstance(wr, (int, float)) and not math.isnan(wr):
             text += f" wr {wr:.2f}"
         if isinstance(snap, (int, float)) and snap > 0:
             text += " +snapshot"
         parts.append(text)
-    diff = _get(result, "curriculum/difficulty")
+    diff = result_value(result, "curriculum/difficulty")
     if not (isinstance(diff, float) and math.isnan(diff)):
         parts.append(f"difficulty {diff:.2f}")
-    buf = _get(result, "curriculum/buffer_size")  # plr
+    buf = result_value(result, "curriculum/buffer_size")  # plr
     if isinstance(buf, (int, float)) and not math.isnan(buf):
-        parts.append(f"plr buffer {buf:g} replay {_get(result, 'curriculum/replay_share'):.2f}")
-    held = _get(result, "heldout/rusher_tagger/win_rate")
+        parts.append(f"plr buffer {buf:g} replay {result_value(result, 'curriculum/replay_share'):.2f}")
+    held = result_value(result, "heldout/rusher_tagger/win_rate")
     if isinstance(held, (int, float)) and not math.isnan(held):
-        parts.append(f"heldout vs rusher_tagger {held:.2f} (it {_get(result, 'heldout/iteration'):g})")
+        parts.append(f"heldout vs rusher_tagger {held:.2f} (it {result_value(result, 'heldout/iteration'):g})")
     return " | ".join(parts)
 
 
@@ -320,15 +323,15 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     print("=" * 78)
     if result is not None and result.error is not None:
         print(f"run FAILED: {result.error.__class__.__name__}: {str(result.error).splitlines()[0] if str(result.error) else ''}")
-    steps = _get(last, "env_runners/num_env_steps_sampled_lifetime", 0)
+    steps = result_value(last, "env_runners/num_env_steps_sampled_lifetime", 0)
     ttot = float(last.get("time_total_s", wall) or wall)
     print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
           f"({steps / max(ttot, 1e-9):,.0f} env steps/s), wall {wall:.0f} s")
-    ret = _get(last, "env_runners/episode_return_mean")
+    ret = result_value(last, "env_runners/episode_return_mean")
     print(f"mean return (training episodes): {ret:.3f}" if isinstance(ret, float) else f"mean return: {ret}")
     stop = cfg.training.stop
     if stop.metric is not None:
-        value = _get(last, stop.metric)
+        value = result_value(last, stop.metric)
         reached = isinstance(value, (int, float)) and value >= stop.target
         print(f"stop metric {stop.metric} = {value} (target {stop.target}): {'REACHED' if reached else 'not reached'}")
     final = None

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config
 from spade_rllib.sweeps.spec import trial_run_config
+from spade_rllib.train import result_value
 
 SWEEP_KEY = "spade_sweep"
 OBJECTIVE = "sweep/objective"
@@ -71,14 +72,7 @@ def algo_config_from_trial(config: dict):
 
 def lookup(result: dict, key: str) -> Any:
     """`result[key]` for a flat "a/b/c" key or the nested result["a"]["b"]["c"]; None when absent."""
-    if key in result:
-        return result[key]
-    node: Any = result
-    for p in key.split("/"):
-        if not isinstance(node, dict) or p not in node:
-            return None
-        node = node[p]
-    return node
+    return result_value(result, key, None)
 
 
 class SweepPPO(SpadePPO):
