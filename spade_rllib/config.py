@@ -97,6 +97,19 @@ class SelfPlayConfig:
     opponent_mix: dict = _f(help="Optional extra opponents with weights, e.g. {random: 0.2, 'bot:rusher': 0.1}; the rest follows `mode`.", factory=dict)
 
 
+def _core_values(section: Any) -> dict:
+    """A run-config section's values for its pure core's config (`enabled` belongs to the run config)."""
+    return {f.name: getattr(section, f.name) for f in dataclasses.fields(section) if f.name != "enabled"}
+
+
+def _core_config(core_cls: type, values: dict) -> Any:
+    """`core_cls.from_dict(values)`, with the core's one-line error re-raised as `ConfigError`."""
+    try:
+        return core_cls.from_dict(values)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(str(e)) from e
+
+
 @dataclass
 class LeagueConfig:
     """`enabled` plus every field of the league core's `spade_rllib.league.LeagueConfig` (docs/league.md).
@@ -131,11 +144,7 @@ class LeagueConfig:
         """The league core's `LeagueConfig` (raises `ConfigError` with the core's message)."""
         from spade_rllib.league.config import LeagueConfig as CoreLeagueConfig  # noqa: PLC0415
 
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "enabled"}
-        try:
-            return CoreLeagueConfig.from_dict(values)
-        except (TypeError, ValueError) as e:
-            raise ConfigError(str(e)) from e
+        return _core_config(CoreLeagueConfig, _core_values(self))
 
 
 @dataclass
@@ -160,13 +169,10 @@ class CurriculumConfig:
         """The curriculum core's `CurriculumConfig` (raises `ConfigError` with the core's message)."""
         from spade_rllib.curriculum.config import CurriculumConfig as CoreCurriculumConfig  # noqa: PLC0415
 
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "enabled"}
+        values = _core_values(self)
         if values["strategy"] == "none":
             values.pop("strategy")
-        try:
-            return CoreCurriculumConfig.from_dict(values)
-        except (TypeError, ValueError) as e:
-            raise ConfigError(str(e)) from e
+        return _core_config(CoreCurriculumConfig, values)
 
 
 @dataclass
