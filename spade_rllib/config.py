@@ -133,8 +133,8 @@ class LeagueConfig:
     keep_first: bool = _f(True, help="Never evict main's first snapshot.")
     include_random: bool = _f(True, help="The uniform-random player is a pool member.")
     num_opponent_slots: int = _f(4, help="K: opponent weight slots per env runner (memory does not grow with the league).")
-    main_exploiters: int = _f(0, help="AlphaStar main exploiters (the RLlib glue supports 0 only).")
-    league_exploiters: int = _f(0, help="AlphaStar league exploiters (the RLlib glue supports 0 only).")
+    main_exploiters: int = _f(0, help="AlphaStar main exploiters: trained modules that play only live main; reset after each snapshot.")
+    league_exploiters: int = _f(0, help="AlphaStar league exploiters: trained modules that play the whole pool (PFSP).")
     rating: str = _f("elo", help="Reported rating: 'elo' or 'openskill' (mu); Elo is always tracked.")
     elo_k: float = _f(16.0, help="Elo K factor.")
     elo_initial: float = _f(1200.0, help="Starting Elo of main and random (snapshots start at main's rating).")
@@ -444,9 +444,6 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"agent.model.kind = 'cnn': only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
     cfg.league.to_core()  # validates every league value, enabled or not
     if cfg.league.enabled:
-        for name in ("main_exploiters", "league_exploiters"):
-            if getattr(cfg.league, name):
-                raise ConfigError(f"league.{name} = {getattr(cfg.league, name)!r}: not supported yet (one trained module, main); allowed: 0")
         if kind == "gymnasium":
             raise ConfigError(f"league.enabled = true: single-agent env {cfg.env.id!r} has no opponent; turn the league off")
     if cfg.curriculum.enabled and cfg.curriculum.strategy == "none":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -107,6 +108,9 @@ def result_value(result: dict, key: str, default: Any = math.nan) -> Any:
     return node
 
 
+_SNAPSHOT_ID = re.compile(r".+_v\d+")
+
+
 def format_line(result: dict) -> str:
     """One compact line for an iteration result."""
     it = int(result.get("training_iteration", 0))
@@ -116,11 +120,12 @@ def format_line(result: dict) -> str:
         sps = result_value(result, "env_runners/num_env_steps_sampled", 0) / max(1e-9, float(result.get("time_this_iter_s", 1e-9)))
     ret = result_value(result, "env_runners/episode_return_mean")
     parts = [f"iter {it:4d}", f"steps {int(steps):>9,d}", f"{sps:7,.0f} sps", f"ret {ret:+.3f}" if isinstance(ret, float) else f"ret {ret}"]
-    # League snapshots (main_v<N>) share one aggregate, so the line stays compact as the league grows.
+    # League snapshots (main_v<N>, main_exploiter_0_v<N>, ...) share one aggregate, so the line
+    # stays compact as the league grows.
     wdl: dict[str, list[float]] = {}
     for opp, m in sorted((result.get("train") or {}).items()):
         if isinstance(m, dict) and m.get("games"):
-            row = wdl.setdefault("league" if opp.startswith("main_v") else opp, [0.0, 0.0, 0.0, 0.0])
+            row = wdl.setdefault("league" if _SNAPSHOT_ID.fullmatch(opp) else opp, [0.0, 0.0, 0.0, 0.0])
             for i, k in enumerate(("win_rate", "draw_rate", "loss_rate")):
                 row[i] += m[k] * m["games"]
             row[3] += m["games"]
@@ -142,6 +147,12 @@ def format_line(result: dict) -> str:
         if isinstance(snap, (int, float)) and snap > 0:
             text += " +snapshot"
         parts.append(text)
+        learners = result_value(result, "league/learner", {})  # exploiters: their own win rate, snapshots
+        for name, m in sorted(learners.items() if isinstance(learners, dict) else ()):
+            if isinstance(m, dict):
+                wr = m.get("win_rate", math.nan)
+                wr_text = "-" if not isinstance(wr, (int, float)) or math.isnan(wr) else f"{wr:.2f}"
+                parts.append(f"{name} wr {wr_text} v{int(m.get('snapshots', 0))}")
     diff = result_value(result, "curriculum/difficulty")
     if not (isinstance(diff, float) and math.isnan(diff)):
         parts.append(f"difficulty {diff:.2f}")

@@ -69,7 +69,7 @@ def test_config_section_carries_every_core_field_with_core_defaults():
     ({"league": {"sampling": "pfps"}}, "Did you mean 'pfsp'?"),
     ({"league": {"eviction": "olddest"}}, "Did you mean 'oldest'?"),
     ({"league": {"win_rate_threshold": None}}, "both None"),
-    ({"league": {"enabled": True, "league_exploiters": 1}}, "league.league_exploiters = 1: not supported"),
+    ({"league": {"enabled": True, "main_exploiters": -1}}, "league.main_exploiters = -1 is out of range; allowed: an integer >= 0"),
     ({"league": {"enabled": True}, "env": {"id": "CartPole-v1"}}, "single-agent env"),
 ])
 def test_config_section_errors_reuse_the_core_messages(raw, expect):
@@ -106,7 +106,7 @@ def test_outcome_ids_map_to_league_members():
         outcome("main_v1", opponent_swapped=True),            # slot reloaded mid-episode: ignored
         outcome(MIRROR),                                      # payoff only
     ])
-    assert counts == {MemberId.snapshot(1): 2, RANDOM: 1, MAIN: 1}
+    assert counts == {MAIN: {MemberId.snapshot(1): 2, RANDOM: 1, MAIN: 1}}
     assert comp.league.payoff(MAIN, MemberId.snapshot(1)) == (1, 0, 1)
     assert comp.league.payoff(MAIN, RANDOM) == (0, 1, 0)
     assert comp.counters == {"ignored_games": 3, "swapped_games": 1}
@@ -403,3 +403,160 @@ def test_runner_flags_episodes_whose_slot_was_reloaded(tmp_path):
         assert comp.counters["swapped_games"] == 2
     finally:
         runner.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# AlphaStar exploiters: extra trained modules
+# ------------------------------------------------------------------------------------------------
+ME0, LE0 = MemberId.main_exploiter(0), MemberId.league_exploiter(0)
+LEARNER_MODULES = {"main", "main_exploiter_0", "league_exploiter_0"}
+
+
+def spy_on_updates(algo) -> list:
+    """Record the module ids of the experience every learner update receives."""
+    seen: list = []
+    update = algo.learner_group.update
+
+    def spy(*args, episodes=None, **kwargs):
+        seen.append({getattr(e, "module_id", None) for e in episodes or []})
+        return update(*args, episodes=episodes, **kwargs)
+
+    algo.learner_group.update = spy
+    return seen
+
+
+def fresh_weights(algo, module_id: str, seed: int) -> dict:
+    import torch
+
+    spec = algo.config.get_multi_rl_module_spec().rl_module_specs[module_id]
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return spec.build().get_state()
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return set(a) <= set(b) and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in a)
+
+
+def test_exploiter_plan_translation_and_reset_requests():
+    """No Ray: exploiter entries name their learner module; a main exploiter meets live main; its
+    snapshot asks the driver for a seeded reset, a league exploiter's does not."""
+    from spade_rllib.league.component import reset_seed
+
+    comp = LeagueComponent(LeagueConfig(main_exploiters=1, league_exploiters=1, every_n_iterations=2,
+                                        win_rate_threshold=None), seed=5)
+    plan = comp.opponent_plan
+    assert plan.learners() == ("main", "main_exploiter_0", "league_exploiter_0")
+    assert plan.probabilities("main_exploiter_0") == pytest.approx({"live:main": 1 / 3})
+    assert set(plan.probabilities("league_exploiter_0")) == {"random"}
+    resets = []
+    context = DriverContext(iteration=2, env_steps_lifetime=0, main_weights=lambda: fake_weights(0), num_runners=1,
+                            module_weights=lambda m: fake_weights(len(m)), reset_module=lambda m, s: resets.append((m, s)))
+    records = [outcome("main", learner="main_exploiter_0"), outcome("random", learner="league_exploiter_0"),
+               outcome("random", winner="B")]
+    metrics = comp.update(records, context)
+    assert resets == [("main_exploiter_0", reset_seed(5, ME0, 1))]
+    assert {str(m) for m in comp.league.snapshots()} == {"main_v1", "main_exploiter_0_v1", "league_exploiter_0_v1"}
+    np.testing.assert_array_equal(comp.league.weights(MemberId.main_exploiter(0, 1))["pi_head.weight"],
+                                  fake_weights(len("main_exploiter_0"))["pi_head.weight"])
+    assert comp.league.payoff(ME0, MAIN) == (1, 0, 0) and comp.league.payoff(LE0, RANDOM) == (1, 0, 0)
+    assert metrics["league/matchups/random"] == 1.0  # main's games only
+    assert metrics["league/learner/main_exploiter_0/games_this_iter"] == 1.0
+    assert metrics["league/learner/main_exploiter_0/snapshots"] == 1.0
+    # main's planned distribution now includes the exploiters' snapshots and sums to 1 on its own
+    planned = {k[len("league/plan/"):]: v for k, v in metrics.items() if k.startswith("league/plan/")}
+    assert sum(planned.values()) == pytest.approx(1.0)
+    assert planned["main_exploiter_0_v1"] > 0 and planned["league_exploiter_0_v1"] > 0
+    # a league exploiter plays the pool only, never live main
+    assert "live:main" not in comp.opponent_plan.probabilities("league_exploiter_0")
+
+
+@pytest.fixture(scope="module")
+def exploiter_league(ray_session):
+    """MazeRace 1v1 with one main exploiter and one league exploiter, snapshots every 2 iterations."""
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    cfg = parse_config(tiny("MazeRace-v0", league={"main_exploiters": 1, "league_exploiters": 1,
+                                                   "every_n_iterations": 2}))
+    algo = build_algo_config(cfg).build_algo()
+    initial = {m: algo.module_weights(m) for m in LEARNER_MODULES}
+    seen = spy_on_updates(algo)
+    results = [algo.train() for _ in range(4)]
+    yield algo, initial, seen, results
+    algo.stop()
+
+
+@pytest.mark.ray
+def test_exploiters_train_as_their_own_modules(exploiter_league):
+    algo, initial, seen, results = exploiter_league
+    comp = league_of(algo)
+    assert seen == [LEARNER_MODULES] * 4  # every update trains all three modules
+    assert set(results[-1]["learners"]) >= LEARNER_MODULES
+    for module_id in ("main", "league_exploiter_0"):
+        assert not same_weights(initial[module_id], algo.module_weights(module_id)), module_id
+    # who played whom: the main exploiter only live main; the league exploiter only the frozen pool
+    payoff = comp.league.state.payoff
+    assert {b for a, b in payoff if a == ME0} == {MAIN}
+    assert {b for a, b in payoff if a == LE0} and all(b.is_frozen for a, b in payoff if a == LE0)
+    assert all(b.is_frozen or b == MAIN for a, b in payoff if a == MAIN)
+    # snapshots of every learner joined the pool; main's plan includes exploiter snapshots
+    assert {str(m) for m in comp.league.snapshots()} >= {"main_exploiter_0_v2", "league_exploiter_0_v2", "main_v2"}
+    assert any(m.role.value.endswith("exploiter") for (lrn, m) in comp.plan.probabilities() if lrn == MAIN)
+    assert results[-1]["league"]["learner"]["main_exploiter_0"]["snapshots"] == 2.0
+    from spade_rllib.train import format_line
+    assert "main_exploiter_0 wr" in format_line(results[-1])
+
+
+@pytest.mark.ray
+def test_main_exploiter_is_reset_after_its_snapshot(exploiter_league):
+    from spade_rllib.league.component import reset_seed
+
+    algo, initial, _, _ = exploiter_league
+    comp = league_of(algo)
+    fresh = fresh_weights(algo, "main_exploiter_0", reset_seed(comp.seed, ME0, 2))
+    # iteration 4 froze main_exploiter_0_v2 and re-initialised the module: learner and runner copies
+    assert same_weights(algo.module_weights("main_exploiter_0"), fresh)
+    assert same_weights(algo.env_runner.module["main_exploiter_0"].get_state(), fresh)
+    frozen = comp.league.weights(MemberId.main_exploiter(0, 2))
+    assert not same_weights(frozen, fresh) and not same_weights(frozen, initial["main_exploiter_0"])
+    learner = algo.learner_group._learner
+    assert all(not opt.state for _, opt in learner.get_optimizers_for_module("main_exploiter_0"))
+    assert all(opt.state for _, opt in learner.get_optimizers_for_module("league_exploiter_0"))  # not reset
+
+
+@pytest.mark.ray
+def test_exploiter_checkpoint_round_trip(exploiter_league, tmp_path):
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+    algo, _, _, _ = exploiter_league
+    saved = copy.deepcopy(league_of(algo).state_dict())
+    ckpt = algo.save_to_path(str(tmp_path / "ckpt"))
+    restored = Algorithm.from_checkpoint(ckpt)
+    try:
+        assert_exactly_equal(league_of(restored).state_dict(), saved)
+        for module_id in LEARNER_MODULES:
+            assert same_weights(restored.module_weights(module_id), algo.module_weights(module_id)), module_id
+        assert restored.env_runner.plan == league_of(algo).opponent_plan
+    finally:
+        restored.stop()
+
+
+@pytest.mark.ray
+def test_sample_ahead_drops_the_batch_sampled_before_a_reset(ray_session):
+    """With sample-ahead the batch in flight at a reset was acted by the old weights: it must not
+    train the re-initialised main exploiter; the batch after it does."""
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    cfg = parse_config(tiny(C4, league={"main_exploiters": 1, "every_n_iterations": 2},
+                            training={"num_env_runners": 1, "sample_ahead": True},
+                            resources={"num_cpus_per_env_runner": 0.5}))
+    algo = build_algo_config(cfg).build_algo()
+    try:
+        seen = spy_on_updates(algo)
+        for _ in range(4):
+            algo.train()
+        # resets after iterations 2 and 4 (snapshots); iteration 3 trained main only
+        assert seen == [{"main", "main_exploiter_0"}, {"main", "main_exploiter_0"}, {"main"},
+                        {"main", "main_exploiter_0"}]
+    finally:
+        algo.stop()

@@ -11,10 +11,13 @@
    single-agent records (`opponent` None), scripted bots (not league members), and episodes whose
    slot was reloaded with another member while they ran (`opponent_swapped`: two policies played
    that seat, so the result belongs to neither).
-2. **Snapshot.** `should_snapshot(iteration)` -> `add_snapshot(ctx.main_weights(), iteration)`:
-   main's numpy state dict from the learner, stored once, on the driver.
+2. **Snapshot.** For every learner (main, then the exploiters): `snapshot_reason(iteration,
+   learner)` -> `add_snapshot(ctx.weights_of(learner), iteration, learner)`: the learner's numpy
+   state dict from the RLlib Learner, stored once, on the driver. A main exploiter is then reset
+   (`ctx.reset_module(learner, seed)`: seeded fresh weights and optimizer state).
 3. **Plan.** `League.plan(iteration)` -> an `OpponentPlan` for the env runners (`plan_to_opponent_plan`:
-   a snapshot in slot k -> `slot_<k>`, random -> `random`, main -> `mirror`) and the weights of
+   each entry names its learner module; a snapshot in slot k -> `slot_<k>`, random -> `random`,
+   the learner itself -> `mirror`, another live learner -> `live:<module>`) and the weights of
    the slots whose member changed. Unchanged slots send nothing; `runner_update(full=True)` (runner
    restart, restore) sends every slot. The per-episode draw on the runners is
    `OpponentPlan.pick(key)`, a pure function of the plan's seed and the episode key; main's seat
@@ -40,13 +43,15 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+import numpy as np
+
 from spade_rllib.config import ConfigError, RunConfig
 from spade_rllib.league.config import LeagueConfig
 from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
 from spade_rllib.league.league import TABLE_COLUMNS, League
 from spade_rllib.league.plan import MatchPlan
 from spade_rllib.rllib.components import DriverContext, EnvInfo
-from spade_rllib.rllib.plan import BOT_PREFIX, MIRROR, SLOT_PREFIX, DriverUpdate, OpponentPlan, slot_id
+from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, SLOT_PREFIX, DriverUpdate, OpponentPlan, slot_id
 from spade_rllib.rllib.plan import RANDOM as RUNNER_RANDOM
 
 logger = logging.getLogger(__name__)
@@ -72,6 +77,8 @@ def league_member_of(opponent: Any) -> Optional[MemberId]:
     text = str(opponent)
     if text == MIRROR:
         return MAIN
+    if text.startswith(LIVE_PREFIX):
+        text = text[len(LIVE_PREFIX):]
     if text.startswith(BOT_PREFIX) or text.startswith(SLOT_PREFIX):
         return None  # bots are not league members; a bare slot id has lost its member
     try:
@@ -80,30 +87,34 @@ def league_member_of(opponent: Any) -> Optional[MemberId]:
         return None
 
 
-def runner_opponent_id(member: MemberId, slot: Optional[int]) -> str:
-    """The env runner's opponent id for a plan entry."""
+def runner_opponent_id(member: MemberId, slot: Optional[int], learner: MemberId = MAIN) -> str:
+    """The env runner's opponent id for a plan entry of `learner`."""
     if slot is not None:
         return slot_id(slot)
     if member == RANDOM:
         return RUNNER_RANDOM
-    if member == MAIN:
-        return MIRROR
+    if member.is_learner:
+        return MIRROR if member == learner else f"{LIVE_PREFIX}{member}"
     if member.role is Role.BOT:
         return f"{BOT_PREFIX}{member.name}"
-    raise ValueError(f"plan entry for {member} has no weight slot and is not random, main or a bot")
+    raise ValueError(f"plan entry for {member} has no weight slot and is not random, a learner or a bot")
 
 
 def plan_to_opponent_plan(plan: MatchPlan, version: int) -> OpponentPlan:
-    """The runner-side `OpponentPlan` of a league `MatchPlan` (main is the only learner)."""
-    probabilities: dict[str, float] = {}
+    """The runner-side `OpponentPlan` of a league `MatchPlan` (learners are RLlib module ids)."""
+    probabilities: dict[tuple[str, str], float] = {}
     for entry in plan.entries:
-        if entry.learner != MAIN:
-            raise ValueError(f"plan entry {entry} has learner {entry.learner}; the RLlib glue trains main only")
-        opp = runner_opponent_id(entry.opponent, entry.opponent_slot)
-        probabilities[opp] = probabilities.get(opp, 0.0) + entry.probability
+        key = (str(entry.learner), runner_opponent_id(entry.opponent, entry.opponent_slot, entry.learner))
+        probabilities[key] = probabilities.get(key, 0.0) + entry.probability
     total = sum(probabilities.values())
-    return OpponentPlan(entries=tuple((k, p / total) for k, p in probabilities.items()), seed=int(plan.seed),
-                        version=int(version))
+    return OpponentPlan(entries=tuple((lrn, opp, p / total) for (lrn, opp), p in probabilities.items()),
+                        seed=int(plan.seed), version=int(version))
+
+
+def reset_seed(seed: int, learner: MemberId, generation: int) -> int:
+    """Seed of a learner's fresh weights after its snapshot `generation` (deterministic across restores)."""
+    role = list(Role).index(learner.role)
+    return int(np.random.SeedSequence([seed, role, learner.index, generation]).generate_state(1)[0])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -116,6 +127,7 @@ class LeagueComponent:
 
     def __init__(self, config: LeagueConfig, seed: int = 0):
         self.league = League(config, seed=seed, start_iteration=START_ITERATION)
+        self.seed = int(seed)
         self.num_slots = config.num_opponent_slots
         self.counters = {"ignored_games": 0, "swapped_games": 0}  # checkpointed
         self.slot_loads = 0  # weights sent to the runners in this session (not checkpointed: transport only)
@@ -153,41 +165,55 @@ class LeagueComponent:
         return DriverUpdate(opponent_plan=self.opponent_plan, slot_weights=weights or None)
 
     # ------------------------------------------------------------------ per iteration
-    def record_outcomes(self, outcomes: list) -> dict[MemberId, int]:
-        """Record the league games among `outcomes`; returns the games per opponent member."""
-        counts: dict[MemberId, int] = {}
+    def record_outcomes(self, outcomes: list) -> dict[MemberId, dict[MemberId, int]]:
+        """Record the league games among `outcomes`; returns {learner: {opponent member: games}}."""
+        counts: dict[MemberId, dict[MemberId, int]] = {}
         for rec in outcomes:
             member = league_member_of(rec.get("opponent"))
-            if member is None or rec.get("winner") is None or rec.get("main_team") is None:
+            learner = league_member_of(rec.get("learner", "main"))
+            if member is None or learner is None or rec.get("winner") is None or rec.get("main_team") is None:
                 self.counters["ignored_games"] += 1
                 continue
             if rec.get(SWAPPED_KEY):
                 self.counters["swapped_games"] += 1
                 self.counters["ignored_games"] += 1
                 continue
-            self.league.record({"winner": rec["winner"], "main_team": int(rec["main_team"]), "opponent": member})
-            counts[member] = counts.get(member, 0) + 1
+            self.league.record({"winner": rec["winner"], "main_team": int(rec["main_team"]), "opponent": member,
+                                "learner": learner})
+            row = counts.setdefault(learner, {})
+            row[member] = row.get(member, 0) + 1
         return counts
 
     def update(self, outcomes: list, ctx: DriverContext) -> dict:
         counts = self.record_outcomes(outcomes)
         iteration = int(ctx.iteration)
         events_before = self.league.state.counters["snapshots"], self.league.state.counters["evictions"]
-        reason = self.league.snapshot_reason(iteration)
-        if reason is not None:
-            member = self.league.add_snapshot(ctx.main_weights(), iteration)
-            logger.info("league: iteration %d: snapshot %s (%s); %d snapshots, main rating %.1f",
-                        iteration, member, reason, len(self.league.snapshots()), self.league.rating(MAIN))
+        for learner in self.league.learners():
+            reason = self.league.snapshot_reason(iteration, learner)
+            if reason is None:
+                continue
+            member = self.league.add_snapshot(ctx.weights_of(str(learner)), iteration, learner)
+            logger.info("league: iteration %d: snapshot %s (%s); %d snapshots, %s rating %.1f", iteration, member,
+                        reason, len(self.league.snapshots()), learner, self.league.rating(member))
+            if self.league.resets_after_snapshot(learner):
+                if ctx.reset_module is None:
+                    raise RuntimeError(f"{learner} must be reset after its snapshot, but the driver gave no reset_module")
+                ctx.reset_module(str(learner), reset_seed(self.seed, learner, member.generation))
         self._set_plan(self.league.plan(iteration))
         snapshots = self.league.state.counters["snapshots"] - events_before[0]
         evictions = self.league.state.counters["evictions"] - events_before[1]
         return self.metrics(counts, snapshots, evictions)
 
     # ------------------------------------------------------------------ metrics
-    def metrics(self, counts: Optional[Mapping[MemberId, int]] = None, snapshots: int = 0, evictions: int = 0) -> dict:
+    def metrics(self, counts: Optional[Mapping[MemberId, Mapping[MemberId, int]]] = None, snapshots: int = 0,
+                evictions: int = 0) -> dict:
         out = self.league.metrics()
         counts = counts or {}
-        out["league/games_this_iter"] = float(sum(counts.values()))
+        out["league/games_this_iter"] = float(sum(sum(row.values()) for row in counts.values()))
+        for learner in self.league.learners():
+            if learner != MAIN:
+                out[f"league/learner/{learner}/games_this_iter"] = float(sum(counts.get(learner, {}).values()))
+        main_counts = counts.get(MAIN, {})
         out["league/snapshot_event"] = float(snapshots)
         out["league/eviction_event"] = float(evictions)
         out["league/ignored_games_total"] = float(self.counters["ignored_games"])
@@ -197,9 +223,12 @@ class LeagueComponent:
         out["league/latest_rating"] = math.nan if newest is None else float(self.league.rating(newest))
         rate = None if newest is None else self.league.win_rate(MAIN, newest)
         out["league/win_rate_vs_latest"] = math.nan if rate is None else rate
-        planned = {member: p for (_, member), p in self.plan.probabilities().items()}
+        # Main's view: its matchups this iteration and its planned opponent distribution (sums to 1).
+        planned = {member: p for (learner, member), p in self.plan.probabilities().items() if learner == MAIN}
+        main_share = sum(planned.values()) or 1.0
+        planned = {member: p / main_share for member, p in planned.items()}
         for member in [*self.league.pool(), MAIN]:
-            out[f"league/matchups/{member}"] = float(counts.get(member, 0))
+            out[f"league/matchups/{member}"] = float(main_counts.get(member, 0))
             out[f"league/plan/{member}"] = float(planned.get(member, 0.0))
         # Members evicted since they were last reported: blank their per-member keys, because the
         # algorithm keeps the last value of every key it was ever given.

@@ -445,6 +445,11 @@ class League:
         }
         main_rate = self.win_rate(MAIN)
         out["league/main_win_rate"] = math.nan if main_rate is None else main_rate
+        for learner in self.learners():  # exploiters: their snapshot-rule win rate and snapshot count
+            if learner != MAIN:
+                rate = self.win_rate(learner)
+                out[f"league/learner/{learner}/win_rate"] = math.nan if rate is None else rate
+                out[f"league/learner/{learner}/snapshots"] = float(state.snapshot_count[learner])
         for member in self.members():
             if member == MAIN:
                 continue

@@ -1,8 +1,9 @@
 """`SpadePPO` (PPO + driver components + in-runner evaluation) and `build_algo_config(cfg)`.
 
 `build_algo_config(run_config)` turns the validated `RunConfig` into a `PPOConfig` whose algo class
-is `SpadePPO`, with one trained module "main" (`SpadeModule`) and the vectorized
-`SpadeEnvRunner`. Checkpoints hold `learner_group/learner/rl_module/main`.
+is `SpadePPO`, with the trained module "main" (`SpadeModule`), one more per league exploiter
+("main_exploiter_<i>", "league_exploiter_<i>"), and the vectorized `SpadeEnvRunner`. Checkpoints
+hold `learner_group/learner/rl_module/<module>`.
 
 `SpadePPO` adds to PPO, once per iteration (after PPO's own sample -> learn -> weight sync):
   * driver components (`spade_rllib.rllib.components`): drain episode outcomes from all env
@@ -13,7 +14,10 @@ is `SpadePPO`, with one trained module "main" (`SpadeModule`) and the vectorized
     "eval/<opponent>/win_rate" (games played inside the env runners, off the learner);
   * checkpoint state: `get_state()` / `set_state()` carry every component's `state_dict()` under
     "spade_components", so `--resume` and `Algorithm.from_checkpoint` bring them back;
-  * env runner restarts: restored runners get every component's full state again.
+  * env runner restarts: restored runners get every component's full state again;
+  * module resets: a component may ask (`DriverContext.reset_module`) for a trained module to be
+    re-initialised (a main exploiter after each of its snapshots): fresh weights from a seeded
+    init, a fresh optimizer state, pushed to the runners at once.
 """
 from __future__ import annotations
 
@@ -65,6 +69,17 @@ SAMPLE_TAG = "spade_sample_ahead"
 
 def _policy_mapping_fn(agent_id, episode, **kwargs):
     return MAIN
+
+
+def learner_module_ids(cfg: RunConfig) -> list[str]:
+    """Trained module ids: "main", then the league's main exploiters, then its league exploiters."""
+    ids = [MAIN]
+    if cfg.league.enabled:
+        from spade_rllib.league.ids import MemberId  # noqa: PLC0415 - pure module, no Ray
+
+        ids += [str(MemberId.main_exploiter(i)) for i in range(cfg.league.main_exploiters)]
+        ids += [str(MemberId.league_exploiter(i)) for i in range(cfg.league.league_exploiters)]
+    return ids
 
 
 def _make_gae_connector(input_observation_space, input_action_space, *, gamma: float, lambda_: float):
@@ -119,10 +134,12 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
 
     obs_space = gym.spaces.Box(-np.inf, np.inf, (info.obs_size,), np.float32)
     act_space = gym.spaces.Discrete(info.num_actions)
+    learners = learner_module_ids(cfg)
     spec = MultiRLModuleSpec(
         rl_module_specs={
-            MAIN: RLModuleSpec(module_class=SpadeModule, observation_space=obs_space, action_space=act_space,
-                               model_config=model_config_for(cfg, info))
+            module_id: RLModuleSpec(module_class=SpadeModule, observation_space=obs_space, action_space=act_space,
+                                    model_config=model_config_for(cfg, info))
+            for module_id in learners
         }
     )
     a, t, r = cfg.agent, cfg.training, cfg.resources
@@ -136,6 +153,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
         # learners shard episodes, which needs RLlib's SingleAgentEpisodes and default connectors.
         "packed": num_learners == 0,
         "level_pool": cfg.env.level_pool if (env_kind(cfg.env.id) == "mazerace" and not cfg.env.level_file) else 0,
+        "learners": learners,
         "runinfo": runinfo,
         "restore_from": restore_from,
         # Runners start with the config's self-play plan (the driver re-broadcasts it, or the league's).
@@ -157,7 +175,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             # Weight syncs and driver updates queue behind an in-flight sample-ahead request.
             max_requests_in_flight_per_env_runner=8,
         )
-        .multi_agent(policies={MAIN}, policy_mapping_fn=_policy_mapping_fn, policies_to_train=[MAIN])
+        .multi_agent(policies=set(learners), policy_mapping_fn=_policy_mapping_fn, policies_to_train=list(learners))
         .rl_module(rl_module_spec=spec)
         .training(
             lr=a.lr,
@@ -204,6 +222,7 @@ class SpadePPO(PPO):
         self.components = build_components(self.run_config, self.env_info)
         self._in_flight: set = set()  # remote runner ids with a sample-ahead request in flight
         self._pending_outcomes: list = []
+        self._reset_modules: set = set()  # modules re-initialised since the in-flight samples were launched
         self._last_eval: dict = placeholder_win_rates(self.run_config.evaluation.opponents, "eval") if self.run_config.evaluation.interval else {}
         from spade_rllib.rllib.heldout import make_heldout_evaluator  # noqa: PLC0415
 
@@ -242,6 +261,11 @@ class SpadePPO(PPO):
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
             episodes, runner_metrics, outcomes = self._collect_sampled_ahead()
             self._pending_outcomes.extend(outcomes)
+            if self._reset_modules:
+                # Sampled by the weights a module had before its reset: its new weights never acted
+                # there, so PPO's ratio would compare unrelated policies. Drop that module's share.
+                episodes = [e for e in episodes if getattr(e, "module_id", MAIN) not in self._reset_modules]
+                self._reset_modules = set()
             if not episodes:
                 return None
             self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
@@ -302,12 +326,15 @@ class SpadePPO(PPO):
         results = super().step()
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
-        metrics.update(win_rates(outcomes, "train"))
+        # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
+        metrics.update(win_rates([o for o in outcomes if o.get("learner", MAIN) == MAIN], "train"))
         ctx = DriverContext(
             iteration=self.iteration + 1,
             env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),
             main_weights=self._main_weights,
             num_runners=self.env_runner_group.num_remote_env_runners(),
+            module_weights=self.module_weights,
+            reset_module=self.reset_module,
         )
         for comp in self.components:
             metrics.update(comp.update(outcomes, ctx) or {})
@@ -357,8 +384,35 @@ class SpadePPO(PPO):
         return [rec for part in parts for rec in (part or [])]
 
     def _main_weights(self) -> dict:
-        state = self.learner_group.get_state(components=f"learner/rl_module/{MAIN}", inference_only=True)
-        return state["learner"]["rl_module"][MAIN]
+        return self.module_weights(MAIN)
+
+    def module_weights(self, module_id: str) -> dict:
+        """Numpy state dict (inference-only) of a trained module, from the learner."""
+        state = self.learner_group.get_state(components=f"learner/rl_module/{module_id}", inference_only=True)
+        return state["learner"]["rl_module"][module_id]
+
+    def reset_module(self, module_id: str, seed: int) -> None:
+        """Re-initialise a trained module: seeded fresh weights and optimizer state on every learner,
+        pushed to the env runners now (the next sample acts with them)."""
+        import torch  # noqa: PLC0415
+
+        spec = self.config.get_multi_rl_module_spec().rl_module_specs[module_id]
+        with torch.random.fork_rng():
+            torch.manual_seed(int(seed))
+            fresh = spec.build().get_state()
+
+        def reset(learner) -> None:
+            learner.module[module_id].set_state(fresh)
+            for _, optimizer in learner.get_optimizers_for_module(module_id):
+                optimizer.state.clear()  # Adam's moments belong to the old weights
+
+        self.learner_group.foreach_learner(reset)
+        # RLlib's sync_weights would not do: runners skip states whose weights_seq_no they have seen,
+        # and a reset does not advance the learner's.
+        weights = self.module_weights(module_id)
+        self._on_all_runners(lambda r: r.set_module_weights(module_id, weights), tag="spade_update")
+        if self._sample_ahead_on():
+            self._reset_modules.add(module_id)
 
     def _runner_update(self, full: bool) -> Optional[DriverUpdate]:
         update: Optional[DriverUpdate] = None
@@ -371,17 +425,19 @@ class SpadePPO(PPO):
     def _broadcast(self, full: bool) -> None:
         """Send the merged `DriverUpdate` of all components to every env runner (local included)."""
         update = self._runner_update(full)
-        if update is None:
-            return
+        if update is not None:
+            self._on_all_runners(lambda r: r.apply_driver_update(update), tag="spade_update")
+
+    def _on_all_runners(self, fn, tag: str) -> None:
+        """Run `fn(runner)` on every env runner, the local one included."""
         group = self.env_runner_group
         if self._sample_ahead_on():
             # Fire-and-forget, queued behind the in-flight sample (a blocking call would wait for it).
             if self.env_runner is not None:
-                self.env_runner.apply_driver_update(update)
-            group.foreach_env_runner_async_fetch_ready(lambda r: r.apply_driver_update(update), tag="spade_update",
-                                                       timeout_seconds=0.0)
+                fn(self.env_runner)
+            group.foreach_env_runner_async_fetch_ready(fn, tag=tag, timeout_seconds=0.0)
             return
-        group.foreach_env_runner(lambda r: r.apply_driver_update(update), local_env_runner=True)
+        group.foreach_env_runner(fn, local_env_runner=True)
 
     def learner_hyperparams(self) -> dict:
         """main's lr (the torch optimizer's), entropy coeff and clip param, read from the (first) learner.

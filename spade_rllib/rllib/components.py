@@ -62,6 +62,16 @@ class DriverContext:
     main_weights: Callable[[], dict]  # numpy state dict of main's RLModule (learner copy), computed lazily
     num_runners: int
     extra: dict = field(default_factory=dict)
+    module_weights: Optional[Callable[[str], dict]] = None  # the same for any trained module id
+    reset_module: Optional[Callable[[str, int], None]] = None  # re-initialise a trained module (seed)
+
+    def weights_of(self, module_id: str) -> dict:
+        """Numpy state dict of a trained module (main through `main_weights` when that is all there is)."""
+        if self.module_weights is not None:
+            return self.module_weights(module_id)
+        if module_id == "main":
+            return self.main_weights()
+        raise KeyError(f"no weights getter for module {module_id!r} in this DriverContext")
 
 
 @runtime_checkable

@@ -1,12 +1,13 @@
-"""`PackedEpisodes` and `SpadeGAEConnector`: main's experience as a few big arrays, and PPO's GAE on them.
+"""`PackedEpisodes` and `SpadeGAEConnector`: a module's experience as a few big arrays, and PPO's GAE on them.
 
 Why: short MazeRace episodes (4 steps once both seats rush the flag) made per-episode objects the
 bottleneck — building, pickling and unpickling ~4,000 `SingleAgentEpisode`s per iteration and
 running RLlib's per-episode learner connectors over them cost more than the gradient steps.
-A `SpadeEnvRunner` with `packed=True` returns ONE `PackedEpisodes` per `sample()` call instead;
-`SpadeGAEConnector` (the whole learner connector pipeline in that mode) computes the values of all
-rows in one forward pass, GAE with one backward scan, and hands PPO the usual train batch
-(obs, actions, action_logp, action_dist_inputs, advantages, value_targets) for module "main".
+A `SpadeEnvRunner` with `packed=True` returns ONE `PackedEpisodes` per trained module per `sample()`
+call instead; `SpadeGAEConnector` (the whole learner connector pipeline in that mode) computes the
+values of all rows of a module in one forward pass, GAE with one backward scan, and hands PPO the
+usual train batch (obs, actions, action_logp, action_dist_inputs, advantages, value_targets) for
+each module ("main", and league exploiters when there are any).
 
 Layout: chunk c (one agent's consecutive transitions, ended by a terminal or by a cut) owns
 `lengths[c]` step rows followed by one bootstrap row (the observation after its last step) in
@@ -29,6 +30,7 @@ from ray.rllib.utils.framework import try_import_torch
 
 torch, _ = try_import_torch()
 MAIN = "main"
+ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated")
 
 
 @dataclass
@@ -58,12 +60,12 @@ class PackedEpisodes:
         return int(self.lengths.shape[0])
 
     @staticmethod
-    def build(chunks: list, obs_size: int, num_actions: int) -> "PackedEpisodes":
+    def build(chunks: list, obs_size: int, num_actions: int, module_id: str = MAIN) -> "PackedEpisodes":
         """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated) tuples."""
         if not chunks:
             return PackedEpisodes(np.zeros((0, obs_size), np.float32), np.zeros(0, bool), np.zeros(0, np.int64),
                                   np.zeros(0, np.float32), np.zeros(0, np.float32), np.zeros((0, num_actions), np.float32),
-                                  np.zeros(0, np.int64), np.zeros(0, bool))
+                                  np.zeros(0, np.int64), np.zeros(0, bool), module_id)
         all_obs: list = []
         boot: list = []
         actions: list = []
@@ -92,19 +94,23 @@ class PackedEpisodes:
             logits=np.stack(logits).astype(np.float32, copy=False),
             lengths=lengths,
             terminated=terminated,
+            module_id=module_id,
         )
 
     @staticmethod
     def concat(packs: list) -> "PackedEpisodes":
+        """One pack from several of the same module."""
         packs = [p for p in packs if len(p)]
+        if len({p.module_id for p in packs}) > 1:
+            raise ValueError(f"cannot concat packs of modules {sorted({p.module_id for p in packs})}")
         if len(packs) == 1:
             return packs[0]
-        return PackedEpisodes(*(np.concatenate([getattr(p, f) for p in packs]) for f in
-                                ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated")))
+        return PackedEpisodes(*(np.concatenate([getattr(p, f) for p in packs]) for f in ARRAY_FIELDS),
+                              module_id=packs[0].module_id)
 
     @staticmethod
-    def from_episodes(episodes: list) -> Optional["PackedEpisodes"]:
-        """Pack RLlib `SingleAgentEpisode`s (the non-packed runner output) the same way."""
+    def from_episodes(episodes: list, module_id: str = MAIN) -> Optional["PackedEpisodes"]:
+        """Pack RLlib `SingleAgentEpisode`s (the non-packed runner output) of one module the same way."""
         chunks = []
         for e in episodes:
             if len(e) == 0:
@@ -115,7 +121,7 @@ class PackedEpisodes:
         if not chunks:
             return None
         o = chunks[0][0][0]
-        return PackedEpisodes.build(chunks, int(np.prod(np.shape(o))), int(np.shape(chunks[0][4][0])[0]))
+        return PackedEpisodes.build(chunks, int(np.prod(np.shape(o))), int(np.shape(chunks[0][4][0])[0]), module_id)
 
 
 def gae(values: np.ndarray, pack: PackedEpisodes, gamma: float, lambda_: float) -> tuple[np.ndarray, np.ndarray]:
@@ -157,19 +163,25 @@ class SpadeGAEConnector(ConnectorV2):
         self.value_batch = int(value_batch)
 
     def __call__(self, *, rl_module, batch: dict, episodes: list, explore=None, shared_data=None, **kwargs) -> Any:
-        packs = [e for e in episodes if isinstance(e, PackedEpisodes)]
-        plain = [e for e in episodes if not isinstance(e, PackedEpisodes)]
-        if plain:
-            extra = PackedEpisodes.from_episodes(plain)
+        packs: dict[str, list] = {}
+        plain: dict[str, list] = {}
+        for e in episodes:
+            module_id = getattr(e, "module_id", None) or MAIN
+            (packs if isinstance(e, PackedEpisodes) else plain).setdefault(module_id, []).append(e)
+        for module_id, eps in plain.items():
+            extra = PackedEpisodes.from_episodes(eps, module_id)
             if extra is not None:
-                packs.append(extra)
-        if not packs:
-            return batch
-        pack = PackedEpisodes.concat(packs)
+                packs.setdefault(module_id, []).append(extra)
+        for module_id, module_packs in packs.items():
+            pack = PackedEpisodes.concat(module_packs)
+            if len(pack) and module_id in rl_module:  # an empty module batch would stall PPO's minibatch cycle
+                batch[module_id] = self._module_batch(rl_module[module_id], pack)
+        return batch
+
+    def _module_batch(self, module, pack: PackedEpisodes) -> dict:
         # Arrays deserialized by Ray are read-only; torch wants writable memory (copies only then).
-        pack = PackedEpisodes(*(np.require(getattr(pack, f), requirements="W") for f in
-                                ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated")))
-        module = rl_module[MAIN]
+        pack = PackedEpisodes(*(np.require(getattr(pack, f), requirements="W") for f in ARRAY_FIELDS),
+                              module_id=pack.module_id)
         device = next(module.parameters()).device
         obs_t = torch.from_numpy(pack.obs).to(device)
         with torch.no_grad():
@@ -178,7 +190,7 @@ class SpadeGAEConnector(ConnectorV2):
         adv, targets = gae(values, pack, self.gamma, self.lambda_)
         adv = (adv - adv.mean()) / max(1e-4, float(adv.std()))
         steps = torch.from_numpy(np.flatnonzero(~pack.is_boot)).to(device)
-        batch[MAIN] = {
+        return {
             Columns.OBS: obs_t.index_select(0, steps),
             Columns.ACTIONS: torch.from_numpy(pack.actions).to(device),
             Columns.ACTION_LOGP: torch.from_numpy(pack.logp).to(device),
@@ -187,4 +199,3 @@ class SpadeGAEConnector(ConnectorV2):
             Postprocessing.ADVANTAGES: torch.from_numpy(adv.astype(np.float32)).to(device),
             Postprocessing.VALUE_TARGETS: torch.from_numpy(targets.astype(np.float32)).to(device),
         }
-        return batch

@@ -1,15 +1,18 @@
 """What the driver tells env runners each iteration: the opponent plan and the level source. No Ray.
 
-`OpponentPlan` decides, per episode, who main plays and which seat (team) main takes. The choice is
-a pure function of the plan and the episode's key `(worker_index, env_index, episode_number)`,
-never of a mutable counter in a mapping function: two runners with the same plan and key pick the
-same opponent, and a restored run with the same plan repeats the same matchups.
+`OpponentPlan` decides, per episode, which trained module learns (main by default; league
+exploiters when the league has them), who it plays and which seat (team) it takes. The choice is a
+pure function of the plan and the episode's key `(worker_index, env_index, episode_number)`, never
+of a mutable counter in a mapping function: two runners with the same plan and key pick the same
+matchup, and a restored run with the same plan repeats the same matchups.
 
 Opponent ids understood by `SpadeEnvRunner`:
-  "mirror"        main plays every team; every seat's experience trains main
+  "mirror"        the learner plays every team; every seat's experience trains it
   "random"        uniform over legal actions
   "bot:<name>"    `spade_rllib.bots.make_bot(name)` (MazeRace)
   "slot_<k>"      frozen weights in opponent slot k, loaded by `DriverUpdate.slot_weights`
+  "live:<module>" another trained module at its current weights (a main exploiter's opponent is
+                  "live:main"); it acts but its side of the game is not recorded
 
 `LevelSource` is the curriculum's runner-side object (picklable). The runner calls
 `reset_options(episode_key)` at every reset; MazeRace's reset keys (`level`, `knobs`, `level_seed`,
@@ -27,6 +30,8 @@ MIRROR = "mirror"
 RANDOM = "random"
 BOT_PREFIX = "bot:"
 SLOT_PREFIX = "slot_"
+LIVE_PREFIX = "live:"
+MAIN = "main"
 
 EpisodeKey = tuple  # (worker_index, env_index, episode_number)
 
@@ -37,33 +42,51 @@ def slot_id(k: int) -> str:
 
 @dataclass(frozen=True)
 class OpponentPlan:
-    """Per-episode matchmaking: opponent ids with probabilities, and a seed.
+    """Per-episode matchmaking: (learner, opponent) pairs with probabilities, and a seed.
 
-    entries: ((opponent_id, probability), ...), probabilities >= 0 summing to 1.
+    entries: ((learner_module_id, opponent_id, probability), ...), probabilities >= 0 summing to 1.
+             A 2-tuple (opponent_id, probability) means learner "main"; entries are stored as 3-tuples.
     seed:    mixes into every choice; the driver may change it each iteration.
     version: increases when the driver publishes a new plan (for logging only).
     """
 
-    entries: tuple = ((MIRROR, 1.0),)
+    entries: tuple = ((MAIN, MIRROR, 1.0),)
     seed: int = 0
     version: int = 0
 
     def __post_init__(self):
         if not self.entries:
             raise ValueError("OpponentPlan.entries is empty; give at least one (opponent_id, probability)")
-        total = sum(float(p) for _, p in self.entries)
-        if any(float(p) < 0 for _, p in self.entries) or not np.isclose(total, 1.0, atol=1e-6):
+        entries = []
+        for e in self.entries:
+            if len(e) == 2:
+                e = (MAIN, *e)
+            if len(e) != 3:
+                raise ValueError(f"OpponentPlan entry {e!r} is not (opponent_id, probability) or "
+                                 "(learner_module_id, opponent_id, probability)")
+            entries.append((str(e[0]), str(e[1]), float(e[2])))
+        object.__setattr__(self, "entries", tuple(entries))
+        total = sum(p for _, _, p in entries)
+        if any(p < 0 for _, _, p in entries) or not np.isclose(total, 1.0, atol=1e-6):
             raise ValueError(f"OpponentPlan.entries probabilities must be >= 0 and sum to 1, got {self.entries!r}")
 
-    def pick(self, key: EpisodeKey) -> str:
-        """The opponent for the episode with this key (pure function of plan and key)."""
+    def pick_matchup(self, key: EpisodeKey) -> tuple[str, str]:
+        """(learner module id, opponent id) of the episode with this key (pure function of plan and key)."""
         u = np.random.default_rng([int(self.seed) & 0xFFFFFFFF, *(int(k) for k in key)]).random()
         acc = 0.0
-        for opp, p in self.entries:
-            acc += float(p)
+        for learner, opp, p in self.entries:
+            acc += p
             if u < acc:
-                return opp
-        return self.entries[-1][0]
+                return learner, opp
+        return self.entries[-1][0], self.entries[-1][1]
+
+    def pick(self, key: EpisodeKey) -> str:
+        """The opponent of the episode with this key (see `pick_matchup`)."""
+        return self.pick_matchup(key)[1]
+
+    def learners(self) -> tuple[str, ...]:
+        """Module ids that learn under this plan, in entry order."""
+        return tuple(dict.fromkeys(learner for learner, _, _ in self.entries))
 
     @staticmethod
     def main_team(key: EpisodeKey, num_teams: int) -> int:
@@ -71,8 +94,13 @@ class OpponentPlan:
         _, env_index, episode_number = key
         return int(episode_number + env_index) % max(1, num_teams)
 
-    def probabilities(self) -> dict:
-        return {o: float(p) for o, p in self.entries}
+    def probabilities(self, learner: Optional[str] = None) -> dict:
+        """{opponent_id: probability} summed over learners, or of one learner's entries only."""
+        out: dict = {}
+        for lrn, opp, p in self.entries:
+            if learner is None or lrn == learner:
+                out[opp] = out.get(opp, 0.0) + p
+        return out
 
 
 @runtime_checkable
@@ -87,7 +115,7 @@ class DriverUpdate:
     """One broadcast from the driver to every env runner. Fields left as None are unchanged.
 
     opponent_plan: new `OpponentPlan`.
-    slot_weights:  {slot_id: {"member": member id (str), "weights": numpy state dict of main's module}}
+    slot_weights:  {slot_id: {"member": member id (str), "weights": numpy state dict of a snapshot}}
                    or {slot_id: None} to empty a slot. Only changed slots need to be sent, except
                    after a runner restart, when `DriverComponent.runner_update(full=True)` sends all.
     level_source:  a `LevelSource`, or the string "none" to go back to the config's fixed levels.

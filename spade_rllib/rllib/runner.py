@@ -11,18 +11,23 @@ in lock-step and makes ONE batched forward pass per policy per step:
     swaps in with `apply_driver_update`. Slots are plain torch modules, not part of the
     MultiRLModule, so RLlib never syncs or overwrites them and Learners never see them.
 
-`sample()` returns main's experience only: with `packed` (local learner, the default) one
-`PackedEpisodes` holding every chunk as big arrays, for `SpadeGAEConnector`; otherwise numpy
-`SingleAgentEpisode`s, one per (episode chunk, learning agent), all with `module_id="main"`, for
-PPO's default learner connectors. PPO's `training_step` counts env steps from
-`get_metrics()[num_env_steps_sampled]`, hands the list to the learner, and syncs `main`'s weights
-back through `set_state({"rl_module": {"main": ...}})`.
+With league exploiters the runner holds several trained modules (`spade["learners"]`, main
+first); each episode has one *learner*, the trained module whose experience is recorded. A main
+exploiter's opponent "live:main" is main at its current weights, acting but not recorded.
 
-Per episode the opponent and main's seat come from the broadcast `OpponentPlan` as a pure function
-of (worker_index, env_index, episode_number); main's team alternates between episodes. Experience
-is recorded for every agent main controls (all of them against "mirror"). At the end of each
-episode an outcome record (docs/CONTRACTS.md) is appended to a buffer that the driver drains with
-`pop_episode_outcomes()` via `foreach_env_runner`.
+`sample()` returns the learners' experience only: with `packed` (local learner, the default) one
+`PackedEpisodes` per learner holding every chunk as big arrays, for `SpadeGAEConnector`; otherwise
+numpy `SingleAgentEpisode`s, one per (episode chunk, learning agent), with the learner's
+`module_id`, for PPO's default learner connectors. PPO's `training_step` counts env steps from
+`get_metrics()[num_env_steps_sampled]`, hands the list to the learner, and syncs the trained
+modules' weights back through `set_state({"rl_module": {...}})`.
+
+Per episode the learner, its opponent and its seat come from the broadcast `OpponentPlan` as a pure
+function of (worker_index, env_index, episode_number); the learner's team alternates between
+episodes. Experience is recorded for every agent the learner controls (all of them against
+"mirror"). At the end of each episode an outcome record (docs/CONTRACTS.md) is appended to a
+buffer that the driver drains with `pop_episode_outcomes()` via `foreach_env_runner`; its
+`main_team` and `learner` fields name the learner's team and module.
 """
 from __future__ import annotations
 
@@ -56,7 +61,7 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.rllib.games import MAZERACE_RESET_KEYS, Game, make_game_factory, winner_from_returns
 from spade_rllib.rllib.packed import PackedEpisodes
-from spade_rllib.rllib.plan import BOT_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
+from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
 
 torch, nn = try_import_torch()
 logger = logging.getLogger(__name__)
@@ -81,7 +86,7 @@ def _single_thread():
 
 
 class _Traj:
-    """Main's pending transitions for one agent in one lane."""
+    """The learner's pending transitions for one agent in one lane."""
 
     __slots__ = ("obs", "actions", "logp", "logits", "rewards")
 
@@ -99,7 +104,7 @@ class _Lanes:
     def __init__(self, games: list[Game], record: bool):
         self.games = games
         self.n = len(games)
-        self.record = record  # keep main's transitions (training) or only outcomes (evaluation)
+        self.record = record  # keep the learner's transitions (training) or only outcomes (evaluation)
         g0 = games[0]
         self.team_of = {a: t for t, team in enumerate(g0.teams) for a in team}
         self.num_teams = len(g0.teams)
@@ -107,8 +112,9 @@ class _Lanes:
         self.episode_number = [-1] * self.n
         self.opponent = [MIRROR] * self.n
         self.member = [MIRROR] * self.n  # league member behind the opponent id when the episode started
-        self.main_team = [0] * self.n
-        self.controller: list[dict] = [{} for _ in range(self.n)]  # agent -> MAIN or opponent id
+        self.learner = [MAIN] * self.n  # the trained module whose experience this episode records
+        self.main_team = [0] * self.n  # the learner's team
+        self.controller: list[dict] = [{} for _ in range(self.n)]  # agent -> learner module id or opponent id
         self.pending: list[dict] = [{} for _ in range(self.n)]  # agent -> obs to act on now
         self.last_obs: list[dict] = [{} for _ in range(self.n)]
         self.traj: list[dict] = [{} for _ in range(self.n)]  # agent -> _Traj (learning agents)
@@ -131,6 +137,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._base_seed = int(self.spade.get("seed", 0)) * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
         self._rng = np.random.default_rng([int(self.spade.get("seed", 0)), self.worker_index, 17])
         self.plan: OpponentPlan = self.spade.get("opponent_plan") or OpponentPlan()
+        self.learner_ids: tuple[str, ...] = tuple(self.spade.get("learners") or (MAIN,))
         self.level_source: Any = None
         self.fixed_reset_options: Optional[dict] = self.spade.get("reset_options")
         # One PackedEpisodes per sample() instead of SingleAgentEpisodes (needs SpadeGAEConnector).
@@ -178,11 +185,14 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
     def make_module(self) -> None:
         spec = self.config.get_multi_rl_module_spec(spaces=self.get_spaces(), inference_only=True)
         self.module = spec.build()
-        self.module[MAIN].eval()
+        for module_id in self.learner_ids:
+            self.module[module_id].eval()
         self._main_spec = spec.rl_module_specs[MAIN]
 
     def get_spaces(self):
-        return {INPUT_ENV_SPACES: (self._obs_space, self._act_space), MAIN: (self._obs_space, self._act_space)}
+        spaces = {INPUT_ENV_SPACES: (self._obs_space, self._act_space)}
+        spaces.update({module_id: (self._obs_space, self._act_space) for module_id in self.learner_ids})
+        return spaces
 
     def assert_healthy(self):
         assert self.games and self.module is not None
@@ -216,6 +226,11 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._outcomes.clear()
         return out
 
+    def set_module_weights(self, module_id: str, weights: dict) -> None:
+        """Overwrite one trained module's weights now (a reset by the driver; normal updates arrive
+        through RLlib's weight sync)."""
+        self.module[module_id].set_state(weights)
+
     def main_weights(self) -> dict:
         """Numpy state dict of main's module on this runner."""
         return self.module[MAIN].get_state()
@@ -244,7 +259,11 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             for agent, tr in list(lanes.traj[i].items()):
                 self._emit_cut(lanes, i, agent, tr, episodes)
         if self.packed:
-            episodes = [PackedEpisodes.build(episodes, self._obs_space.shape[0], self._act_space.n)] if episodes else []
+            by_module: dict[str, list] = {}
+            for module_id, chunk in episodes:
+                by_module.setdefault(module_id, []).append(chunk)
+            episodes = [PackedEpisodes.build(chunks, self._obs_space.shape[0], self._act_space.n, module_id=module_id)
+                        for module_id, chunks in by_module.items()]
         self._log_sample_metrics(steps, done_eps, episodes)
         return episodes
 
@@ -254,14 +273,17 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         return episodes, self.get_metrics(), self.pop_episode_outcomes()
 
     def _log_sample_metrics(self, env_steps: int, num_eps: int, episodes: list) -> None:
-        agent_steps = sum(len(e) for e in episodes)
+        module_steps: dict[str, int] = {MAIN: 0}
+        for e in episodes:
+            module_steps[e.module_id] = module_steps.get(e.module_id, 0) + len(e)
         m = self.metrics
         m.log_value(NUM_ENV_STEPS_SAMPLED, env_steps, reduce="sum")
         m.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum", with_throughput=True)
-        m.log_value((NUM_AGENT_STEPS_SAMPLED, MAIN), agent_steps, reduce="sum")
-        m.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, MAIN), agent_steps, reduce="lifetime_sum")
-        m.log_value((NUM_MODULE_STEPS_SAMPLED, MAIN), agent_steps, reduce="sum")
-        m.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, MAIN), agent_steps, reduce="lifetime_sum")
+        for module_id, agent_steps in module_steps.items():
+            m.log_value((NUM_AGENT_STEPS_SAMPLED, module_id), agent_steps, reduce="sum")
+            m.log_value((NUM_AGENT_STEPS_SAMPLED_LIFETIME, module_id), agent_steps, reduce="lifetime_sum")
+            m.log_value((NUM_MODULE_STEPS_SAMPLED, module_id), agent_steps, reduce="sum")
+            m.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), agent_steps, reduce="lifetime_sum")
         m.log_value(NUM_EPISODES, num_eps, reduce="sum")
         m.log_value(NUM_EPISODES_LIFETIME, num_eps, reduce="lifetime_sum")
         self.num_env_steps_sampled_lifetime += env_steps
@@ -318,9 +340,12 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                        main_team: Optional[int] = None, options: Optional[dict] = None, extras: Optional[dict] = None) -> None:
         lanes.episode_number[i] += 1
         key = (self.worker_index, i, lanes.episode_number[i])
+        learner = MAIN
         if opponent is None:
-            opponent = self.plan.pick(key) if lanes.num_teams > 1 else MIRROR
+            learner, opponent = self.plan.pick_matchup(key) if lanes.num_teams > 1 else (MAIN, MIRROR)
             main_team = OpponentPlan.main_team(key, lanes.num_teams)
+            if learner not in self.learner_ids:
+                raise ValueError(f"opponent plan names learner {learner!r}; this runner trains {', '.join(self.learner_ids)}")
         if opponent.startswith(SLOT_PREFIX) and opponent not in self.slot_modules:
             if opponent not in self._warned_empty_slots:
                 self._warned_empty_slots.add(opponent)
@@ -341,24 +366,42 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         obs = game.reset(seed=seed, options=env_options)
         lanes.active[i] = True
         lanes.opponent[i] = opponent
-        lanes.member[i] = self.slot_members.get(opponent, opponent)
+        lanes.member[i] = self._member_of(opponent)
+        lanes.learner[i] = learner
         lanes.main_team[i] = int(main_team or 0)
         ctrl = {}
         for t, team in enumerate(game.teams):
             for a in team:
-                ctrl[a] = MAIN if (t == lanes.main_team[i] or opponent == MIRROR) else opponent
+                ctrl[a] = learner if (t == lanes.main_team[i] or opponent == MIRROR) else opponent
         lanes.controller[i] = ctrl
         lanes.pending[i] = obs
         lanes.last_obs[i] = dict(obs)
-        lanes.traj[i] = {a: _Traj() for a, c in ctrl.items() if c == MAIN} if lanes.record else {}
+        lanes.traj[i] = {a: _Traj() for a, c in ctrl.items() if c == learner} if lanes.record else {}
         lanes.agent_return[i] = {a: 0.0 for a in ctrl}
         lanes.length[i] = 0
         lanes.extras[i] = extras
 
+    def _member_of(self, opponent: str) -> str:
+        """The league member an opponent id stands for now (slots: their member; live modules: the module)."""
+        if opponent.startswith(LIVE_PREFIX):
+            return opponent[len(LIVE_PREFIX):]
+        return self.slot_members.get(opponent, opponent)
+
+    def _module_for(self, who: str):
+        if who in self.learner_ids:
+            return self.module[who]
+        if who == MIRROR:
+            return self.module[MAIN]
+        if who.startswith(SLOT_PREFIX):
+            return self.slot_modules[who]
+        if who.startswith(LIVE_PREFIX) and who[len(LIVE_PREFIX):] in self.learner_ids:
+            return self.module[who[len(LIVE_PREFIX):]]
+        return None
+
     def _policy_actions(self, who: str, obs: np.ndarray, greedy: bool) -> tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
-        """Actions (and logp, logits for main) for a batch of observations of one controller."""
-        if who == MAIN or who == MIRROR or who.startswith(SLOT_PREFIX):
-            module = self.module[MAIN] if who in (MAIN, MIRROR) else self.slot_modules[who]
+        """Actions (and logp, logits) for a batch of observations of one network controller."""
+        module = self._module_for(who)
+        if module is not None:
             with torch.no_grad():
                 logits = module.logits(torch.from_numpy(obs)).numpy()
             if greedy:
@@ -400,7 +443,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                     who = RANDOM
                 groups.setdefault(MAIN if who == MIRROR else who, []).append((i, agent))
         actions: list[dict] = [{} for _ in range(lanes.n)]
-        main_out: dict[tuple[int, str], tuple] = {}
+        learner_out: dict[tuple[int, str], tuple] = {}
         for who, members in groups.items():
             if who == RANDOM:
                 for i, agent in members:
@@ -415,9 +458,9 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 for j, (i, agent) in enumerate(members):
                     a = int(acts[j])
                     actions[i][agent] = a
-                    if who == MAIN and lanes.record:
-                        main_out[(i, agent)] = (obs[j], a, float(logp[j]), logits[j])
-        # 2) record main's decisions, step every lane
+                    if lanes.record and who == lanes.learner[i]:
+                        learner_out[(i, agent)] = (obs[j], a, float(logp[j]), logits[j])
+        # 2) record the learners' decisions, step every lane
         env_steps = finished = 0
         for i in range(lanes.n):
             if not lanes.active[i]:
@@ -427,7 +470,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 for agent in actions[i]:
                     tr = trajs.get(agent)
                     if tr is not None:
-                        o, a, lp, lg = main_out[(i, agent)]
+                        o, a, lp, lg = learner_out[(i, agent)]
                         tr.obs.append(o)
                         tr.actions.append(a)
                         tr.logp.append(lp)
@@ -467,7 +510,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             for agent, tr in lanes.traj[i].items():
                 if tr.actions:
                     tr.obs.append(lanes.last_obs[i].get(agent, tr.obs[-1]))
-                    episodes.append(self._make_episode(agent, tr, terminated=not res.truncated, truncated=res.truncated))
+                    episodes.append(self._make_episode(lanes.learner[i], agent, tr, terminated=not res.truncated,
+                                                       truncated=res.truncated))
             lanes.traj[i] = {}
         game = lanes.games[i]
         team_returns = [float(np.mean([lanes.agent_return[i][a] for a in team])) for team in game.teams]
@@ -475,7 +519,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         main_team = lanes.main_team[i]
         opponent = lanes.opponent[i]
         member = lanes.member[i]
-        swapped = self.slot_members.get(opponent, opponent) != member  # slot reloaded with another member mid-episode
+        swapped = self._member_of(opponent) != member  # slot reloaded with another member mid-episode
         if lanes.num_teams >= 2:
             winner = info.get("winner") or winner_from_returns(team_returns)
             record = {
@@ -485,6 +529,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 "level": dict(info.get("level") or {}),
                 "main_team": main_team,
                 "opponent": member,
+                "learner": lanes.learner[i],
                 "returns": {TEAM_LETTERS[t]: r for t, r in enumerate(team_returns)},
                 "return": team_returns[main_team],
             }
@@ -494,7 +539,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         record.update(lanes.extras[i])
         if swapped:
             record["opponent_swapped"] = True  # two policies played that seat: the league ignores it
-        if lanes.record:
+        if lanes.record and lanes.learner[i] == MAIN:  # RLlib's episode metrics describe main
             self._log_episode_metrics(record, member)
         return record
 
@@ -509,11 +554,11 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             for k in ("win", "draw", "loss"):
                 m.log_value(("vs", str(member), k), 1.0 if k == res else 0.0, window=win)
 
-    def _make_episode(self, agent: str, tr: _Traj, terminated: bool, truncated: bool):
-        """A numpy `SingleAgentEpisode` for main (len(obs) == len(actions) + 1), or in packed mode
-        the chunk tuple `PackedEpisodes.build` takes."""
+    def _make_episode(self, module_id: str, agent: str, tr: _Traj, terminated: bool, truncated: bool):
+        """A numpy `SingleAgentEpisode` of the learner `module_id` (len(obs) == len(actions) + 1), or
+        in packed mode (module_id, the chunk tuple `PackedEpisodes.build` takes)."""
         if self.packed:
-            return (tr.obs, tr.actions, tr.rewards, tr.logp, tr.logits, terminated)
+            return module_id, (tr.obs, tr.actions, tr.rewards, tr.logp, tr.logits, terminated)
         eps = SingleAgentEpisode(
             observations=tr.obs,
             actions=tr.actions,
@@ -525,27 +570,27 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             observation_space=self._obs_space,
             action_space=self._act_space,
             agent_id=agent,
-            module_id=MAIN,
+            module_id=module_id,
             multi_agent_episode_id=uuid.uuid4().hex,  # unique per chunk: the learner batches by this key
         )
         return eps.to_numpy()
 
     def _emit_cut(self, lanes: _Lanes, i: int, agent: str, tr: _Traj, episodes: list) -> None:
-        """At the end of `sample()`: emit main's complete transitions of an ongoing episode."""
+        """At the end of `sample()`: emit the learner's complete transitions of an ongoing episode."""
         if not tr.actions:
             return
         nxt = lanes.pending[i].get(agent)
         if nxt is not None:  # the last action's next obs is known: emit everything
             chunk = _Traj()
             chunk.obs, chunk.actions, chunk.logp, chunk.logits, chunk.rewards = tr.obs + [nxt], tr.actions, tr.logp, tr.logits, tr.rewards
-            episodes.append(self._make_episode(agent, chunk, terminated=False, truncated=True))
+            episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True))
             lanes.traj[i][agent] = _Traj()
             return
         if len(tr.actions) < 2:  # only an incomplete transition (turn-based: opponent to move)
             return
         chunk = _Traj()
         chunk.obs, chunk.actions, chunk.logp, chunk.logits, chunk.rewards = tr.obs, tr.actions[:-1], tr.logp[:-1], tr.logits[:-1], tr.rewards[:-1]
-        episodes.append(self._make_episode(agent, chunk, terminated=False, truncated=True))
+        episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True))
         keep = _Traj()
         keep.obs, keep.actions, keep.logp, keep.logits, keep.rewards = tr.obs[-1:], tr.actions[-1:], tr.logp[-1:], tr.logits[-1:], tr.rewards[-1:]
         lanes.traj[i][agent] = keep
