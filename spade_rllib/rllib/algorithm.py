@@ -463,6 +463,10 @@ class SpadePPO(PPO):
     def restore_env_runners(self, env_runner_group) -> list:
         restored = super().restore_env_runners(env_runner_group)
         if restored and env_runner_group is self.env_runner_group:
+            # The actor manager dropped their queued requests when it marked them unhealthy
+            # (FaultTolerantActorManager.set_actor_state): a sample-ahead request sent before the
+            # restart will never answer, and waiting for it would stall until sample_timeout_s.
+            self._in_flight.difference_update(restored)
             update = self._runner_update(full=True)
             if update is not None:
                 env_runner_group.foreach_env_runner(lambda r: r.apply_driver_update(update), local_env_runner=False,
