@@ -161,7 +161,8 @@ def format_line(result: dict) -> str:
         parts.append(f"plr buffer {buf:g} replay {result_value(result, 'curriculum/replay_share'):.2f}")
     held = result_value(result, "heldout/rusher_tagger/win_rate")
     if isinstance(held, (int, float)) and not math.isnan(held):
-        parts.append(f"heldout vs rusher_tagger {held:.2f} (it {result_value(result, 'heldout/iteration'):g})")
+        score = result_value(result, "heldout/rusher_tagger/score")
+        parts.append(f"heldout vs rusher_tagger win {held:.2f} score {score:.2f} (it {result_value(result, 'heldout/iteration'):g})")
     return " | ".join(parts)
 
 

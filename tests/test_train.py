@@ -261,3 +261,43 @@ def test_packed_gae_matches_per_episode_reference():
     np.testing.assert_allclose(adv, np.concatenate(refs), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(targets, adv + values[~pack.is_boot], rtol=1e-6)
     assert len(pack) == sum(len(c[1]) for c in chunks) and pack.num_chunks == 7
+
+
+def test_console_line_summarizes_snapshots_exploiters_and_heldout():
+    from spade_rllib.train import format_line
+
+    result = {
+        "training_iteration": 7,
+        "env_runners": {"num_env_steps_sampled_lifetime": 1000, "num_env_steps_sampled_lifetime_throughput": 500.0,
+                        "episode_return_mean": 0.25},
+        "train": {"random": {"games": 4, "win_rate": 1.0, "draw_rate": 0.0, "loss_rate": 0.0},
+                  "main_v3": {"games": 2, "win_rate": 0.5, "draw_rate": 0.5, "loss_rate": 0.0},
+                  "main_exploiter_0_v1": {"games": 2, "win_rate": 0.0, "draw_rate": 1.0, "loss_rate": 0.0}},
+        "league": {"size": 5.0, "main_rating": 1310.0, "main_win_rate": 0.625, "snapshot_event": 1.0,
+                   "learner": {"main_exploiter_0": {"win_rate": 0.4, "snapshots": 2.0},
+                               "league_exploiter_0": {"win_rate": float("nan"), "snapshots": 0.0}}},
+        "heldout": {"iteration": 5.0, "rusher_tagger": {"win_rate": 0.0, "score": 0.5}},
+    }
+    line = format_line(result)
+    assert "vs league W/D/L 0.25/0.75/0.00" in line  # every snapshot, main's and exploiters', in one row
+    assert "vs random W/D/L 1.00/0.00/0.00" in line
+    assert "league 5 elo 1310 wr 0.62 +snapshot" in line
+    assert "main_exploiter_0 wr 0.40 v2" in line and "league_exploiter_0 wr - v0" in line
+    assert "heldout vs rusher_tagger win 0.00 score 0.50 (it 5)" in line
+
+
+def test_opponent_plan_learner_entries():
+    from spade_rllib.rllib.plan import OpponentPlan
+
+    plan = OpponentPlan(entries=(("mirror", 0.5), ("main_exploiter_0", "live:main", 0.3),
+                                 ("league_exploiter_0", "slot_0", 0.2)), seed=9)
+    assert plan.entries[0] == ("main", "mirror", 0.5)  # a 2-tuple means learner main
+    assert plan.learners() == ("main", "main_exploiter_0", "league_exploiter_0")
+    keys = [(w, e, n) for w in range(2) for e in range(8) for n in range(300)]
+    picks = [plan.pick_matchup(k) for k in keys]
+    assert [plan.pick(k) for k in keys] == [opp for _, opp in picks]
+    for pair, p in (("main", "mirror"), 0.5), (("main_exploiter_0", "live:main"), 0.3), (("league_exploiter_0", "slot_0"), 0.2):
+        assert abs(picks.count(pair) / len(picks) - p) < 0.025, pair
+    assert plan.probabilities("main") == {"mirror": 0.5}
+    with pytest.raises(ValueError, match="is not"):
+        OpponentPlan(entries=(("main", "mirror", 0.5, 1.0),))

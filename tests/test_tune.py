@@ -112,6 +112,24 @@ def test_shipped_sweeps_load_and_smoke_is_tiny():
         assert spec.experiment_name.endswith("-smoke")
 
 
+def test_auto_metric_prefers_the_heldout_score_then_the_eval_win_rate():
+    from types import SimpleNamespace
+
+    from spade_rllib.config import parse_config
+    from spade_rllib.sweeps.spec import load_sweep, metric_candidates
+    from spade_rllib.sweeps.trainable import SweepPPO
+
+    spec, base = load_sweep("lr_gamma")
+    keys = metric_candidates(spec, parse_config(base))
+    assert keys[:3] == ["heldout/rusher_tagger/score", "heldout/rusher_tagger/win_rate", "eval/random/win_rate"]
+    trial = SimpleNamespace(_sweep_candidates=keys, _sweep_key=None, _sweep_last=math.nan)
+    assert SweepPPO._objective(trial, {"eval": {"random": {"win_rate": 0.75}}}) == 0.75
+    # held-out results arrive later and take over; all draws against rusher_tagger score 0.5, not 0
+    result = {"eval": {"random": {"win_rate": 1.0}}, "heldout": {"rusher_tagger": {"win_rate": 0.0, "score": 0.5}}}
+    assert SweepPPO._objective(trial, result) == 0.5
+    assert result["sweep"]["objective_key"] == "heldout/rusher_tagger/score"
+
+
 def test_smoke_section_replaces_space_entries_and_set_overrides(tmp_path):
     from spade_rllib.sweeps.spec import load_sweep
 
