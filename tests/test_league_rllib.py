@@ -560,3 +560,26 @@ def test_sample_ahead_drops_the_batch_sampled_before_a_reset(ray_session):
                         {"main", "main_exploiter_0"}]
     finally:
         algo.stop()
+
+
+@pytest.mark.ray
+def test_exploiters_with_a_remote_learner(ray_session):
+    """The remote-learner path (SingleAgentEpisodes with the learner's module id, PPO's default
+    connectors, a reset on a Learner actor) trains all three modules."""
+    from spade_rllib.league.component import reset_seed
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    cfg = parse_config(tiny("MazeRace-v0", league={"main_exploiters": 1, "league_exploiters": 1,
+                                                   "every_n_iterations": 2},
+                            resources={"num_learners": 1, "num_cpus_per_learner": 1}))
+    algo = build_algo_config(cfg).build_algo()
+    try:
+        seen = spy_on_updates(algo)
+        for _ in range(2):
+            algo.train()
+        assert seen == [LEARNER_MODULES] * 2
+        fresh = fresh_weights(algo, "main_exploiter_0", reset_seed(league_of(algo).seed, ME0, 1))
+        assert same_weights(algo.module_weights("main_exploiter_0"), fresh)
+        assert same_weights(algo.env_runner.module["main_exploiter_0"].get_state(), fresh)
+    finally:
+        algo.stop()
