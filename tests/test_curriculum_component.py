@@ -43,16 +43,19 @@ def test_level_source_is_a_pure_function_of_key_and_picklable():
 
 def test_component_cycle_threshold():
     comp = CurriculumComponent(curriculum_config_from_section(
-        {"enabled": True, "strategy": "threshold", "threshold": {"min_episodes": 4, "window": 4}}), seed=1)
+        {"enabled": True, "strategy": "threshold", "threshold": {"min_episodes": 4, "window": 8}}), seed=1)
     first = comp.runner_update(full=False)
     assert isinstance(first.level_source, CurriculumLevelSource)
     assert comp.runner_update(full=False) is None  # nothing changed: no broadcast
     assert comp.runner_update(full=True).level_source.version == first.level_source.version
     source = first.level_source
+    # an exploiter's episodes are not main's progress: a freshly reset one would pull difficulty down
+    exploiter = [{**play_outcome(source.reset_options((1, e, 2)), winner="draw"), "learner": "main_exploiter_0"}
+                 for e in range(4)]
     outcomes = [play_outcome(source.reset_options((1, e, 1))) for e in range(4)]
     outcomes.append({"winner": "A", "reason": "flag", "length": 3, "level": {}})  # not a curriculum level
-    metrics = comp.update(outcomes, ctx=None)
-    assert metrics["curriculum/difficulty"] == pytest.approx(1.2) and comp.ignored_outcomes == 1
+    metrics = comp.update(exploiter + outcomes, ctx=None)  # with them, the window would read 0.5: no change
+    assert metrics["curriculum/difficulty"] == pytest.approx(1.2) and comp.ignored_outcomes == 5
     assert outcomes[0]["level"]["difficulty"] == 1.0 and outcomes[0]["level"]["level_id"] == outcomes[0]["level_id"]
     update = comp.runner_update(full=False)
     assert update.level_source.sampling_state["difficulty"] == pytest.approx(1.2)

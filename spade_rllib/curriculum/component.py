@@ -1,8 +1,10 @@
 """The curriculum's driver component for `SpadePPO` (see `spade_rllib.rllib.components`). No Ray import.
 
 The driver owns one strategy. Each iteration:
-  update(outcomes, ctx)  folds the outcomes of curriculum-chosen levels (those carrying `level_spec`)
-                         into the strategy and returns `strategy.metrics()` (`curriculum/...`);
+  update(outcomes, ctx)  folds main's outcomes on curriculum-chosen levels (those carrying
+                         `level_spec`; league exploiters' episodes are not main's progress: a main
+                         exploiter freshly reset would drag the difficulty down) into the strategy
+                         and returns `strategy.metrics()` (`curriculum/...`);
   runner_update(full)    returns a `DriverUpdate(level_source=CurriculumLevelSource(...))` when the
                          sampling state changed since the last broadcast (always when `full`);
   state_dict()           strategy state (difficulty, window, buffer, RNG) + broadcast version.
@@ -17,6 +19,7 @@ from spade_rllib.curriculum.config import CurriculumConfig
 from spade_rllib.curriculum.source import CurriculumLevelSource
 from spade_rllib.curriculum.strategies import KnobsFn, make_strategy
 
+MAIN = "main"
 # Keys of the run config's `curriculum:` section that are not CurriculumConfig fields.
 SECTION_ONLY_KEYS = ("enabled",)
 
@@ -33,10 +36,10 @@ class CurriculumComponent:
         self.version = 0  # broadcast counter; bumps when the sampling state changes
         self._last_state: Optional[dict] = None
         self._sent_version = -1
-        self.ignored_outcomes = 0  # outcomes of levels the curriculum did not choose (no level_spec)
+        self.ignored_outcomes = 0  # outcomes of levels it did not choose (no level_spec) or not main's
 
     def update(self, outcomes: list, ctx: Any = None) -> dict:
-        mine = [o for o in outcomes if o.get("level_spec")]
+        mine = [o for o in outcomes if o.get("level_spec") and o.get("learner", MAIN) == MAIN]
         self.ignored_outcomes += len(outcomes) - len(mine)
         self.strategy.update(mine)
         metrics = dict(self.strategy.metrics())
