@@ -1,4 +1,4 @@
-"""`SpadeEnvRunner`: a vectorized multi-agent env runner that returns only main's experience.
+"""`SpadeEnvRunner`: a vectorized multi-agent env runner that returns only the trained modules' experience.
 
 Why: RLlib's stock `MultiAgentEnvRunner` runs its connector pipelines per step and builds a
 `MultiAgentEpisode` per env; measured here it, not the env, sets the pace (see
