@@ -19,7 +19,8 @@ rusher, rusher_tagger and itself, `--games` games per map and opponent, seats al
 (`spade_rllib.rllib.heldout.play_heldout`, outside the budget).
 
 Output: a table of held-out win rates vs rusher_tagger per map and setup, then the training figures;
-the LAST line is one JSON object {setup: mean held-out win rate vs rusher_tagger}. `--out` also
+the LAST line is one JSON object {setup: {"win_rate": mean held-out win rate vs rusher_tagger,
+"score": mean held-out score (win + draw/2) vs rusher_tagger}}. `--out` also
 writes every metric as JSON.
 """
 from __future__ import annotations
@@ -174,7 +175,9 @@ def main(argv=None) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(runs, indent=2, default=float))
-    summary = {r["setup"]: round(r["heldout"][f"heldout/{OPPONENT}/win_rate"], 4) for r in runs}
+    # Win rate AND score: on fair maps perfect racers draw, so the win rate alone is 0 everywhere.
+    summary = {r["setup"]: {"win_rate": round(r["heldout"][f"heldout/{OPPONENT}/win_rate"], 4),
+                            "score": round(r["heldout"][f"heldout/{OPPONENT}/score"], 4)} for r in runs}
     print(json.dumps(summary), flush=True)
     return 0
 
