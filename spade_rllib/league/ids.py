@@ -170,3 +170,9 @@ class MemberId:
 
 MAIN = MemberId.main()
 RANDOM = MemberId.random()
+
+
+def learner_ids(main_exploiters: int = 0, league_exploiters: int = 0) -> list[MemberId]:
+    """Trainable members in their fixed order: main, then main exploiters, then league exploiters."""
+    return ([MAIN] + [MemberId.main_exploiter(i) for i in range(main_exploiters)]
+            + [MemberId.league_exploiter(i) for i in range(league_exploiters)])

@@ -39,7 +39,7 @@ import numpy as np
 
 from spade_rllib import ratings
 from spade_rllib.league.config import LeagueConfig
-from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
+from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role, learner_ids
 from spade_rllib.league.plan import MatchPlan, PlanEntry
 from spade_rllib.league.sampling import allocate_slots, mix_latest, normalise, pfsp_weights, win_rate_estimate
 
@@ -123,8 +123,7 @@ class League:
     # members
     # ------------------------------------------------------------------------------------------
     def _learner_ids(self) -> list[MemberId]:
-        return ([MAIN] + [MemberId.main_exploiter(i) for i in range(self.config.main_exploiters)]
-                + [MemberId.league_exploiter(i) for i in range(self.config.league_exploiters)])
+        return learner_ids(self.config.main_exploiters, self.config.league_exploiters)
 
     def _add_member(self, member: Member, rating_from: MemberId | None = None) -> None:
         self.state.members[member.id] = member

@@ -73,13 +73,11 @@ def _policy_mapping_fn(agent_id, episode, **kwargs):
 
 def learner_module_ids(cfg: RunConfig) -> list[str]:
     """Trained module ids: "main", then the league's main exploiters, then its league exploiters."""
-    ids = [MAIN]
-    if cfg.league.enabled:
-        from spade_rllib.league.ids import MemberId  # noqa: PLC0415 - pure module, no Ray
+    if not cfg.league.enabled:
+        return [MAIN]
+    from spade_rllib.league.ids import learner_ids  # noqa: PLC0415 - pure module, no Ray
 
-        ids += [str(MemberId.main_exploiter(i)) for i in range(cfg.league.main_exploiters)]
-        ids += [str(MemberId.league_exploiter(i)) for i in range(cfg.league.league_exploiters)]
-    return ids
+    return [str(m) for m in learner_ids(cfg.league.main_exploiters, cfg.league.league_exploiters)]
 
 
 def _make_gae_connector(input_observation_space, input_action_space, *, gamma: float, lambda_: float):
