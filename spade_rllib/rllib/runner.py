@@ -390,8 +390,6 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
     def _module_for(self, who: str):
         if who in self.learner_ids:
             return self.module[who]
-        if who == MIRROR:
-            return self.module[MAIN]
         if who.startswith(SLOT_PREFIX):
             return self.slot_modules[who]
         if who.startswith(LIVE_PREFIX) and who[len(LIVE_PREFIX):] in self.learner_ids:
@@ -441,7 +439,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 who = ctrl[agent]
                 if random_actions:
                     who = RANDOM
-                groups.setdefault(MAIN if who == MIRROR else who, []).append((i, agent))
+                groups.setdefault(who, []).append((i, agent))  # "mirror" was resolved to the learner at reset
         actions: list[dict] = [{} for _ in range(lanes.n)]
         learner_out: dict[tuple[int, str], tuple] = {}
         for who, members in groups.items():
