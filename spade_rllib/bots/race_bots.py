@@ -6,17 +6,15 @@
 * ``rusher_tagger`` - a rusher that tags when its tag is ready and an opponent within Manhattan
   distance 1 is at least as close to the flag as itself (and not already stunned past next step).
 
-``make_bot(name, seed=None).act(env, agent) -> int``; deterministic given ``seed``.
+Each bot: ``Bot(seed).act(env, agent) -> int``; deterministic given ``seed``.
 """
 from __future__ import annotations
 
-import difflib
-
 import numpy as np
 
-from .envs.maze_race import DOWN, LEFT, NOOP, RIGHT, TAG, UP
+from ..envs.maze_race import DOWN, LEFT, NOOP, RIGHT, TAG, UP
 
-__all__ = ["make_bot", "BOT_NAMES", "RandomBot", "RusherBot", "RusherTaggerBot"]
+__all__ = ["BOTS", "RandomBot", "RusherBot", "RusherTaggerBot"]
 
 _MOVES = ((UP, -1, 0), (DOWN, 1, 0), (LEFT, 0, -1), (RIGHT, 0, 1))
 
@@ -72,14 +70,4 @@ class RusherTaggerBot(RusherBot):
         return self.move(env, agent)
 
 
-_BOTS = {"random": RandomBot, "rusher": RusherBot, "rusher_tagger": RusherTaggerBot}
-BOT_NAMES = tuple(_BOTS)
-
-
-def make_bot(name: str, seed: int | None = None):
-    """A scripted player by name; unknown names raise ValueError listing the valid ones."""
-    if name not in _BOTS:
-        close = difflib.get_close_matches(str(name), BOT_NAMES, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown bot {name!r}.{hint} Valid names: {list(BOT_NAMES)}")
-    return _BOTS[name](seed)
+BOTS = {"random": RandomBot, "rusher": RusherBot, "rusher_tagger": RusherTaggerBot}
