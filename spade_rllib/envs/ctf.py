@@ -23,25 +23,37 @@ Rules (one step, all agents at once)
 ------------------------------------
 1. **Moves**: into a wall fails; agents never block each other (any number may share a cell). An
    agent may enter its own base only while carrying the enemy flag (no camping on the own flag).
-2. **Tags**, from the positions *after* the moves: a ready tagger (cooldown 0) sends back to its
-   spawn every opponent within Manhattan distance 1 that stands in the tagger's own half, or that
-   carries a flag (``tag_carriers_anywhere``, default True). The cooldown becomes ``tag_cooldown``
-   even when the tag hits nobody; a tag on cooldown does nothing. A tagged carrier drops the flag,
-   which returns to its base at once.
+   An agent waiting to respawn (see 2) does not act.
+2. **Tags**, from the positions *after* the moves: a ready tagger (cooldown 0) that chose ``tag``
+   (and so did not move) tags every opponent on one of its 4 neighbouring cells that stands in the
+   tagger's own half (``tag_carriers_anywhere=True`` also allows flag carriers anywhere). Its
+   cooldown becomes ``tag_cooldown`` (default 5: it can tag again 5 steps later) even when the tag
+   hits nobody; a tag on cooldown does nothing. A tagged agent goes back to its spawn and waits
+   there ``respawn_steps`` steps (default 6); a tagged carrier drops the flag, which returns to its
+   base at once.
 3. **Captures**: a carrier on its own base while its own flag is at home scores a capture; the
    carried flag returns to its base. ``captures_to_win`` (default 1) captures end the episode.
 4. **Pickups**: an agent on the enemy base while that flag is at home picks it up (captures are
-   resolved first, so a flag scored this step is back home and can be picked up at once).
-5. **Timeout** after ``max_steps`` (default ``ctf_default_max_steps(size)``): the team with more
+   resolved first).
+5. **Stalemate**: when both flags have been carried for ``stalemate_steps`` steps in a row (default
+   6; 0 = never), both return to their bases (two carriers at home in their own halves can never be
+   tagged, so the episode would otherwise end in a timeout draw).
+6. **Timeout** after ``max_steps`` (default ``ctf_default_max_steps(size)``): the team with more
    captures wins, else a draw.
-6. The episode ends for everyone at once (``terminations`` all True on a win by captures,
+7. The episode ends for everyone at once (``terminations`` all True on a win by captures,
    ``truncations`` all True on timeout); ``env.agents`` becomes empty; stepping again raises.
    Rewards: +1 to every agent of the winning team, -1 to the other, 0 on a draw; no shaping.
+
+Why these rules (measured with ``bench/ladder.py``; ``docs/ctf.md``): agents that block each other
+let a defender seal a 1-wide corridor; standing on the own flag makes it unreachable; tags from
+start-of-step positions make an adjacent ready defender a sure hit (tags after the moves reward
+anticipation and baiting instead); the respawn wait turns a successful defence into tempo for a
+counter-attack; the stalemate return ends mutual steals.
 
 Observation space (no oracle: nothing path-based, nothing about opponents outside the window)
 ---------------------------------------------------------------------------------------------
 One flat ``Box(-1, 1, (N,), float32)`` per agent, identical for every level size.
-``CaptureTheFlag.obs_layout(r) -> ((2r+1, 2r+1, C), V)``; default ``r = 4``: 9*9*10 + 15 = 825. The
+``CaptureTheFlag.obs_layout(r) -> ((2r+1, 2r+1, C), V)``; default ``r = 4``: 9*9*10 + 16 = 826. The
 window (channels-last, C order, cells outside the map read as walls) comes first, then the vector.
 
 ===  ===============  ===================================================================
@@ -72,6 +84,7 @@ window (channels-last, C order, cells outside the map read as walls) comes first
  12  own team (0 = A, 1 = B)
  13  own team's captures ``/ captures_to_win``
  14  opponents' captures ``/ captures_to_win``
+ 15  respawn wait remaining ``/ respawn_steps`` (0 while free)
 ===  =====================================================================================
 
 Infos
@@ -80,7 +93,7 @@ Every step ``{"team": 0 | 1}``; on the final step also ``winner`` ("A" | "B" | "
 ("capture" | "timeout"), ``episode_length``, ``level`` (knobs dict plus ``family``, ``height``,
 ``width``, ``max_steps``, ``base_distance``, ``level_seed`` / ``difficulty`` when known) and three
 per-team counters, each ``{"A": int, "B": int}``: ``tags`` (tags that hit someone, by the tagging
-team), ``flag_pickups`` and ``captures``. ``env.outcome`` holds the same.
+team), ``flag_pickups`` and ``captures``; and ``stalemates`` (int). ``env.outcome`` holds the same.
 
 Levels per episode, seeding, rendering: as MazeRace (``reset(options={"level" | "knobs" +
 "level_seed" | "difficulty"})``, ``reset(seed=s)`` fully deterministic, ``render_mode`` "ansi" or
@@ -114,8 +127,8 @@ CH_WALL, CH_OWN_BASE, CH_ENEMY_BASE, CH_OWN_FLAG, CH_ENEMY_FLAG, CH_MATE, CH_OPP
 NUM_CHANNELS = 10
 V_ENEMY_FLAG_DR, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_BASE_DR, V_BASE_DC, V_BASE_DIST, V_CARRYING, \
     V_OWN_FLAG_HOME, V_ENEMY_FLAG_HOME, V_TAG_READY, V_COOLDOWN, V_TIME, V_TEAM, V_OWN_CAPTURES, \
-    V_OPP_CAPTURES = range(15)
-VECTOR_SIZE = 15
+    V_OPP_CAPTURES, V_RESPAWN = range(16)
+VECTOR_SIZE = 16
 DIST_SCALE = 32.0
 MAX_VIEW_RADIUS = 12
 TEAM_LETTERS = ("A", "B")
@@ -522,6 +535,7 @@ class CaptureTheFlag(ParallelEnv):
                 "tags": dict(zip(TEAM_LETTERS, self.tags)),
                 "flag_pickups": dict(zip(TEAM_LETTERS, self.flag_pickups)),
                 "captures": dict(zip(TEAM_LETTERS, self.captures)),
+                "stalemates": self.stalemates,
             }
             for a in names:
                 infos[a].update({k: (dict(v) if isinstance(v, dict) else v) for k, v in self.outcome.items()})
@@ -586,6 +600,9 @@ class CaptureTheFlag(ParallelEnv):
         o[k + V_TIME] = (self.max_steps - self.step_count) / self.max_steps
         o[k + V_OWN_CAPTURES] = self.captures[t] / self.captures_to_win
         o[k + V_OPP_CAPTURES] = self.captures[1 - t] / self.captures_to_win
+        wait = self.frozen[agent]
+        if wait:
+            o[k + V_RESPAWN] = wait / self.respawn_steps
         return o
 
     # ------------------------------------------------------------------ rendering
