@@ -202,6 +202,8 @@ class MazeRace(ParallelEnv):
             raise ValueError(f"pass at most one of level, difficulty, knobs; got {given}")
         if level is not None and not isinstance(level, Level):
             raise TypeError(f"level must be a Level, got {type(level).__name__}")
+        if level is not None and level.is_ctf:
+            raise ValueError("level is a CaptureTheFlag map (bases 'a'/'b'); MazeRace needs one flag 'F'")
         if knobs is not None and not isinstance(knobs, Knobs):
             raise TypeError(f"knobs must be a Knobs, got {type(knobs).__name__}")
         if agents_per_team is not None and agents_per_team not in (1, 2):
@@ -289,6 +291,8 @@ class MazeRace(ParallelEnv):
             level = opts["level"]
             if not isinstance(level, Level):
                 raise TypeError(f"options['level'] must be a Level, got {type(level).__name__}")
+            if level.is_ctf:
+                raise ValueError("options['level'] is a CaptureTheFlag map (bases 'a'/'b'); MazeRace needs one flag 'F'")
         elif opts.get("knobs") is not None or opts.get("difficulty") is not None:
             knobs, difficulty = opts.get("knobs"), opts.get("difficulty")
             if knobs is None:
