@@ -3,14 +3,17 @@
 * ``random``   - uniform over the 6 actions.
 * ``rusher``   - shortest path to the enemy flag, then home (waits on its base while its own flag is
   away); never tags.
-* ``defender`` - never goes for the enemy flag. Waits on its own base; chases the nearest intruder (an
-  opponent in its half, or the carrier of its flag anywhere) and tags when the intruder's next cell
-  (a shortest-path step toward the defender's base, or toward its own base when carrying) is in reach.
+* ``defender`` - never goes for the enemy flag. Waits next to its own base (agents cannot stand on
+  their own base) on the path the enemy comes by; chases the nearest intruder (an opponent it could
+  tag: in its half) and, 1 time in 2 (``DEFENDER_EAGER``, seeded), tags when the intruder's next cell
+  (a shortest-path step toward the defender's base, or toward its own base when carrying) is in
+  reach; otherwise it holds.
 * ``raider``   - a rusher that tags the intruders it meets the same way.
 * ``hybrid``   - attacks like the raider, but turns back to defend (defender logic) when an opponent
   is in its half and it can still get between it and its flag; stops short of ready enemy taggers
-  to bait their tag; opens half its episodes (seeded) guarding its base until it tags an intruder,
-  and guards after every stalemate, then counter-attacks while the tagged opponent waits to respawn.
+  to bait their tag; opens 3 episodes in 4 (seeded) guarding its base until it tags an intruder (or
+  for twice the base distance), guards again after every stalemate, and counter-attacks while the
+  tagged opponent waits to respawn.
 
 Tags land after the moves (see ``spade_rllib/envs/ctf.py``), so taggers aim at the intruder's
 *predicted* next cells: they tag when at least half of them are in reach. Paths come from BFS maps
@@ -28,13 +31,14 @@ __all__ = ["BOTS", "RandomBot", "RusherBot", "DefenderBot", "RaiderBot", "Hybrid
 DEFENDER_EAGER = 0.5
 """The defender tags 3 times in 4 when its prediction says the tag lands, else holds (measured: an
 always-eager defender holds naive rushers in most games; see docs/ctf.md)."""
-GUARD_FIRST = 0.5
+GUARD_FIRST = 0.75
 """Probability that the hybrid opens an episode guarding its base (until it tags an intruder)."""
 BAIT_STEPS = 3
 """The hybrid waits up to this many steps (seeded) out of reach of a ready enemy tagger, to make it
 waste its tag."""
 
 _MOVES = ((UP, -1, 0), (DOWN, 1, 0), (LEFT, 0, -1), (RIGHT, 0, 1))
+_DELTA = {act: (dr, dc) for act, dr, dc in _MOVES}
 
 
 def bfs_rows(level: Level, target: tuple[int, int]) -> list[list[int]]:
@@ -87,11 +91,12 @@ class RusherBot:
 
     @staticmethod
     def threats(e, agent: str) -> list[str]:
-        """Opponents in the agent's half, or carrying its flag anywhere."""
+        """Opponents the agent could tag: in its half (or, with ``tag_carriers_anywhere``, carrying its flag)."""
         t = e.team_of(agent)
         half = e.level.half_rows()
+        anywhere = e.tag_carriers_anywhere
         return [o for o in e._opponents[agent]
-                if half[e.positions[o][0]][e.positions[o][1]] == t or e.carrier[t] == o]
+                if half[e.positions[o][0]][e.positions[o][1]] == t or (anywhere and e.carrier[t] == o)]
 
     @staticmethod
     def predicted(e, o: str) -> list[tuple[int, int]]:
@@ -117,17 +122,13 @@ class RusherBot:
         if e.cooldown[agent] > 0:
             return False
         if not self.predictive:
-            t = e.team_of(agent)
             r, c = e.positions[agent]
-            half = e.level.half_rows()
-            return any(abs(e.positions[o][0] - r) + abs(e.positions[o][1] - c) == 1
-                       and (half[e.positions[o][0]][e.positions[o][1]] == t or e.carrier[t] == o)
-                       for o in e._opponents[agent])
+            return any(abs(e.positions[o][0] - r) + abs(e.positions[o][1] - c) == 1 for o in self.threats(e, agent))
         t = e.team_of(agent)
         r, c = e.positions[agent]
         half = e.level.half_rows()
         for o in e._opponents[agent]:
-            carrying = e.carrier[t] == o
+            carrying = e.tag_carriers_anywhere and e.carrier[t] == o
             cells = self.predicted(e, o)
             if e.positions[o] not in cells:  # it may also stay where it is
                 cells = cells + [e.positions[o]]
@@ -165,7 +166,10 @@ class DefenderBot(RusherBot):
         e = env.unwrapped
         threats = self.threats(e, agent)
         if threats:
-            return self.defend(e, agent, threats)
+            act = self.defend(e, agent, threats)
+            r, c = e.positions[agent]
+            dr, dc = _DELTA.get(act, (0, 0))
+            return NOOP if (r + dr, c + dc) == e.level.bases[1 - e.team_of(agent)] else act  # never attacks
         post = guard_post(e.level, e.team_of(agent))
         return NOOP if e.positions[agent] == post else self.toward(e, agent, post)
 
@@ -187,19 +191,23 @@ class HybridBot(RusherBot):
         super().__init__(seed)
         self.waited = 0
         self.guard = False
+        self.guard_from: int | None = None  # step the current guard spell began (None: attacking)
         self.seen = (-1, 0, 0)  # (step, stalemates, own team's tags) at the previous call
 
     def act(self, env, agent: str) -> int:
         e = env.unwrapped
         t = e.team_of(agent)
         step, stalemates, tags = e.step_count, e.stalemates, e.tags[t]
-        if step <= self.seen[0]:  # a new episode: guard first in half of them (seeded)
-            self.guard = bool(self.rng.random() < GUARD_FIRST)
+        if self.seen[0] < 0 or step <= self.seen[0]:  # a new episode: guard first in some (seeded)
+            self.guard_from = step if self.rng.random() < GUARD_FIRST else None
         elif stalemates > self.seen[1]:  # racing ended in a stalemate: guard first now
-            self.guard = True
+            self.guard_from = step
         if tags > self.seen[2]:  # we tagged someone: counter-attack while it waits on its spawn
-            self.guard = False
+            self.guard_from = None
         self.seen = (step, stalemates, tags)
+        # nobody came for a while (the opponent defends too): attack
+        b = e.level.bases
+        self.guard = self.guard_from is not None and step - self.guard_from < 2 * bfs_rows(e.level, b[0])[b[1][0]][b[1][1]]
         if self.tag_now(e, agent):
             return TAG
         carrying = e.carrying(agent)
@@ -223,7 +231,7 @@ class HybridBot(RusherBot):
         steps (seeded): an eager tagger wastes its tag (cooldown) on the cell this agent did not enter."""
         t = e.team_of(agent)
         r, c = e.positions[agent]
-        dr, dc = {UP: (-1, 0), DOWN: (1, 0), LEFT: (0, -1), RIGHT: (0, 1)}.get(move, (0, 0))
+        dr, dc = _DELTA.get(move, (0, 0))
         nr, nc = r + dr, c + dc
         half = e.level.half_rows()
         eligible = half[nr][nc] == 1 - t or e.carrying(agent)
