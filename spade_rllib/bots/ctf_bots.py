@@ -10,7 +10,8 @@
   reach; otherwise it holds.
 * ``raider``   - a rusher that tags the intruders it meets the same way.
 * ``hybrid``   - attacks like the raider, but turns back to defend (defender logic) when an opponent
-  is in its half and it can still get between it and its flag; stops short of ready enemy taggers
+  is in its half and it can still get between it and its flag (while carrying: only the thief of its
+  flag, on the thief's way home through its half); stops short of ready enemy taggers
   to bait their tag; opens 3 episodes in 4 (seeded) guarding its base until it tags an intruder (or
   for twice the base distance), guards again after every stalemate, and counter-attacks while the
   tagged opponent waits to respawn.
@@ -211,7 +212,9 @@ class HybridBot(RusherBot):
         if self.tag_now(e, agent):
             return TAG
         carrying = e.carrying(agent)
-        threats = self.threats(e, agent) if not carrying else []
+        threats = self.threats(e, agent)
+        if carrying:  # only the thief of our flag is worth a detour while carrying (we cannot score without it)
+            threats = [o for o in threats if e.carrier[t] == o]
         if threats:
             # turn back when this agent can still get between an intruder and its flag
             me = e.positions[agent]

@@ -393,6 +393,7 @@ class CaptureTheFlag(ParallelEnv):
         self.positions = {a: level.spawns[self._team[a]][self._slot[a]] for a in self.possible_agents}
         self.cooldown = {a: 0 for a in self.possible_agents}
         self.frozen = {a: 0 for a in self.possible_agents}
+        self._waiting = 0  # how many agents have frozen > 0
         self.carrier = [None, None]
         self.captures = [0, 0]
         self.tags = [0, 0]
@@ -420,8 +421,12 @@ class CaptureTheFlag(ParallelEnv):
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict agent -> int, got {type(actions).__name__}")
         acts = {}
+        team = self._team
         for a, act in actions.items():
-            if a not in self._team:
+            if type(act) is int and 0 <= act < NUM_ACTIONS and a in team:  # the common case, checked fast
+                acts[a] = act
+                continue
+            if a not in team:
                 raise ValueError(f"unknown agent {a!r} in actions; agents are {self.possible_agents}")
             if isinstance(act, (bool, np.bool_)):
                 raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}")
@@ -440,11 +445,12 @@ class CaptureTheFlag(ParallelEnv):
         pos, cd, team, carrier, frozen = self.positions, self.cooldown, self._team, self.carrier, self.frozen
         level = self.level
         self.step_count += 1
-        if any(frozen.values()):  # tagged agents wait on their spawn
+        if self._waiting:  # tagged agents wait on their spawn
             acts = {a: act for a, act in acts.items() if not frozen[a]}
             for a in names:
                 if frozen[a]:
                     frozen[a] -= 1
+                    self._waiting -= frozen[a] == 0
         # 1. moves (agents never block each other; the own base is closed unless carrying)
         walls = self._walls
         bases = level.bases
@@ -475,7 +481,9 @@ class CaptureTheFlag(ParallelEnv):
                     self.tags[t] += 1
         for o in tagged:
             pos[o] = level.spawns[team[o]][self._slot[o]]
-            frozen[o] = self.respawn_steps
+            if self.respawn_steps:
+                self._waiting += frozen[o] == 0
+                frozen[o] = self.respawn_steps
             ft = 1 - team[o]
             if carrier[ft] == o:
                 carrier[ft] = None
