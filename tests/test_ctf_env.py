@@ -413,3 +413,21 @@ def test_mazerace_refuses_ctf_maps():
     env = MazeRace(difficulty=3)
     with pytest.raises(ValueError, match="CaptureTheFlag map"):
         env.reset(options={"level": Level.from_ascii(MAP)})
+
+
+def test_mazerace_has_the_same_strict_checks_but_one():
+    env = MazeRace(difficulty=3)
+    with pytest.raises(RuntimeError, match="before reset"):
+        env.step({P0: 0})
+    with pytest.raises(TypeError, match="seed"):
+        env.reset(seed="abc")
+    env.reset(seed=0)
+    before = (dict(env.positions), env.step_count)
+    for bad in ({P0: True}, {P0: 9}, {"nobody": 1}):
+        with pytest.raises(ValueError):
+            env.step(bad)
+        assert (dict(env.positions), env.step_count) == before
+    env = MazeRace(difficulty=3, max_steps=1)
+    env.reset(seed=0)
+    env.step({})
+    assert env.step({}) == ({}, {}, {}, {}, {})  # MazeRace v0 keeps this (CTF raises)
