@@ -66,7 +66,8 @@ def main() -> None:
     levels = []
     for i in range(args.levels):
         d = float(rng.uniform(1.0, 10.0))
-        lv = generate_ctf_level(knobs_for_difficulty(d, agents_per_team=args.agents_per_team), int(rng.integers(2**31 - 1)))
+        knobs = knobs_for_difficulty(d, agents_per_team=args.agents_per_team)
+        lv = generate_ctf_level(knobs, int(rng.integers(2**31 - 1)))
         lv.meta["difficulty"] = d
         levels.append(lv)
     t0 = time.perf_counter()

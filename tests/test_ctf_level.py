@@ -75,7 +75,8 @@ def test_ctf_errors_name_problem_line_and_column(text, problem, line, column):
 
 def _point_symmetric(lv: Level) -> bool:
     n = lv.height
-    return (np.array_equal(lv.walls, lv.walls[::-1, ::-1]) and lv.bases[1] == (n - 1 - lv.bases[0][0], n - 1 - lv.bases[0][1])
+    (ar, ac), b = lv.bases
+    return (np.array_equal(lv.walls, lv.walls[::-1, ::-1]) and b == (n - 1 - ar, n - 1 - ac)
             and sorted(lv.spawns[1]) == sorted((n - 1 - r, n - 1 - c) for r, c in lv.spawns[0]))
 
 

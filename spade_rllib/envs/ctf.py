@@ -341,7 +341,8 @@ class CaptureTheFlag(ParallelEnv):
         else:
             level = self._generate(self.knobs, int(rng.integers(2**31 - 1)), self.difficulty)
         if level.agents_per_team != self.agents_per_team:
-            raise ValueError(f"level has {level.agents_per_team} agents per team; this env plays {self.agents_per_team}")
+            raise ValueError(
+                f"level has {level.agents_per_team} agents per team; this env plays {self.agents_per_team}")
         return level
 
     @staticmethod

@@ -369,7 +369,8 @@ class Level:
     def home_distances(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """CTF: sorted spawn-to-own-base distances of team A and team B."""
         bd = self._base_dist_checked()
-        return tuple(tuple(sorted(int(bd[t][s]) for s in team)) for t, team in enumerate(self.spawns))  # type: ignore[return-value]
+        return tuple(tuple(sorted(int(bd[t][s]) for s in team))  # type: ignore[return-value]
+                     for t, team in enumerate(self.spawns))
 
     def fairness(self) -> int:
         """Spread of the teams' distances to the flag: max over i of |A_i - B_i| (sorted); 0 = fair.
