@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from spade_rllib.envs import CaptureTheFlag, generate_ctf_level, knobs_for_diffi
 ENV = "CaptureTheFlag-v0"
 NAMES = ("random", "rusher", "defender", "raider", "hybrid")
 ROOT = Path(__file__).resolve().parent.parent
+ENV_VARS = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
 def play(a: str, b: str, level, seed: int, apt: int = 1):
@@ -68,7 +70,14 @@ def test_defender_never_attacks():
 
 def test_ladder_bench_runs_and_ends_with_json():
     proc = subprocess.run([sys.executable, "bench/ladder.py", "--levels", "3", "--bots", "rusher,defender,raider"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=True)
+                          cwd=ROOT, env=ENV_VARS, capture_output=True, text=True, timeout=300, check=True)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(out["score"]) == {"rusher", "defender", "raider"} and out["levels"] == 3
     assert abs(out["score"]["rusher"]["raider"] + out["score"]["raider"]["rusher"] - 1.0) < 1e-9
+
+
+def test_env_speed_bench_has_the_ctf_cases():
+    proc = subprocess.run([sys.executable, "bench/env_speed.py", "--steps", "300"], cwd=ROOT, env=ENV_VARS,
+                          capture_output=True, text=True, timeout=300, check=True)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ctf_11_1v1"] > 0 and out["ctf_15_2v2"] > 0 and "maze_11_1v1" in out
