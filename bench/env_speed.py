@@ -1,9 +1,10 @@
-"""Env steps per second with random actions: MazeRace vs PettingZoo's connect_four_v3 baseline.
+"""Env steps per second with random actions: MazeRace, CaptureTheFlag, PettingZoo's connect_four_v3.
 
 Usage: ``python bench/env_speed.py [--steps 50000] [--seed 0]``. One env step = one ``step()`` call
-(all agents act at once in MazeRace; one player moves in connect_four's AEC env). MazeRace regenerates
-a level on every reset, as training does; actions are drawn up front so the RNG is not measured.
-Last line: one JSON object with ``maze_11_1v1``, ``maze_21_1v1``, ``maze_15_2v2``, ``connect_four``.
+(all agents act at once in MazeRace and CaptureTheFlag; one player moves in connect_four's AEC env).
+MazeRace and CaptureTheFlag generate a new level on every reset, as training does; actions are drawn
+up front so the RNG is not measured. Last line: one JSON object with ``maze_11_1v1``, ``maze_21_1v1``,
+``maze_15_2v2``, ``ctf_11_1v1``, ``ctf_15_2v2``, ``connect_four``.
 """
 from __future__ import annotations
 
@@ -13,17 +14,19 @@ import time
 
 import numpy as np
 
-from spade_rllib.envs import Knobs, MazeRace
+from spade_rllib.envs import CaptureTheFlag, Knobs, MazeRace
 
 CASES = {
     "maze_11_1v1": Knobs(family="maze", size=11, braid=0.3, agents_per_team=1),
     "maze_21_1v1": Knobs(family="maze", size=21, braid=0.3, agents_per_team=1),
     "maze_15_2v2": Knobs(family="maze", size=15, braid=0.3, agents_per_team=2),
+    "ctf_11_1v1": Knobs(family="maze", size=11, braid=0.3, agents_per_team=1),
+    "ctf_15_2v2": Knobs(family="maze", size=15, braid=0.3, agents_per_team=2),
 }
 
 
-def bench_maze(knobs: Knobs, steps: int, seed: int) -> tuple[float, int]:
-    env = MazeRace(knobs=knobs, seed=seed)
+def bench_maze(knobs: Knobs, steps: int, seed: int, env_cls=MazeRace) -> tuple[float, int]:
+    env = env_cls(knobs=knobs, seed=seed)
     env.reset(seed=seed)
     names = env.possible_agents
     rng = np.random.default_rng(seed)
@@ -66,7 +69,7 @@ def main() -> None:
     args = p.parse_args()
     out: dict[str, float | None] = {}
     for name, knobs in CASES.items():
-        sps, eps = bench_maze(knobs, args.steps, args.seed)
+        sps, eps = bench_maze(knobs, args.steps, args.seed, CaptureTheFlag if name.startswith("ctf") else MazeRace)
         out[name] = round(sps)
         print(f"{name:<14} {sps:>10,.0f} env steps/s  ({eps} episodes, {knobs.family} {knobs.size}x{knobs.size})")
     cf = bench_connect_four(args.steps, args.seed)

@@ -2,19 +2,20 @@
 
 ``make_bot(name, seed=None, env_id="MazeRace-v0").act(env, agent) -> int``; deterministic given
 ``seed``. ``bot_names(env_id)`` lists a game's bots. Each game's bots live in a module of their own
-(``race_bots``: MazeRace-v0).
+(``race_bots``: MazeRace-v0; ``ctf_bots``: CaptureTheFlag-v0).
 """
 from __future__ import annotations
 
 import difflib
 
-from . import race_bots
+from . import ctf_bots, race_bots
 
 __all__ = ["make_bot", "bot_names", "BOT_NAMES", "BOTS_BY_ENV"]
 
 # env id -> {bot name: class}
 BOTS_BY_ENV: dict[str, dict[str, type]] = {
     "MazeRace-v0": race_bots.BOTS,
+    "CaptureTheFlag-v0": ctf_bots.BOTS,
 }
 BOT_NAMES = tuple(race_bots.BOTS)
 """MazeRace-v0's bots (kept for callers that predate other games)."""

@@ -1,4 +1,4 @@
-"""Level generators for MazeRace: knobs, three families, and the difficulty scalar.
+"""Level generators for MazeRace and CaptureTheFlag: knobs, three families, and the difficulty scalar.
 
 Every generated level is **point-symmetric** about its centre cell, which holds the flag; team B's
 spawns are the mirror images ``(n-1-r, n-1-c)`` of team A's. BFS distances are symmetric too, so
@@ -22,6 +22,13 @@ Generation is one hook per family followed by post-conditions (valid, solvable, 
 ``flag_distance`` within :func:`flag_distance_tolerance`), with bounded rejection sampling
 (``MAX_ATTEMPTS``) that fails loudly with ``RuntimeError``. All randomness comes from
 ``np.random.default_rng(seed)``: ``generate_level(knobs, seed)`` is a pure function.
+
+CaptureTheFlag levels (:func:`generate_ctf_level`) use the same knobs and family hooks: the walls are
+the same point-symmetric layouts, base ``a`` is put where MazeRace would put a spawn (path length
+``flag_distance`` from the centre, upper half) and base ``b`` at its mirror image, so the bases are
+about ``2 * flag_distance`` apart. Each team's spawns lie in its own half, ``CTF_SPAWN_OFFSET`` (2;
+1 or 3 when the layout has no such cell) steps from the own base, mirrored for team B. The centre is
+equally far from both bases (neutral), the halves are mirror images: fair by construction.
 
 Difficulty (``knobs_for_difficulty``), ``d`` in [1, 10]:
 
@@ -51,6 +58,7 @@ from .level import NEIGHBOURS, Cell, Level, _bfs
 __all__ = [
     "Knobs", "FAMILIES", "generate_level", "knobs_for_difficulty", "flag_distance_tolerance",
     "default_max_steps", "max_flag_distance", "MIN_SIZE", "MAX_SIZE", "MAX_ATTEMPTS",
+    "generate_ctf_level", "ctf_default_max_steps", "CTF_SPAWN_OFFSET",
 ]
 
 FAMILIES = ("open", "maze", "rooms")
@@ -58,11 +66,18 @@ MIN_SIZE, MAX_SIZE = 5, 25
 MAX_WALL_DENSITY = 0.4
 MAX_ATTEMPTS = 200
 ROOM_PITCH = 4
+CTF_SPAWN_OFFSET = 2
 
 
 def default_max_steps(size: int) -> int:
     """Episode step limit derived from the level size: ``size * size // 2 + 4 * size``."""
     return size * size // 2 + 4 * size
+
+
+def ctf_default_max_steps(size: int) -> int:
+    """CaptureTheFlag's step limit from the level size: ``size * size // 2 + 8 * size`` (a rush to the
+    enemy base and back takes about ``4 * flag_distance`` steps; the rest leaves room for retries)."""
+    return size * size // 2 + 8 * size
 
 
 def max_flag_distance(size: int, family: str = "open", braid: float = 0.0) -> int:
@@ -380,4 +395,58 @@ def generate_level(knobs: Knobs, seed: int) -> Level:
         return level
     raise RuntimeError(
         f"could not generate a {knobs.family!r} level for {knobs} with seed {seed} in {MAX_ATTEMPTS} attempts; "
+        f"lower flag_distance or wall_density")
+
+
+# ---------------------------------------------------------------------------- CaptureTheFlag levels
+def _pick_ctf_spawns(dist_own: np.ndarray, half: np.ndarray, base: Cell, k: Knobs,
+                     rng: np.random.Generator) -> tuple[Cell, ...] | None:
+    """Team A's spawns: floor cells in A's half, ``CTF_SPAWN_OFFSET`` steps from base a (else 1, 3)."""
+    for offset in (CTF_SPAWN_OFFSET, 1, 3):
+        rows, cols = np.nonzero((dist_own == offset) & (half == 0))
+        cells = [(int(r), int(c)) for r, c in zip(rows.tolist(), cols.tolist()) if (r, c) != base]
+        if len(cells) >= k.agents_per_team:
+            order = rng.permutation(len(cells)).tolist()
+            return tuple(cells[i] for i in order[:k.agents_per_team])
+    return None
+
+
+def generate_ctf_level(knobs: Knobs, seed: int) -> Level:
+    """Generate a valid, fair, point-symmetric CaptureTheFlag level; deterministic in ``(knobs, seed)``.
+
+    ``knobs.flag_distance`` is the path length from the centre to each base (see the module docstring).
+    """
+    if not isinstance(knobs, Knobs):
+        raise TypeError(f"knobs must be a Knobs, got {type(knobs).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    rng = np.random.default_rng(int(seed))
+    n = knobs.size
+    c0 = n // 2
+    hook = _FAMILY_HOOKS[knobs.family]
+    one = Knobs(**{**knobs.to_dict(), "agents_per_team": 1})
+    for attempt in range(MAX_ATTEMPTS):
+        walls = hook(knobs, rng)
+        walls[c0, c0] = False
+        dist = _bfs(walls, (c0, c0))
+        picked = _pick_spawns(dist, one, rng)
+        if picked is None:
+            continue
+        walls = walls | (dist < 0)
+        base_a = picked[0]
+        base_b = _mirror(n, *base_a)
+        da, db = _bfs(walls, base_a), _bfs(walls, base_b)
+        half = np.where(da < db, 0, np.where(db < da, 1, -1))
+        half[walls] = -1
+        spawns_a = _pick_ctf_spawns(da, half, base_a, knobs, rng)
+        if spawns_a is None:
+            continue
+        spawns_b = tuple(_mirror(n, r, c) for r, c in spawns_a)
+        level = Level(walls, None, (spawns_a, spawns_b), meta={
+            "family": knobs.family, "seed": int(seed), "knobs": knobs.to_dict(), "attempts": attempt + 1,
+            "game": "ctf"}, bases=(base_a, base_b))
+        assert level.fairness() == 0, "generator produced an unfair CTF level"
+        return level
+    raise RuntimeError(
+        f"could not generate a {knobs.family!r} CTF level for {knobs} with seed {seed} in {MAX_ATTEMPTS} attempts; "
         f"lower flag_distance or wall_density")

@@ -202,6 +202,8 @@ class MazeRace(ParallelEnv):
             raise ValueError(f"pass at most one of level, difficulty, knobs; got {given}")
         if level is not None and not isinstance(level, Level):
             raise TypeError(f"level must be a Level, got {type(level).__name__}")
+        if level is not None and level.is_ctf:
+            raise ValueError("level is a CaptureTheFlag map (bases 'a'/'b'); MazeRace needs one flag 'F'")
         if knobs is not None and not isinstance(knobs, Knobs):
             raise TypeError(f"knobs must be a Knobs, got {type(knobs).__name__}")
         if agents_per_team is not None and agents_per_team not in (1, 2):
@@ -289,6 +291,8 @@ class MazeRace(ParallelEnv):
             level = opts["level"]
             if not isinstance(level, Level):
                 raise TypeError(f"options['level'] must be a Level, got {type(level).__name__}")
+            if level.is_ctf:
+                raise ValueError("options['level'] is a CaptureTheFlag map (bases 'a'/'b'); MazeRace needs one flag 'F'")
         elif opts.get("knobs") is not None or opts.get("difficulty") is not None:
             knobs, difficulty = opts.get("knobs"), opts.get("difficulty")
             if knobs is None:
@@ -334,6 +338,8 @@ class MazeRace(ParallelEnv):
         return info
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))):
+            raise TypeError(f"reset(seed=...) must be None or an int, got {seed!r}")
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         elif self._rng is None:
@@ -364,14 +370,22 @@ class MazeRace(ParallelEnv):
 
     # ------------------------------------------------------------------ step
     def step(self, actions: dict[str, int]):
-        if not self.agents:
+        if self.level is None:
+            raise RuntimeError("step() before reset(): call reset() first")
+        if not self.agents:  # kept from v0 (tested): stepping a finished episode returns empty dicts
             return {}, {}, {}, {}, {}
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict agent -> int, got {type(actions).__name__}")
+        for a in actions:
+            if a not in self._team:
+                raise ValueError(f"unknown agent {a!r} in actions; agents are {self.possible_agents}")
         names = self.possible_agents
         pos, stun, cd, team = self.positions, self.stun, self.cooldown, self._team
-        self.step_count += 1
         acts = {}
         for a in names:
             act = actions.get(a, NOOP)
+            if isinstance(act, (bool, np.bool_)):
+                raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}")
             try:
                 act = index(act)
             except TypeError as e:
@@ -379,6 +393,7 @@ class MazeRace(ParallelEnv):
             if not 0 <= act < NUM_ACTIONS:
                 raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}")
             acts[a] = act
+        self.step_count += 1  # after the checks: an invalid action changes nothing
         stunned = {a for a in names if stun[a] > 0}
         # 1. tags, from start-of-step positions
         tagged = []

@@ -1,14 +1,15 @@
-"""Build environments from a versioned string id: ``make_env("MazeRace-v0", difficulty=3)``."""
+"""Build environments from a versioned string id: ``make_env("CaptureTheFlag-v0", difficulty=3)``."""
 from __future__ import annotations
 
 import difflib
 from typing import Any, Callable
 
+from .ctf import CaptureTheFlag
 from .maze_race import MazeRace
 
 __all__ = ["make_env", "ENV_IDS", "register"]
 
-_REGISTRY: dict[str, Callable[..., Any]] = {"MazeRace-v0": MazeRace}
+_REGISTRY: dict[str, Callable[..., Any]] = {"MazeRace-v0": MazeRace, "CaptureTheFlag-v0": CaptureTheFlag}
 ENV_IDS: list[str] = list(_REGISTRY)
 """Registered ids (updated in place by ``register``)."""
 

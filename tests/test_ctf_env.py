@@ -1,0 +1,433 @@
+"""CaptureTheFlag-v0: API compliance, determinism, every rule, strict input checks, observation, infos."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test, parallel_seed_test
+
+from spade_rllib.envs import CaptureTheFlag, Knobs, Level, MazeRace, make_env
+from spade_rllib.envs.ctf import (CH_CARRIER, CH_ENEMY_BASE, CH_ENEMY_FLAG, CH_HALF, CH_OPP, CH_OWN_BASE, CH_OWN_FLAG,
+                                  CH_TRAIL, CH_WALL, DOWN, LEFT, NOOP, RIGHT, TAG, UP, V_BASE_DC, V_BASE_DIST, V_BASE_DR,
+                                  V_CARRYING, V_COOLDOWN, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_ENEMY_FLAG_DR,
+                                  V_ENEMY_FLAG_HOME, V_OWN_FLAG_HOME, V_RESPAWN, V_TAG_READY, V_TEAM, V_TIME)
+
+P0, P1 = "player_0", "player_1"
+# a (1,1) and b (3,7); A's half is the left part, B's the right; column 4 is neutral
+MAP = """\
+#########
+#a.A....#
+#.......#
+#....B.b#
+#########"""
+
+
+def env_for(text: str = MAP, **kw) -> CaptureTheFlag:
+    env = CaptureTheFlag(level=Level.from_ascii(text), **kw)
+    env.reset(seed=0)
+    return env
+
+
+def split(env: CaptureTheFlag, obs: np.ndarray):
+    (w, _, c), v = CaptureTheFlag.obs_layout(env.view_radius)
+    return obs[: w * w * c].reshape(w, w, c), obs[w * w * c:]
+
+
+# ---------------------------------------------------------------------------- API / determinism
+@pytest.mark.parametrize("kw", [dict(difficulty=3), dict(difficulty=8, agents_per_team=2),
+                                dict(knobs=Knobs(family="maze", size=21)), dict(level=Level.from_ascii(MAP))])
+def test_parallel_api(kw):
+    parallel_api_test(CaptureTheFlag(seed=1, **kw), num_cycles=400)
+
+
+@pytest.mark.parametrize("apt", [1, 2])
+def test_pettingzoo_seed_test(apt):
+    parallel_seed_test(lambda: CaptureTheFlag(difficulty=6, agents_per_team=apt), num_cycles=300)
+
+
+def rollout(env: CaptureTheFlag, seed: int, steps: int = 400):
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    trace = [env.level.to_ascii(), [o.copy() for o in obs.values()]]
+    for _ in range(steps):
+        if not env.agents:
+            obs, _ = env.reset()
+            trace.append(env.level.to_ascii())
+        obs, rew, term, trunc, info = env.step({a: int(rng.integers(6)) for a in env.agents})
+        trace.append((sorted(env.positions.items()), [o.copy() for o in obs.values()], rew, term, trunc,
+                      info[env.possible_agents[0]]))
+    return trace
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    return a == b
+
+
+@pytest.mark.parametrize("apt", [1, 2])
+def test_reset_seed_is_fully_deterministic(apt):
+    t1 = rollout(CaptureTheFlag(difficulty=5, agents_per_team=apt), seed=3)
+    t2 = rollout(CaptureTheFlag(difficulty=5, agents_per_team=apt), seed=3)
+    t3 = rollout(CaptureTheFlag(difficulty=5, agents_per_team=apt), seed=4)
+    assert _equal(t1, t2)
+    assert not _equal(t1, t3)
+
+
+def test_agents_teams_and_registry():
+    env = CaptureTheFlag(difficulty=4, agents_per_team=2)
+    assert env.possible_agents == ["a_0", "a_1", "b_0", "b_1"]
+    assert [env.team_of(a) for a in env.possible_agents] == [0, 0, 1, 1]
+    assert isinstance(make_env("CaptureTheFlag-v0", difficulty=2), CaptureTheFlag)
+    assert CaptureTheFlag(difficulty=2).possible_agents == [P0, P1]
+
+
+def test_reset_options_choose_the_level():
+    env = CaptureTheFlag(difficulty=3, seed=0)
+    lv = Level.from_ascii(MAP)
+    env.reset(options={"level": lv})
+    assert env.level is lv
+    env.reset(options={"knobs": Knobs(family="rooms", size=13), "level_seed": 5})
+    first = env.level
+    env.reset(options={"knobs": {"family": "rooms", "size": 13}, "level_seed": 5})
+    assert env.level == first and env.level.meta["level_seed"] == 5
+    env.reset(options={"difficulty": 9})
+    assert env.level.meta["difficulty"] == 9.0 and env.level.height == 13
+
+
+# ---------------------------------------------------------------------------- rules
+def place(env: CaptureTheFlag, **cells):
+    for a, cell in cells.items():
+        env.positions[a] = cell
+
+
+def test_pickup_capture_rewards_and_final_infos():
+    env = env_for()
+    place(env, player_0=(3, 6), player_1=(1, 5))
+    _, rew, term, _, _ = env.step({P0: RIGHT, P1: NOOP})  # onto base b
+    assert env.carrier == [None, P0] and env.carrying(P0) and env.flag_pickups == [1, 0]
+    assert not any(term.values()) and rew[P0] == 0
+    place(env, player_0=(1, 2))
+    obs, rew, term, trunc, infos = env.step({P0: LEFT, P1: NOOP})  # home, own flag at home
+    assert rew == {P0: 1.0, P1: -1.0} and all(term.values()) and not any(trunc.values())
+    assert env.agents == []
+    info = infos[P1]
+    assert info["winner"] == "A" and info["reason"] == "capture" and info["episode_length"] == 2
+    assert info["captures"] == {"A": 1, "B": 0} and info["flag_pickups"] == {"A": 1, "B": 0}
+    assert info["tags"] == {"A": 0, "B": 0} and info["level"]["height"] == 5 and info["level"]["base_distance"] == 8
+    assert env.outcome["winner"] == "A"
+
+
+def test_capture_needs_own_flag_at_home():
+    env = env_for()
+    env.carrier = [P1, P0]  # each carries the other's flag
+    place(env, player_0=(1, 2), player_1=(3, 6))
+    _, rew, term, _, _ = env.step({P0: LEFT, P1: RIGHT})
+    assert env.positions[P0] == (1, 1) and env.positions[P1] == (3, 7)
+    assert not any(term.values()) and env.captures == [0, 0] and rew[P0] == 0
+
+
+def test_own_base_is_closed_unless_carrying():
+    env = env_for()
+    place(env, player_0=(1, 2))
+    env.step({P0: LEFT, P1: NOOP})
+    assert env.positions[P0] == (1, 2)
+
+
+def test_agents_never_block_each_other():
+    env = env_for()
+    place(env, player_0=(2, 3), player_1=(2, 5))
+    env.step({P0: RIGHT, P1: LEFT})
+    assert env.positions[P0] == env.positions[P1] == (2, 4)
+
+
+def test_tag_only_in_the_taggers_half_and_sends_back_to_spawn():
+    env = env_for()
+    half = env.level.half()
+    assert half[2, 2] == 0 and half[2, 6] == 1 and half[2, 4] == -1
+    # B intrudes into A's half, A tags it (after the moves: B stepped next to A)
+    place(env, player_0=(2, 2), player_1=(2, 4))
+    env.step({P0: TAG, P1: LEFT})
+    assert env.positions[P1] == (3, 5) and env.frozen[P1] == 6 and env.tags == [1, 0]
+    # A next to B but B stands in its own half: A's tag misses, and the cooldown is spent anyway
+    env = env_for()
+    place(env, player_0=(2, 5), player_1=(2, 6))
+    env.step({P0: TAG, P1: NOOP})
+    assert env.positions[P1] == (2, 6) and env.tags == [0, 0] and env.cooldown[P0] == 4
+    # the same position the other way round: A is in B's half, B's tag lands
+    env.step({P0: NOOP, P1: TAG})
+    assert env.positions[P0] == (1, 3) and env.tags == [0, 1]
+
+
+def test_tag_reaches_the_four_neighbours_only():
+    env = env_for()
+    place(env, player_0=(2, 2), player_1=(2, 2))  # same cell: out of reach
+    env.step({P0: TAG, P1: NOOP})
+    assert env.positions[P1] == (2, 2)
+    env = env_for()
+    place(env, player_0=(2, 2), player_1=(1, 3))  # diagonal: out of reach
+    env.step({P0: TAG, P1: NOOP})
+    assert env.positions[P1] == (1, 3)
+
+
+def test_tagged_carrier_drops_the_flag_which_returns_home():
+    env = env_for()
+    env.carrier = [P1, None]
+    place(env, player_0=(2, 1), player_1=(2, 3))
+    env.step({P0: TAG, P1: LEFT})  # B's carrier steps next to A in A's half
+    assert env.carrier == [None, None] and env.positions[P1] == (3, 5)
+    obs = env._observe(P0)
+    assert split(env, obs)[1][V_OWN_FLAG_HOME] == 1.0
+
+
+def test_carriers_anywhere_option():
+    for anywhere, tagged in ((False, False), (True, True)):
+        env = env_for(tag_carriers_anywhere=anywhere)
+        env.carrier = [P1, None]
+        place(env, player_0=(2, 5), player_1=(2, 6))  # B carries A's flag, in B's half
+        env.step({P0: TAG, P1: NOOP})
+        assert (env.positions[P1] == (3, 5)) is tagged
+
+
+def test_cooldown_and_respawn_wait():
+    env = env_for(tag_cooldown=3, respawn_steps=2)
+    place(env, player_0=(2, 2), player_1=(2, 3))
+    env.step({P0: TAG, P1: NOOP})
+    assert env.positions[P1] == (3, 5) and env.cooldown[P0] == 2
+    obs = env._observe(P1)
+    assert split(env, obs)[1][V_RESPAWN] == 1.0
+    env.step({P0: NOOP, P1: UP})  # waiting: the move is ignored
+    assert env.positions[P1] == (3, 5)
+    env.step({P0: NOOP, P1: UP})
+    assert env.positions[P1] == (3, 5)
+    env.step({P0: NOOP, P1: UP})
+    assert env.positions[P1] == (2, 5)
+    place(env, player_1=(2, 3))
+    assert env.cooldown[P0] == 0  # tag_cooldown steps later it is ready again
+    env.step({P0: TAG, P1: NOOP})
+    assert env.positions[P1] == (3, 5)
+
+
+def test_tag_on_cooldown_does_nothing():
+    env = env_for(tag_cooldown=5)
+    place(env, player_0=(2, 2), player_1=(2, 5))
+    env.step({P0: TAG, P1: NOOP})  # a miss spends the cooldown
+    place(env, player_1=(2, 3))
+    env.step({P0: TAG, P1: NOOP})
+    assert env.positions[P1] == (2, 3) and env.tags == [0, 0]
+
+
+def test_stalemate_returns_both_flags():
+    env = env_for(stalemate_steps=3)
+    env.carrier = [P1, P0]
+    for _ in range(2):
+        env.step({P0: NOOP, P1: NOOP})
+    assert env.carrier == [P1, P0]
+    _, _, _, _, infos = env.step({P0: NOOP, P1: NOOP})
+    assert env.carrier == [None, None] and env.stalemates == 1
+
+
+def test_timeout_is_a_draw_unless_captures_differ():
+    env = env_for(max_steps=3)
+    for _ in range(2):
+        _, rew, term, trunc, _ = env.step({P0: NOOP, P1: NOOP})
+        assert not any(trunc.values())
+    _, rew, term, trunc, infos = env.step({P0: NOOP, P1: NOOP})
+    assert all(trunc.values()) and not any(term.values()) and rew == {P0: 0.0, P1: 0.0}
+    assert infos[P0]["winner"] == "draw" and infos[P0]["reason"] == "timeout"
+    env = env_for(max_steps=2, captures_to_win=2)
+    env.captures = [0, 1]
+    env.step({P0: NOOP, P1: NOOP})
+    _, rew, _, trunc, infos = env.step({P0: NOOP, P1: NOOP})
+    assert all(trunc.values()) and infos[P0]["winner"] == "B" and rew == {P0: -1.0, P1: 1.0}
+
+
+def test_captures_to_win_two():
+    env = env_for(captures_to_win=2)
+    env.carrier = [None, P0]
+    place(env, player_0=(1, 2))
+    _, rew, term, _, _ = env.step({P0: LEFT, P1: NOOP})
+    assert env.captures == [1, 0] and env.carrier == [None, None] and not any(term.values())
+    obs = env._observe(P0)
+    assert split(env, obs)[1][13] == 0.5
+
+
+def test_default_max_steps_and_2v2_spawns():
+    env = CaptureTheFlag(difficulty=6, agents_per_team=2, seed=0)
+    env.reset(seed=0)
+    assert env.max_steps == 11 * 11 // 2 + 8 * 11
+    assert {env.positions[a] for a in ("a_0", "a_1")} == set(env.level.spawns[0])
+
+
+# ---------------------------------------------------------------------------- strict input checks
+@pytest.mark.parametrize("bad", [6, -1, True, 1.5, "1", None, np.float32(2.0)])
+def test_invalid_action_raises_and_changes_nothing(bad):
+    env = env_for()
+    before = (dict(env.positions), env.step_count, dict(env.cooldown), list(env.carrier))
+    with pytest.raises(ValueError, match="action for player_0 must be an int in \\[0, 5\\]"):
+        env.step({P1: LEFT, P0: bad})
+    assert (dict(env.positions), env.step_count, dict(env.cooldown), list(env.carrier)) == before
+
+
+def test_numpy_integer_actions_are_accepted():
+    env = env_for()
+    env.step({P0: np.int64(RIGHT), P1: np.int8(NOOP)})
+    assert env.positions[P0] == (1, 4)
+
+
+def test_unknown_agent_before_reset_after_end_and_bad_seed():
+    env = env_for()
+    with pytest.raises(ValueError, match="unknown agent 'player_9'"):
+        env.step({"player_9": 0})
+    assert env.step_count == 0
+    fresh = CaptureTheFlag(difficulty=2)
+    with pytest.raises(RuntimeError, match="before reset"):
+        fresh.step({P0: 0})
+    with pytest.raises(TypeError, match="seed"):
+        fresh.reset(seed="abc")
+    env = env_for(max_steps=1)
+    env.step({})
+    with pytest.raises(RuntimeError, match="after the episode ended"):
+        env.step({P0: 0, P1: 0})
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(difficulty=0), "difficulty must be a number in \\[1, 10\\]"),
+    (dict(difficulty=3, level=Level.from_ascii(MAP)), "at most one of"),
+    (dict(agents_per_team=3), "agents_per_team must be 1 or 2"),
+    (dict(tag_cooldown=-1), "tag_cooldown must be an int"),
+    (dict(respawn_steps=1.5), "respawn_steps must be an int"),
+    (dict(captures_to_win=0), "captures_to_win must be an int"),
+    (dict(max_steps=0), "max_steps must be None or an int"),
+    (dict(trail="yes"), "trail must be a bool"),
+    (dict(trail_decay=1.0), "trail_decay must be a number in \\[0, 1\\)"),
+    (dict(view_radius=0), "view_radius must be an int"),
+    (dict(render_mode="human"), "render_mode must be None or one of"),
+    (dict(level=Level.from_ascii("#####\n#A.B#\n#.F.#\n#####")), "MazeRace map"),
+    (dict(level=Level.from_ascii(MAP), agents_per_team=2), "agents_per_team=2 but the level"),
+])
+def test_bad_knobs_are_one_line_errors(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match) as ei:
+        CaptureTheFlag(**kwargs)
+    assert "\n" not in str(ei.value)
+
+
+def test_team_size_the_env_refuses():
+    three = "###########\n#aAAA.BBBb#\n###########"
+    with pytest.raises(ValueError, match="3 spawns per team; CaptureTheFlag plays 1 or 2") as ei:
+        CaptureTheFlag(level=Level.from_ascii(three))
+    assert "\n" not in str(ei.value)
+    env = CaptureTheFlag(difficulty=3)
+    two = "#########\n#aA...B.#\n#.A...Bb#\n#########"
+    with pytest.raises(ValueError, match="level has 2 agents per team; this env plays 1"):
+        env.reset(options={"level": Level.from_ascii(two)})
+
+
+# ---------------------------------------------------------------------------- observation
+def test_observation_size_is_the_same_for_every_level():
+    sizes = set()
+    for d in (1, 5, 10):
+        for apt in (1, 2):
+            env = CaptureTheFlag(difficulty=d, agents_per_team=apt, seed=0)
+            obs, _ = env.reset(seed=0)
+            sizes |= {o.shape for o in obs.values()}
+            assert all(env.observation_space(a).contains(o) for a, o in obs.items())
+    assert sizes == {(9 * 9 * 10 + 16,)}
+    assert CaptureTheFlag.obs_layout(4) == ((9, 9, 10), 16)
+
+
+def test_observation_channels_and_vector():
+    env = env_for()
+    place(env, player_0=(2, 3), player_1=(2, 5))
+    obs = env._observe(P0)
+    win, vec = split(env, obs)
+    c = 4  # the agent sits at window centre (4, 4); map cell (r, q) -> window (r - 2 + 4, q - 3 + 4)
+    assert win[c, c, CH_WALL] == 0 and win[c - 2, c, CH_WALL] == 1 and win[0, 0, CH_WALL] == 1  # outside reads wall
+    assert win[c - 1, c - 2, CH_OWN_BASE] == 1 and win[c - 1, c - 2, CH_OWN_FLAG] == 1
+    assert win[c + 1, c + 4, CH_ENEMY_BASE] == 1 and win[c + 1, c + 4, CH_ENEMY_FLAG] == 1
+    assert win[c, c + 2, CH_OPP] == 1.0  # opponent, tag ready
+    assert win[c, c - 1, CH_HALF] == 1 and win[c, c + 1, CH_HALF] == 0 and win[c, c + 2, CH_HALF] == -1
+    assert vec[V_TEAM] == 0 and vec[V_TAG_READY] == 1 and vec[V_COOLDOWN] == 0 and vec[V_TIME] == 1
+    assert vec[V_OWN_FLAG_HOME] == 1 and vec[V_ENEMY_FLAG_HOME] == 1 and vec[V_CARRYING] == 0
+    # compass: straight-line direction to base b (3, 7) from (2, 3): (1, 4) / sqrt(17)
+    assert np.allclose(vec[[V_ENEMY_FLAG_DR, V_ENEMY_FLAG_DC]], np.array([1, 4]) / np.sqrt(17), atol=1e-6)
+    assert np.isclose(vec[V_ENEMY_FLAG_DIST], np.sqrt(17) / 32)
+    assert np.allclose(vec[[V_BASE_DR, V_BASE_DC]], np.array([-1, -2]) / np.sqrt(5)) and vec[V_BASE_DIST] > 0
+    # carrying: the enemy flag moves onto the agent, carriers channel, vector flags
+    env.carrier = [None, P0]
+    env.cooldown[P1] = 2
+    win, vec = split(env, env._observe(P0))
+    assert vec[V_CARRYING] == 1 and vec[V_ENEMY_FLAG_HOME] == 0 and vec[V_ENEMY_FLAG_DIST] == 0
+    assert win[c, c, CH_ENEMY_FLAG] == 1 and win[c, c, CH_CARRIER] == 1 and win[c + 1, c + 4, CH_ENEMY_FLAG] == 0
+    assert win[c, c + 2, CH_OPP] == 0.5  # opponent on cooldown
+    # B sees its own flag on the carrier, not at its base
+    win_b, vec_b = split(env, env._observe(P1))
+    assert vec_b[V_OWN_FLAG_HOME] == 0 and win_b[c + 1, c + 2, CH_OWN_FLAG] == 0 and win_b[c, c - 2, CH_OWN_FLAG] == 1
+
+
+def test_no_information_about_opponents_outside_the_view():
+    env = CaptureTheFlag(knobs=Knobs(family="open", size=21, wall_density=0.0), seed=0)
+    env.reset(seed=0)
+    far = [cell for cell in ((19, 19), (19, 16), (18, 12)) if cell not in env.level.bases]
+    assert env.positions[P0][0] <= 10  # team A spawns in the upper half: rows 18+ are out of view
+    seen = []
+    for i, cell in enumerate(far):
+        place(env, player_1=cell)
+        env.cooldown[P1] = i
+        seen.append(env._observe(P0))
+    assert all(np.array_equal(seen[0], o) for o in seen[1:])
+
+
+def test_trail_channel_and_option():
+    env = env_for(trail_decay=0.5)
+    place(env, player_0=(2, 2))
+    env._trail[P0][:] = 0
+    env.step({P0: RIGHT, P1: NOOP})
+    env.step({P0: RIGHT, P1: NOOP})
+    win, _ = split(env, env._observe(P0))
+    assert win[4, 4, CH_TRAIL] == 1.0 and win[4, 3, CH_TRAIL] == 0.5 and win[4, 5, CH_TRAIL] == 0.0
+    off = env_for(trail=False)
+    off.step({P0: RIGHT, P1: NOOP})
+    assert not split(off, off._observe(P0))[0][..., CH_TRAIL].any()
+
+
+# ---------------------------------------------------------------------------- rendering
+def test_render_modes():
+    env = env_for(render_mode="ansi")
+    env.carrier = [None, P0]
+    text = env.render()
+    assert "3" in text and "Y" in text and "step 0/" in text
+    img = CaptureTheFlag(level=Level.from_ascii(MAP), render_mode="rgb_array")
+    img.reset(seed=0)
+    assert img.render().shape == (5 * 8, 9 * 8, 3)
+    with pytest.raises(RuntimeError, match="reset"):
+        CaptureTheFlag(difficulty=2, render_mode="ansi").render()
+
+
+def test_mazerace_refuses_ctf_maps():
+    with pytest.raises(ValueError, match="CaptureTheFlag map"):
+        MazeRace(level=Level.from_ascii(MAP))
+    env = MazeRace(difficulty=3)
+    with pytest.raises(ValueError, match="CaptureTheFlag map"):
+        env.reset(options={"level": Level.from_ascii(MAP)})
+
+
+def test_mazerace_has_the_same_strict_checks_but_one():
+    env = MazeRace(difficulty=3)
+    with pytest.raises(RuntimeError, match="before reset"):
+        env.step({P0: 0})
+    with pytest.raises(TypeError, match="seed"):
+        env.reset(seed="abc")
+    env.reset(seed=0)
+    before = (dict(env.positions), env.step_count)
+    for bad in ({P0: True}, {P0: 9}, {"nobody": 1}):
+        with pytest.raises(ValueError):
+            env.step(bad)
+        assert (dict(env.positions), env.step_count) == before
+    env = MazeRace(difficulty=3, max_steps=1)
+    env.reset(seed=0)
+    env.step({})
+    assert env.step({}) == ({}, {}, {}, {}, {})  # MazeRace v0 keeps this (CTF raises)
