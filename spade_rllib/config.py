@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import math
 import os
 import pkgutil
 import types
@@ -28,7 +29,7 @@ from typing import Any, Literal, Optional, Union
 
 import yaml
 
-MAZERACE_ID = "MazeRace-v0"
+from spade_rllib.env_ids import MAZERACE_ID, EnvKind, env_kind
 
 
 class ConfigError(ValueError):
@@ -240,39 +241,36 @@ class RunConfig:
 # Env ids
 # ----------------------------------------------------------------------------------------------
 
-EnvKind = Literal["mazerace", "gymnasium", "pettingzoo"]
-
-
 def classify_env_id(env_id: str, key: str = "env.id") -> EnvKind:
     """Say which family an env id belongs to, or raise `ConfigError` with a did-you-mean."""
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"{key} = {env_id!r}: must be a non-empty string")
-    if env_id == MAZERACE_ID or env_id in _spade_env_ids():
-        return "mazerace"
-    if ":" in env_id:
+    kind = env_kind(env_id)
+    if kind == "mazerace":
+        return kind
+    if kind == "pettingzoo":
         mod_name, _, attr = env_id.partition(":")
-        if not mod_name.startswith("gymnasium"):
-            try:
-                mod = importlib.import_module(mod_name)
-            except ImportError as e:
-                raise ConfigError(
-                    f"{key} = {env_id!r}: cannot import module {mod_name!r} ({e.__class__.__name__}: {e}); "
-                    "expected a PettingZoo path like 'pettingzoo.classic:connect_four_v3'"
-                ) from e
-            try:
-                target = getattr(mod, attr, None)
-            except Exception as e:  # PettingZoo raises for deprecated, unknown or broken names
-                if attr in {m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", []))}:
-                    raise ConfigError(f"{key} = {env_id!r}: cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
-                target = None
-            if type(target).__name__ == "DeprecatedModule" or not any(hasattr(target, n) for n in ("env", "parallel_env")):
-                names = sorted(m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", [])) if not m.ispkg)
-                what = "no env" if target is None else "an outdated (deprecated) or non-env entry"
-                raise ConfigError(
-                    f"{key} = {env_id!r}: module {mod_name!r} has {what} named {attr!r}{_did_you_mean(attr, names)}; "
-                    f"allowed: {', '.join(names[:12]) or 'PettingZoo env modules'}"
-                )
-            return "pettingzoo"
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError as e:
+            raise ConfigError(
+                f"{key} = {env_id!r}: cannot import module {mod_name!r} ({e.__class__.__name__}: {e}); "
+                "expected a PettingZoo path like 'pettingzoo.classic:connect_four_v3'"
+            ) from e
+        try:
+            target = getattr(mod, attr, None)
+        except Exception as e:  # PettingZoo raises for deprecated, unknown or broken names
+            if attr in {m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", []))}:
+                raise ConfigError(f"{key} = {env_id!r}: cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
+            target = None
+        if type(target).__name__ == "DeprecatedModule" or not any(hasattr(target, n) for n in ("env", "parallel_env")):
+            names = sorted(m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", [])) if not m.ispkg)
+            what = "no env" if target is None else "an outdated (deprecated) or non-env entry"
+            raise ConfigError(
+                f"{key} = {env_id!r}: module {mod_name!r} has {what} named {attr!r}{_did_you_mean(attr, names)}; "
+                f"allowed: {', '.join(names[:12]) or 'PettingZoo env modules'}"
+            )
+        return "pettingzoo"
     import gymnasium as gym
 
     if env_id in gym.registry:
@@ -283,14 +281,6 @@ def classify_env_id(env_id: str, key: str = "env.id") -> EnvKind:
         "a Gymnasium id (e.g. 'CartPole-v1') or a PettingZoo path 'pkg.module:env_name' "
         "(e.g. 'pettingzoo.classic:connect_four_v3')"
     )
-
-
-def _spade_env_ids() -> tuple[str, ...]:
-    try:
-        from spade_rllib.envs import ENV_IDS  # noqa: PLC0415 (optional until the env lands)
-    except Exception:  # pragma: no cover - env package not present yet
-        return (MAZERACE_ID,)
-    return tuple(ENV_IDS)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -350,6 +340,8 @@ def _convert(value: Any, tp: Any, key: str, md: dict) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key} = {value!r}: wrong type, expected a number")
         value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{key} = {value!r}: not a finite number, allowed {_allowed(md) or 'any finite number'}")
     elif tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key} = {value!r}: wrong type, expected a string")
@@ -369,19 +361,28 @@ def _check_constraints(value: Any, key: str, md: dict) -> None:
     if isinstance(value, (int, float)):
         bad = (lo is not None and value < lo) or (hi is not None and value > hi) or (gt is not None and value <= gt) or (lt is not None and value >= lt)
         if bad:
-            parts = []
-            if gt is not None:
-                parts.append(f"> {gt}")
-            if lo is not None:
-                parts.append(f">= {lo}")
-            if lt is not None:
-                parts.append(f"< {lt}")
-            if hi is not None:
-                parts.append(f"<= {hi}")
-            raise ConfigError(f"{key} = {value!r}: out of range, allowed {' and '.join(parts)}")
+            raise ConfigError(f"{key} = {value!r}: out of range, allowed {_allowed(md)}")
     if md.get("path") and isinstance(value, str):
         if not Path(os.path.expanduser(value)).exists():
             raise ConfigError(f"{key} = {value!r}: file not found (cwd: {os.getcwd()})")
+
+
+def _allowed(md: dict) -> str:
+    """The range constraints of a field as text ("> 0.0 and <= 1.0"); "" when it has none."""
+    parts = [f"{op} {md[name]}" for name, op in (("gt", ">"), ("min", ">="), ("lt", "<"), ("max", "<=")) if md.get(name) is not None]
+    return " and ".join(parts)
+
+
+def _refuse_non_finite(value: Any, key: str) -> None:
+    """NaN and +-inf anywhere in a raw config (free-form mappings included) are refused, one line."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _refuse_non_finite(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _refuse_non_finite(v, f"{key}[{i}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{key} = {value!r}: not a finite number, allowed any finite number")
 
 
 def _keys(cls: type) -> str:
@@ -408,6 +409,7 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None) -> RunC
     if not isinstance(raw, dict):
         raise ConfigError(f"<root> = {raw!r}: wrong type, expected a mapping of sections ({_keys(RunConfig)})")
     cfg = _build(RunConfig, raw, "")
+    _refuse_non_finite(raw, "")  # after the typed pass, whose messages also name the allowed range
     cfg.source_path = source_path
     _cross_check(cfg)
     return cfg
@@ -488,7 +490,7 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
         path, _, text = item.partition("=")
         path = path.strip()
         try:
-            value = yaml.safe_load(text) if text.strip() else None
+            value = read_yaml(text) if text.strip() else None
         except yaml.YAMLError as e:
             raise ConfigError(f"--set {item!r}: value is not valid YAML ({str(e).splitlines()[0]})") from e
         parts = [p for p in path.split(".") if p]
@@ -507,6 +509,12 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
             node = child
         node[parts[-1]] = value
     return raw
+
+
+def read_yaml(text: str) -> Any:
+    """The one YAML reader for configs, sweep files and `--set` values: `yaml.safe_load`, then
+    '1e-4'-style numbers (strings to YAML 1.1) as floats, so a value reads the same wherever it is written."""
+    return _fix_yaml_floats(yaml.safe_load(text))
 
 
 def _fix_yaml_floats(obj: Any) -> Any:
@@ -532,20 +540,20 @@ def load_raw(path: Optional[str]) -> dict:
     if not p.is_file():
         raise ConfigError(f"--config = {str(path)!r}: file not found (cwd: {os.getcwd()})")
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = read_yaml(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"--config = {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"--config = {str(path)!r}: expected a mapping of sections at the top level")
-    return _fix_yaml_floats(raw)
+    return raw
 
 
 def load_config(path: Optional[str], overrides: typing.Sequence[str] = ()) -> RunConfig:
     """Load YAML `path` (or defaults when None), apply `--set` overrides, validate."""
     raw = apply_overrides(load_raw(path), overrides)
-    return parse_config(_fix_yaml_floats(raw), source_path=str(path) if path else None)
+    return parse_config(raw, source_path=str(path) if path else None)
 
 
 def dump_config(cfg: RunConfig) -> str:

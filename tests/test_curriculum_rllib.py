@@ -64,9 +64,11 @@ def test_config_section_carries_every_core_key():
     # every sub-section holds every setting after parsing, and the dump parses back to the same
     assert cfg.curriculum.threshold == {**Core().to_dict()["threshold"], "up_factor": 1.5}
     assert parse_config(cfg.to_dict()).to_dict() == cfg.to_dict()
-    from spade_rllib.curriculum.component import curriculum_config_from_section
+    from spade_rllib.rllib.components import EnvInfo
+    from spade_rllib.rllib.curriculum_component import make_component
 
-    assert curriculum_config_from_section(cfg.curriculum) == core
+    info = EnvInfo("MazeRace-v0", "mazerace", (("player_0",), ("player_1",)), 6, 10, 0)
+    assert make_component(cfg, info).config == core  # the component gets the same core config
 
 
 @pytest.mark.parametrize(

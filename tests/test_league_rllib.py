@@ -1,4 +1,4 @@
-"""League RLlib glue (spade_rllib/league/component.py): config section, plan translation, slot
+"""League RLlib glue (spade_rllib/rllib/league_component.py): config section, plan translation, slot
 bandwidth, outcome mapping, and tiny real runs (MazeRace 1v1 with a remote env runner, MazeRace 2v2,
 connect four): the league grows, slot weights reach the env runners and survive PPO updates,
 checkpoint -> restore is exact and makes the same next decisions, league.csv is written."""
@@ -14,15 +14,8 @@ import pytest
 
 from spade_rllib.config import ConfigError, parse_config
 from spade_rllib.config import LeagueConfig as LeagueSection
-from spade_rllib.league import MAIN, RANDOM, LeagueConfig, MemberId
-from spade_rllib.league.component import (
-    LEAGUE_CSV,
-    LeagueComponent,
-    format_table,
-    league_member_of,
-    make_component,
-    read_table,
-)
+from spade_rllib.league import MAIN, RANDOM, LeagueConfig, MemberId, format_table, read_table
+from spade_rllib.rllib.league_component import LEAGUE_CSV, LeagueComponent, league_member_of, make_component
 from spade_rllib.rllib.components import DriverContext, EnvInfo
 from spade_rllib.rllib.plan import MIRROR, OpponentPlan
 from state_equality import assert_exactly_equal
@@ -394,10 +387,10 @@ def test_runner_flags_episodes_whose_slot_was_reloaded(tmp_path):
         runner.apply_driver_update(DriverUpdate(slot_weights={"slot_0": {"member": "main_v2", "weights": weights}}))
         runner.sample(num_episodes=6)
         records = runner.pop_episode_outcomes()
-        first = [r for r in records if r.get("opponent_swapped")]  # one per env copy: started before the reload
-        later = [r for r in records if not r.get("opponent_swapped")]
-        assert len(first) == 2 and all(r["opponent"] == "main_v1" for r in first), records
-        assert len(later) >= 4 and all(r["opponent"] == "main_v2" for r in later), records
+        first = [r for r in records if r.opponent_swapped]  # one per env copy: started before the reload
+        later = [r for r in records if not r.opponent_swapped]
+        assert len(first) == 2 and all(r.opponent == "main_v1" for r in first), records
+        assert len(later) >= 4 and all(r.opponent == "main_v2" for r in later), records
         comp = LeagueComponent(LeagueConfig(every_n_iterations=1, win_rate_threshold=None))
         comp.record_outcomes(records)
         assert comp.counters["swapped_games"] == 2
@@ -441,7 +434,7 @@ def same_weights(a: dict, b: dict) -> bool:
 def test_exploiter_plan_translation_and_reset_requests():
     """No Ray: exploiter entries name their learner module; a main exploiter meets live main; its
     snapshot asks the driver for a seeded reset, a league exploiter's does not."""
-    from spade_rllib.league.component import reset_seed
+    from spade_rllib.rllib.league_component import reset_seed
 
     comp = LeagueComponent(LeagueConfig(main_exploiters=1, league_exploiters=1, every_n_iterations=2,
                                         win_rate_threshold=None), seed=5)
@@ -509,7 +502,7 @@ def test_exploiters_train_as_their_own_modules(exploiter_league):
 
 @pytest.mark.ray
 def test_main_exploiter_is_reset_after_its_snapshot(exploiter_league):
-    from spade_rllib.league.component import reset_seed
+    from spade_rllib.rllib.league_component import reset_seed
 
     algo, initial, _, _ = exploiter_league
     comp = league_of(algo)
@@ -566,7 +559,7 @@ def test_sample_ahead_drops_the_batch_sampled_before_a_reset(ray_session):
 def test_exploiters_with_a_remote_learner(ray_session):
     """The remote-learner path (SingleAgentEpisodes with the learner's module id, PPO's default
     connectors, a reset on a Learner actor) trains all three modules."""
-    from spade_rllib.league.component import reset_seed
+    from spade_rllib.rllib.league_component import reset_seed
     from spade_rllib.rllib.algorithm import build_algo_config
 
     cfg = parse_config(tiny("MazeRace-v0", league={"main_exploiters": 1, "league_exploiters": 1,

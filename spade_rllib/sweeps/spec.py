@@ -40,7 +40,7 @@ from typing import Any, Optional
 
 import yaml
 
-from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
+from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config, read_yaml
 
 SWEEPS_DIR = Path(__file__).resolve().parent.parent.parent / "tune_configs" / "sweeps"
 """Where `--sweep NAME` looks for `NAME.yaml` (the repository's `tune_configs/sweeps/`)."""
@@ -85,6 +85,8 @@ def _did_you_mean(word: Any, options) -> str:
 def _number(value: Any, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{key} = {value!r}: wrong type, expected a number")
+    if not math.isfinite(value):
+        raise ConfigError(f"{key} = {value!r}: not a finite number, allowed any finite number")
     return float(value)
 
 
@@ -335,12 +337,11 @@ def load_sweep(name: str, smoke: bool = False, sets: tuple = (), directory: Path
     """(validated spec, base training config as a raw dict with overrides, budget, smoke and --set applied)."""
     path = sweep_path(name, directory)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = read_yaml(path.read_text()) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"--sweep {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
     if not isinstance(raw, dict):
         raise ConfigError(f"--sweep {str(path)!r}: expected a mapping ({', '.join(TOP_KEYS)}) at the top level")
-    raw = _fix_floats(raw)
     for k in raw:
         if k not in TOP_KEYS:
             raise ConfigError(f"{k}: unknown key{_did_you_mean(k, TOP_KEYS)} (allowed: {', '.join(TOP_KEYS)})")
@@ -361,20 +362,6 @@ def load_sweep(name: str, smoke: bool = False, sets: tuple = (), directory: Path
     base = base_raw_config(spec, sets)
     validate_against_base(spec, base)
     return spec, base
-
-
-def _fix_floats(obj: Any) -> Any:
-    """PyYAML reads 1e-4 (no dot) as a string: turn such strings into floats."""
-    if isinstance(obj, dict):
-        return {k: _fix_floats(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_fix_floats(v) for v in obj]
-    if isinstance(obj, str) and obj[:1] in "0123456789.-+" and "e" in obj.lower():
-        try:
-            return float(obj)
-        except ValueError:
-            return obj
-    return obj
 
 
 def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpec:
