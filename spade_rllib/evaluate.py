@@ -214,9 +214,9 @@ def build_pool(cfg: EvalConfig):
 # --------------------------------------------------------------------------------------------
 def evaluate(cfg: EvalConfig) -> dict:
     """Run the whole evaluation and write every output; returns a summary dict (paths and tables)."""
-    from spade_rllib.evaluation import report
+    from spade_rllib.evaluation import eval_report as report  # noqa: PLC0415
     from spade_rllib.evaluation.replays import write_replays
-    from spade_rllib.evaluation.runner import run_schedule
+    from spade_rllib.evaluation.schedule_runner import run_schedule
     from spade_rllib.evaluation.schedule import make_schedule, parse_levels
 
     started = time.perf_counter()

@@ -134,7 +134,7 @@ def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int 
                       human_seat: int = 0) -> PlayResult:
     from pettingzoo.classic import connect_four_v3
 
-    from spade_rllib.evaluation.games import connect_four_ascii
+    from spade_rllib.evaluation.match_engine import connect_four_ascii
 
     env = connect_four_v3.env()
     env.reset(seed=seed)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from spade_rllib.evaluate import EvalConfig, evaluate, main
-from spade_rllib.evaluation.games import DRAW, GameResult
+from spade_rllib.evaluation.match_engine import DRAW, GameResult
 from spade_rllib.evaluation.replays import pick_replays
-from spade_rllib.evaluation.report import fit_ratings, plot_progress
+from spade_rllib.evaluation.eval_report import fit_ratings, plot_progress
 from spade_rllib.evaluation.schedule import ScheduleError, make_schedule, parse_levels
 from tiny_checkpoints import save_tiny_checkpoint, write_progress_csv
 

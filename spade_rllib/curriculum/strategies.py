@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from spade_rllib.curriculum.config import CurriculumConfig
+from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.plr import learnability, replay_probabilities
 from spade_rllib.outcome import EpisodeOutcome
-from spade_rllib.curriculum.spec import (
+from spade_rllib.curriculum.level_spec import (
     LevelSpec,
     outcome_completed,
     outcome_level_summary,

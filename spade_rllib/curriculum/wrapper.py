@@ -30,7 +30,7 @@ import numpy as np
 from pettingzoo.utils.env import ParallelEnv
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
-from spade_rllib.curriculum.spec import LevelSpec, build_level
+from spade_rllib.curriculum.level_spec import LevelSpec, build_level
 from spade_rllib.curriculum.strategies import CurriculumStrategy, sample_level
 from spade_rllib.outcome import EpisodeOutcome
 

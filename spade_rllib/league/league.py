@@ -38,9 +38,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from spade_rllib import ratings
-from spade_rllib.league.config import LeagueConfig
+from spade_rllib.league.league_config import LeagueConfig
 from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role, learner_ids
-from spade_rllib.league.plan import MatchPlan, PlanEntry
+from spade_rllib.league.match_plan import MatchPlan, PlanEntry
 from spade_rllib.outcome import DRAW, TEAM_LETTERS, EpisodeOutcome
 from spade_rllib.league.sampling import allocate_slots, mix_latest, normalise, pfsp_weights, win_rate_estimate
 

@@ -59,7 +59,7 @@ from spade_rllib.rllib.components import (
     win_rates,
 )
 from spade_rllib.env_ids import env_kind
-from spade_rllib.rllib.games import make_game_factory
+from spade_rllib.rllib.env_adapters import make_game_factory
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.runner import SpadeEnvRunner
@@ -224,7 +224,7 @@ class SpadePPO(PPO):
         self._pending_outcomes: list = []
         self._reset_modules: set = set()  # modules re-initialised since the in-flight samples were launched
         self._last_eval: dict = placeholder_win_rates(self.run_config.evaluation.opponents, "eval") if self.run_config.evaluation.interval else {}
-        from spade_rllib.rllib.heldout import make_heldout_evaluator  # noqa: PLC0415
+        from spade_rllib.rllib.heldout_eval import make_heldout_evaluator  # noqa: PLC0415
 
         self.heldout = make_heldout_evaluator(self.run_config, config, self.env_info)  # held-out maps, in a Ray task
         self._spade_metrics: dict = {}

@@ -16,7 +16,7 @@ import dataclasses
 from typing import Any, Mapping, Optional
 
 from spade_rllib.config import ConfigError, RunConfig
-from spade_rllib.curriculum.config import CurriculumConfig
+from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.source import CurriculumLevelSource
 from spade_rllib.curriculum.strategies import KnobsFn, make_strategy
 from spade_rllib.outcome import MAIN, EpisodeOutcome

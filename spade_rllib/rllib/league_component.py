@@ -45,10 +45,10 @@ import numpy as np
 
 from spade_rllib.checkpoint_layout import LEAGUE_CORE_KEY, LEAGUE_CSV
 from spade_rllib.config import ConfigError, RunConfig
-from spade_rllib.league.config import LeagueConfig
+from spade_rllib.league.league_config import LeagueConfig
 from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
 from spade_rllib.league.league import League, format_table
-from spade_rllib.league.plan import MatchPlan
+from spade_rllib.league.match_plan import MatchPlan
 from spade_rllib.outcome import EpisodeOutcome
 from spade_rllib.rllib.components import DriverContext, EnvInfo
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, SLOT_PREFIX, DriverUpdate, OpponentPlan, slot_id

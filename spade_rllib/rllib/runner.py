@@ -60,7 +60,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
-from spade_rllib.rllib.games import MAZERACE_RESET_KEYS, Game, make_game_factory
+from spade_rllib.rllib.env_adapters import MAZERACE_RESET_KEYS, Game, make_game_factory
 from spade_rllib.rllib.packed import PackedEpisodes
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
 

@@ -32,7 +32,7 @@ import math
 import time
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from spade_rllib.curriculum.heldout import heldout_metrics, heldout_reset_options, load_heldout_levels
+from spade_rllib.curriculum.heldout_levels import heldout_metrics, heldout_reset_options, load_heldout_levels
 from spade_rllib.outcome import MAIN
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from spade_rllib.curriculum.spec import LevelSpec, normalize_ascii
+from spade_rllib.curriculum.level_spec import LevelSpec, normalize_ascii
 from spade_rllib.outcome import EpisodeOutcome
 
 HELDOUT_DIR = Path(__file__).resolve().parent.parent / "levels" / "heldout"
