@@ -1,9 +1,9 @@
 """A checkpoint written before issue 12 (league on, 2 iterations, tiny MLP) still loads.
 
 `tests/fixtures/checkpoint_before_issue12/` is a trial directory trained with the code of commit
-ffb1e69 (`tune_configs`-style config in its `config.yaml`: MazeRace 1v1, league snapshots every
-iteration). Its pickles name `spade_rllib.rllib.{algorithm,module,plan,runner}`, so those modules
-keep their names.
+ffb1e69 (its `config.yaml`: MazeRace 1v1, an 8-unit MLP, league snapshots every iteration, 2
+iterations), trimmed to the checkpoint, `config.yaml` and `league.csv`. Its pickles name
+`spade_rllib.rllib.{algorithm,module,plan,runner}`, so those modules keep their names.
 """
 from __future__ import annotations
 
@@ -24,6 +24,14 @@ def test_old_checkpoint_resolves_modules_members_and_env():
     info = resolve_checkpoint(OLD_RUN)
     assert info.path == OLD_CKPT.resolve() and info.trial_dir == OLD_RUN.resolve()
     assert info.module_ids == ("main",) and info.league_ids == MEMBERS
+    # the layout module reads the league where the trainer wrote it, and the run's env
+    from spade_rllib.checkpoint_layout import checkpoint_env_id, component_state, league_member_states, module_dir
+
+    assert module_dir(OLD_CKPT) == OLD_CKPT / "learner_group" / "learner" / "rl_module" / "main"
+    assert set(component_state(info, "league")) >= {"league", "plan", "counters"}
+    weights = league_member_states(info)
+    assert tuple(weights) == MEMBERS and all(isinstance(v, np.ndarray) for w in weights.values() for v in w.values())
+    assert checkpoint_env_id(info) == "MazeRace-v0"
 
 
 @pytest.mark.parametrize("module_id", ["main", *MEMBERS])
