@@ -17,16 +17,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
+from spade_rllib.env_ids import canonical_env_id
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
     SUPPORTED_ENV_IDS,
     PolicyLoadError,
-    canonical_env_id,
-    checkpoint_env_id,
     infer_env_id,
     known_env_id,
     load_policy,
-    resolve_checkpoint,
 )
 
 EXIT_USAGE = 2

@@ -41,8 +41,8 @@ from spade_rllib import ratings
 from spade_rllib.league.league_config import LeagueConfig
 from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role, learner_ids
 from spade_rllib.league.match_plan import MatchPlan, PlanEntry
-from spade_rllib.outcome import DRAW, TEAM_LETTERS, EpisodeOutcome
 from spade_rllib.league.sampling import allocate_slots, mix_latest, normalise, pfsp_weights, win_rate_estimate
+from spade_rllib.outcome import DRAW, TEAM_LETTERS, EpisodeOutcome
 
 STATE_VERSION = 1
 MAX_EVENTS = 100

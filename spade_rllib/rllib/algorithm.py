@@ -49,6 +49,8 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
 from spade_rllib.config import RunConfig, parse_config
+from spade_rllib.env_ids import env_kind
+from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.component_registry import build_components
 from spade_rllib.rllib.components import (
     DriverContext,
@@ -58,10 +60,8 @@ from spade_rllib.rllib.components import (
     placeholder_win_rates,
     win_rates,
 )
-from spade_rllib.env_ids import env_kind
 from spade_rllib.rllib.env_adapters import make_game_factory
 from spade_rllib.rllib.module import SpadeModule
-from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.runner import SpadeEnvRunner
 
 logger = logging.getLogger(__name__)
