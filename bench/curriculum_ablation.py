@@ -16,7 +16,7 @@ gives the setups unequal amounts of experience.
 Held-out evaluation is off during training (it would eat the budget). Afterwards main's final
 weights play every held-out map (`evaluation.heldout_levels`, default the shipped six) against
 rusher, rusher_tagger and itself, `--games` games per map and opponent, seats alternating
-(`spade_rllib.rllib.heldout.play_heldout`, outside the budget).
+(`spade_rllib.rllib.heldout_eval.play_heldout`, outside the budget).
 
 Output: a table of held-out win rates vs rusher_tagger per map and setup, then the training figures;
 the LAST line is one JSON object {setup: {"win_rate": mean held-out win rate vs rusher_tagger,
@@ -60,9 +60,9 @@ def setup_overrides(setup: str, minutes: float) -> list[str]:
 def train_one(setup: str, args: argparse.Namespace) -> dict:
     """Train one setup for the budget; returns training figures and the held-out metrics."""
     from spade_rllib.config import apply_overrides, load_raw, parse_config
-    from spade_rllib.curriculum.heldout import HELDOUT_DIR
+    from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR
     from spade_rllib.rllib.algorithm import build_algo_config
-    from spade_rllib.rllib.heldout import play_heldout
+    from spade_rllib.rllib.heldout_eval import play_heldout
 
     raw = apply_overrides(load_raw(str(args.config)), [*args.overrides, *setup_overrides(setup, args.minutes)])
     cfg = parse_config(raw, source_path=str(args.config))

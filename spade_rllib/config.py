@@ -7,32 +7,35 @@ every key and value before anything starts Ray. Each problem raises `ConfigError
 one line naming the key path, the value and what is allowed, with a "did you mean" for typos:
 
     >>> parse_config({"agent": {"lrr": 1e-4}})
-    ConfigError: agent.lrr: unknown key; did you mean 'lr'? (allowed: algorithm, lr, gamma, ...)
+    ConfigError: agent.lrr: unknown key (did you mean 'lr'?) (allowed: algorithm, lr, gamma, ...)
 
 Sections: experiment, env, agent (+ agent.model), self_play, league, curriculum, training
-(+ training.stop), resources, evaluation. `league` and `curriculum` are owned by the league and
-curriculum code; they start with an on/off field each and reject unknown keys already.
+(+ training.stop), resources, evaluation. `league` and `curriculum` embed the cores' own configs
+(`spade_rllib.league.LeagueConfig`, `spade_rllib.curriculum.CurriculumConfig`): an on/off field
+plus the core's fields, defaults and checks, so there is one schema and one wording of errors
+(`spade_rllib.validation`) for the whole file. YAML values, `--set` values and sweep files are
+read by one reader (`read_yaml`); NaN and +-inf are refused for every number.
 """
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib
+import math
 import os
 import pkgutil
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Optional, Union
 
 import yaml
 
-MAZERACE_ID = "MazeRace-v0"
-
-
-class ConfigError(ValueError):
-    """A config problem, described in one line (key path, value, what is allowed)."""
+from spade_rllib.curriculum.curriculum_config import STRATEGIES as CURRICULUM_STRATEGIES
+from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCurriculumConfig
+from spade_rllib.env_ids import MAZERACE_ID, EnvKind, env_kind
+from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
+from spade_rllib.validation import ConfigError, did_you_mean
 
 
 def _f(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None, **constraints: Any) -> Any:
@@ -97,82 +100,66 @@ class SelfPlayConfig:
     opponent_mix: dict = _f(help="Optional extra opponents with weights, e.g. {random: 0.2, 'bot:rusher': 0.1}; the rest follows `mode`.", factory=dict)
 
 
-def _core_values(section: Any) -> dict:
-    """A run-config section's values for its pure core's config (`enabled` belongs to the run config)."""
-    return {f.name: getattr(section, f.name) for f in dataclasses.fields(section) if f.name != "enabled"}
-
-
-def _core_config(core_cls: type, values: dict) -> Any:
-    """`core_cls.from_dict(values)`, with the core's one-line error re-raised as `ConfigError`."""
-    try:
-        return core_cls.from_dict(values)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(str(e)) from e
-
-
 @dataclass
-class LeagueConfig:
-    """`enabled` plus every field of the league core's `spade_rllib.league.LeagueConfig` (docs/league.md).
-
-    Types are checked here; values are checked by the core (`to_core()`), whose one-line errors
-    ("league.window = 0 is out of range; allowed: ...") are re-raised as `ConfigError`.
-    """
+class LeagueSection:
+    """`league:` = `enabled` plus the league core's `LeagueConfig` (docs/league.md), embedded: the
+    core owns the fields, their defaults and their validation; `cfg.league.<field>` reads the core."""
 
     enabled: bool = _f(False, help="Turn league self-play on: main plays frozen snapshots of itself (replaces self_play's plan).")
-    win_rate_threshold: Optional[float] = _f(0.7, help="Snapshot main when its score over the last `window` games reaches this (draws = 0.5); null = off.")
-    window: int = _f(100, help="Games the win-rate threshold looks at (cleared at each snapshot).")
-    every_n_iterations: Optional[int] = _f(None, help="Also snapshot every N iterations; null = off.")
-    min_iterations_between: int = _f(1, help="Never two snapshots closer than this many iterations.")
-    latest_ratio: float = _f(0.5, help="Share of main's games against its newest snapshot.")
-    sampling: str = _f("pfsp", help="How the other games pick from the pool: 'uniform' or 'pfsp'.")
-    pfsp_weighting: str = _f("hard", help="PFSP weight of main's win rate p: 'hard' (1-p)^2, 'variance' p(1-p), 'linear' 1-p.")
-    pfsp_window: int = _f(200, help="Recent games per member that estimate p for PFSP.")
-    pfsp_prior_games: float = _f(1.0, help="Pseudo-games at p = 0.5 added to every member's PFSP record.")
-    max_size: int = _f(20, help="Most frozen snapshots kept (random does not count).")
-    eviction: str = _f("oldest", help="Which snapshot leaves a full pool: 'oldest' or 'lowest_rated'.")
-    keep_first: bool = _f(True, help="Never evict main's first snapshot.")
-    include_random: bool = _f(True, help="The uniform-random player is a pool member.")
-    num_opponent_slots: int = _f(4, help="K: opponent weight slots per env runner (memory does not grow with the league).")
-    main_exploiters: int = _f(0, help="AlphaStar main exploiters: trained modules that play only live main; reset after each snapshot.")
-    league_exploiters: int = _f(0, help="AlphaStar league exploiters: trained modules that play the whole pool (PFSP).")
-    rating: str = _f("elo", help="Reported rating: 'elo' or 'openskill' (mu); Elo is always tracked.")
-    elo_k: float = _f(16.0, help="Elo K factor.")
-    elo_initial: float = _f(1200.0, help="Starting Elo of main and random (snapshots start at main's rating).")
-    openskill_model: str = _f("plackett_luce", help="OpenSkill model when rating is 'openskill'.")
+    settings: CoreLeagueConfig = _f(help="The league core's settings.", factory=CoreLeagueConfig, embedded=True)
 
-    def to_core(self):
-        """The league core's `LeagueConfig` (raises `ConfigError` with the core's message)."""
-        from spade_rllib.league.config import LeagueConfig as CoreLeagueConfig  # noqa: PLC0415
+    def to_core(self) -> CoreLeagueConfig:
+        return self.settings
 
-        return _core_config(CoreLeagueConfig, _core_values(self))
+    def to_dict(self) -> dict:
+        return {"enabled": self.enabled, **self.settings.to_dict()}
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "settings":  # not set yet (unpickling): no delegation loop
+            raise AttributeError(name)
+        return getattr(self.settings, name)
+
+    @classmethod
+    def from_raw(cls, raw: dict, key: str) -> "LeagueSection":
+        enabled = _convert(raw.pop("enabled", False), bool, f"{key}.enabled", {})
+        return cls(enabled=enabled, settings=CoreLeagueConfig.from_dict(raw))
+
+
+CURRICULUM_OFF = "none"
+"""`curriculum.strategy` of a run without curriculum (the core has no such strategy)."""
 
 
 @dataclass
-class CurriculumConfig:
-    """`enabled` plus every field of the curriculum core's `spade_rllib.curriculum.CurriculumConfig`
-    (docs/curriculum.md). Top-level types are checked here; the sub-sections and every value are
-    checked by the core (`to_core()`), whose one-line errors ("curriculum.threshold.up_factor = 0.5 is
-    invalid; allowed: ...", "curriculum.plr.capasity is not a known setting (did you mean
-    'capacity'?)") are re-raised as `ConfigError`. After parsing, the sub-sections hold every setting."""
+class CurriculumSection:
+    """`curriculum:` = `enabled` plus the curriculum core's `CurriculumConfig` (docs/curriculum.md),
+    embedded like `LeagueSection`; `strategy` may also be 'none' (the default: no curriculum)."""
 
     enabled: bool = _f(False, help="Turn the adaptive curriculum on (MazeRace only): the driver picks every training level.")
-    strategy: str = _f("none", help="threshold (difficulty follows performance) | plr (prioritized level replay) | uniform (domain randomization) | fixed (one difficulty: no curriculum).", choices=("none", "threshold", "plr", "uniform", "fixed"))
-    families: Optional[list[str]] = _f(None, help="threshold/fixed: generator families (open, maze, rooms); null = the env's choice per difficulty.")
-    agents_per_team: int = _f(1, help="Team size of generated levels (the env's team size wins when they differ).")
-    metrics_window: int = _f(200, help="Recent episodes behind the curriculum/*_mean and completion-rate metrics.")
-    threshold: dict = _f(help="threshold: signal, initial, min, max, window, min_episodes, up_threshold, down_threshold, up_factor, down_factor.", factory=dict)
-    plr: dict = _f(help="plr: capacity, replay_prob, temperature, staleness_coeff, min_fill, score, learnability_p, prior, level_window.", factory=dict)
-    uniform: dict = _f(help="uniform (and PLR's new levels): families, size, wall_density, braid, flag_distance_frac ranges.", factory=dict)
-    fixed: dict = _f(help="fixed: difficulty (default 10, the hardest).", factory=dict)
+    strategy: str = _f(CURRICULUM_OFF, help="threshold (difficulty follows performance) | plr (prioritized level replay) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
+    settings: CoreCurriculumConfig = _f(help="The curriculum core's settings.", factory=CoreCurriculumConfig, embedded=True)
 
-    def to_core(self):
-        """The curriculum core's `CurriculumConfig` (raises `ConfigError` with the core's message)."""
-        from spade_rllib.curriculum.config import CurriculumConfig as CoreCurriculumConfig  # noqa: PLC0415
+    def to_core(self) -> CoreCurriculumConfig:
+        return self.settings
 
-        values = _core_values(self)
-        if values["strategy"] == "none":
-            values.pop("strategy")
-        return _core_config(CoreCurriculumConfig, values)
+    def to_dict(self) -> dict:
+        return {"enabled": self.enabled, **self.settings.to_dict(), "strategy": self.strategy}
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "settings":
+            raise AttributeError(name)
+        return getattr(self.settings, name)
+
+    @classmethod
+    def from_raw(cls, raw: dict, key: str) -> "CurriculumSection":
+        enabled = _convert(raw.pop("enabled", False), bool, f"{key}.enabled", {})
+        strategy = _convert(raw.pop("strategy", CURRICULUM_OFF), str, f"{key}.strategy",
+                            {"choices": (CURRICULUM_OFF, *CURRICULUM_STRATEGIES)})
+        if strategy != CURRICULUM_OFF:
+            raw["strategy"] = strategy
+        return cls(enabled=enabled, strategy=strategy, settings=CoreCurriculumConfig.from_dict(raw))
+
+
+EMBEDDED_SECTIONS = (LeagueSection, CurriculumSection)
 
 
 @dataclass
@@ -221,8 +208,8 @@ class RunConfig:
     env: EnvConfig = _f(help="Environment id and knobs.", factory=EnvConfig)
     agent: AgentConfig = _f(help="Algorithm hyperparameters and model.", factory=AgentConfig)
     self_play: SelfPlayConfig = _f(help="How agents map to policies.", factory=SelfPlayConfig)
-    league: LeagueConfig = _f(help="League self-play.", factory=LeagueConfig)
-    curriculum: CurriculumConfig = _f(help="Adaptive curriculum.", factory=CurriculumConfig)
+    league: LeagueSection = _f(help="League self-play.", factory=LeagueSection)
+    curriculum: CurriculumSection = _f(help="Adaptive curriculum.", factory=CurriculumSection)
     training: TrainingConfig = _f(help="Stop condition, sampling, checkpoints.", factory=TrainingConfig)
     resources: ResourcesConfig = _f(help="CPUs and GPUs.", factory=ResourcesConfig)
     evaluation: EvaluationConfig = _f(help="Periodic evaluation of main.", factory=EvaluationConfig)
@@ -231,8 +218,12 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         """Plain nested dict (derived fields left out), suitable for YAML and `parse_config`."""
-        out = dataclasses.asdict(self)
-        out.pop("source_path", None)
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.metadata.get("derived"):
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = value.to_dict() if isinstance(value, EMBEDDED_SECTIONS) else dataclasses.asdict(value)
         return out
 
 
@@ -240,67 +231,51 @@ class RunConfig:
 # Env ids
 # ----------------------------------------------------------------------------------------------
 
-EnvKind = Literal["mazerace", "gymnasium", "pettingzoo"]
-
-
 def classify_env_id(env_id: str, key: str = "env.id") -> EnvKind:
     """Say which family an env id belongs to, or raise `ConfigError` with a did-you-mean."""
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"{key} = {env_id!r}: must be a non-empty string")
-    if env_id == MAZERACE_ID or env_id in _spade_env_ids():
-        return "mazerace"
-    if ":" in env_id:
+    kind = env_kind(env_id)
+    if kind == "mazerace":
+        return kind
+    if kind == "pettingzoo":
         mod_name, _, attr = env_id.partition(":")
-        if not mod_name.startswith("gymnasium"):
-            try:
-                mod = importlib.import_module(mod_name)
-            except ImportError as e:
-                raise ConfigError(
-                    f"{key} = {env_id!r}: cannot import module {mod_name!r} ({e.__class__.__name__}: {e}); "
-                    "expected a PettingZoo path like 'pettingzoo.classic:connect_four_v3'"
-                ) from e
-            try:
-                target = getattr(mod, attr, None)
-            except Exception as e:  # PettingZoo raises for deprecated, unknown or broken names
-                if attr in {m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", []))}:
-                    raise ConfigError(f"{key} = {env_id!r}: cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
-                target = None
-            if type(target).__name__ == "DeprecatedModule" or not any(hasattr(target, n) for n in ("env", "parallel_env")):
-                names = sorted(m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", [])) if not m.ispkg)
-                what = "no env" if target is None else "an outdated (deprecated) or non-env entry"
-                raise ConfigError(
-                    f"{key} = {env_id!r}: module {mod_name!r} has {what} named {attr!r}{_did_you_mean(attr, names)}; "
-                    f"allowed: {', '.join(names[:12]) or 'PettingZoo env modules'}"
-                )
-            return "pettingzoo"
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError as e:
+            raise ConfigError(
+                f"{key} = {env_id!r}: cannot import module {mod_name!r} ({e.__class__.__name__}: {e}); "
+                "expected a PettingZoo path like 'pettingzoo.classic:connect_four_v3'"
+            ) from e
+        try:
+            target = getattr(mod, attr, None)
+        except Exception as e:  # PettingZoo raises for deprecated, unknown or broken names
+            if attr in {m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", []))}:
+                raise ConfigError(f"{key} = {env_id!r}: cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
+            target = None
+        if type(target).__name__ == "DeprecatedModule" or not any(hasattr(target, n) for n in ("env", "parallel_env")):
+            names = sorted(m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", [])) if not m.ispkg)
+            what = "no env" if target is None else "an outdated (deprecated) or non-env entry"
+            raise ConfigError(
+                f"{key} = {env_id!r}: module {mod_name!r} has {what} named {attr!r}{did_you_mean(attr, names)}; "
+                f"allowed: {', '.join(names[:12]) or 'PettingZoo env modules'}"
+            )
+        return "pettingzoo"
     import gymnasium as gym
 
     if env_id in gym.registry:
         return "gymnasium"
     known = [MAZERACE_ID, *gym.registry.keys()]
     raise ConfigError(
-        f"{key} = {env_id!r}: unknown env id{_did_you_mean(env_id, known)}; allowed: {MAZERACE_ID!r}, "
+        f"{key} = {env_id!r}: unknown env id{did_you_mean(env_id, known)}; allowed: {MAZERACE_ID!r}, "
         "a Gymnasium id (e.g. 'CartPole-v1') or a PettingZoo path 'pkg.module:env_name' "
         "(e.g. 'pettingzoo.classic:connect_four_v3')"
     )
 
 
-def _spade_env_ids() -> tuple[str, ...]:
-    try:
-        from spade_rllib.envs import ENV_IDS  # noqa: PLC0415 (optional until the env lands)
-    except Exception:  # pragma: no cover - env package not present yet
-        return (MAZERACE_ID,)
-    return tuple(ENV_IDS)
-
-
 # ----------------------------------------------------------------------------------------------
 # Parsing and validation
 # ----------------------------------------------------------------------------------------------
-
-
-def _did_you_mean(word: str, options: typing.Iterable[str]) -> str:
-    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _type_name(tp: Any) -> str:
@@ -330,6 +305,8 @@ def _convert(value: Any, tp: Any, key: str, md: dict) -> Any:
             value = {}
         if not isinstance(value, dict):
             raise ConfigError(f"{key} = {value!r}: wrong type, expected a mapping of {_keys(tp)}")
+        if tp in EMBEDDED_SECTIONS:
+            return _build_embedded(tp, dict(value), key)
         return _build(tp, value, key)
     if origin is list:
         (inner,) = typing.get_args(tp)
@@ -350,6 +327,8 @@ def _convert(value: Any, tp: Any, key: str, md: dict) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key} = {value!r}: wrong type, expected a number")
         value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{key} = {value!r}: not a finite number, allowed {_allowed(md) or 'any finite number'}")
     elif tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key} = {value!r}: wrong type, expected a string")
@@ -364,28 +343,57 @@ def _convert(value: Any, tp: Any, key: str, md: dict) -> Any:
 def _check_constraints(value: Any, key: str, md: dict) -> None:
     if "choices" in md and value not in md["choices"]:
         choices = ", ".join(repr(c) for c in md["choices"])
-        raise ConfigError(f"{key} = {value!r}: not allowed{_did_you_mean(value, md['choices'])}; allowed: {choices}")
+        raise ConfigError(f"{key} = {value!r}: not allowed{did_you_mean(value, md['choices'])}; allowed: {choices}")
     lo, hi, gt, lt = md.get("min"), md.get("max"), md.get("gt"), md.get("lt")
     if isinstance(value, (int, float)):
         bad = (lo is not None and value < lo) or (hi is not None and value > hi) or (gt is not None and value <= gt) or (lt is not None and value >= lt)
         if bad:
-            parts = []
-            if gt is not None:
-                parts.append(f"> {gt}")
-            if lo is not None:
-                parts.append(f">= {lo}")
-            if lt is not None:
-                parts.append(f"< {lt}")
-            if hi is not None:
-                parts.append(f"<= {hi}")
-            raise ConfigError(f"{key} = {value!r}: out of range, allowed {' and '.join(parts)}")
+            raise ConfigError(f"{key} = {value!r}: out of range, allowed {_allowed(md)}")
     if md.get("path") and isinstance(value, str):
         if not Path(os.path.expanduser(value)).exists():
             raise ConfigError(f"{key} = {value!r}: file not found (cwd: {os.getcwd()})")
 
 
+def _allowed(md: dict) -> str:
+    """The range constraints of a field as text ("> 0.0 and <= 1.0"); "" when it has none."""
+    parts = [f"{op} {md[name]}" for name, op in (("gt", ">"), ("min", ">="), ("lt", "<"), ("max", "<=")) if md.get(name) is not None]
+    return " and ".join(parts)
+
+
+def _refuse_non_finite(value: Any, key: str) -> None:
+    """NaN and +-inf anywhere in a raw config (free-form mappings included) are refused, one line."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _refuse_non_finite(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _refuse_non_finite(v, f"{key}[{i}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{key} = {value!r}: not a finite number, allowed any finite number")
+
+
+def _field_names(cls: type) -> list[str]:
+    """YAML keys of a section: its fields, an embedded core's fields in place of the core."""
+    names = []
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("embedded"):
+            names += [c.name for c in dataclasses.fields(f.type if isinstance(f.type, type) else typing.get_type_hints(cls)[f.name]) if c.name not in names]
+        elif not f.metadata.get("derived"):
+            names.append(f.name)
+    return names
+
+
 def _keys(cls: type) -> str:
-    return ", ".join(f.name for f in dataclasses.fields(cls) if not f.metadata.get("derived"))
+    return ", ".join(_field_names(cls))
+
+
+def _build_embedded(cls: type, raw: dict, key: str) -> Any:
+    """A section embedding a core config: unknown keys here, every value checked by the core."""
+    names = _field_names(cls)
+    for k in raw:
+        if k not in names:
+            raise ConfigError(f"{key}.{k}: unknown key{did_you_mean(k, names)} (allowed: {', '.join(names)})")
+    return cls.from_raw(raw, key)
 
 
 def _build(cls: type, raw: dict, prefix: str) -> Any:
@@ -395,7 +403,7 @@ def _build(cls: type, raw: dict, prefix: str) -> Any:
     for k, v in raw.items():
         key = f"{prefix}.{k}" if prefix else str(k)
         if k not in fields:
-            raise ConfigError(f"{key}: unknown key{_did_you_mean(k, fields)} (allowed: {_keys(cls)})")
+            raise ConfigError(f"{key}: unknown key{did_you_mean(k, fields)} (allowed: {_keys(cls)})")
         kwargs[k] = _convert(v, hints[k], key, dict(fields[k].metadata))
     obj = cls(**kwargs)
     return obj
@@ -408,6 +416,7 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None) -> RunC
     if not isinstance(raw, dict):
         raise ConfigError(f"<root> = {raw!r}: wrong type, expected a mapping of sections ({_keys(RunConfig)})")
     cfg = _build(RunConfig, raw, "")
+    _refuse_non_finite(raw, "")  # after the typed pass, whose messages also name the allowed range
     cfg.source_path = source_path
     _cross_check(cfg)
     return cfg
@@ -442,7 +451,6 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"training.stop.metric = {stop.metric!r}: metric and target must be given together (target = {stop.target!r})")
     if cfg.agent.model.kind == "cnn" and kind != "mazerace":
         raise ConfigError(f"agent.model.kind = 'cnn': only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
-    cfg.league.to_core()  # validates every league value, enabled or not
     if cfg.league.enabled:
         if kind == "gymnasium":
             raise ConfigError(f"league.enabled = true: single-agent env {cfg.env.id!r} has no opponent; turn the league off")
@@ -450,9 +458,6 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError("curriculum.strategy = 'none': choose a strategy when curriculum.enabled is true")
     if cfg.curriculum.enabled and kind != "mazerace":
         raise ConfigError(f"curriculum.enabled = true: only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
-    core = cfg.curriculum.to_core().to_dict()  # validates every curriculum value, enabled or not
-    for name in ("threshold", "plr", "uniform", "fixed"):
-        setattr(cfg.curriculum, name, core[name])  # every setting, so config.yaml records them
     if cfg.evaluation.heldout_levels and kind != "mazerace":
         raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.
@@ -471,7 +476,7 @@ def _check_opponent_id(opp: str, key: str, kind: str) -> None:
             raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {MAZERACE_ID!r}")
         return
     allowed = [*BUILTIN_OPPONENTS, "bot:rusher", "bot:rusher_tagger"]
-    raise ConfigError(f"{key} = {opp!r}: unknown opponent{_did_you_mean(opp, allowed)}; allowed: 'random', 'mirror', 'bot:<name>'")
+    raise ConfigError(f"{key} = {opp!r}: unknown opponent{did_you_mean(opp, allowed)}; allowed: 'random', 'mirror', 'bot:<name>'")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -488,7 +493,7 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
         path, _, text = item.partition("=")
         path = path.strip()
         try:
-            value = yaml.safe_load(text) if text.strip() else None
+            value = read_yaml(text) if text.strip() else None
         except yaml.YAMLError as e:
             raise ConfigError(f"--set {item!r}: value is not valid YAML ({str(e).splitlines()[0]})") from e
         parts = [p for p in path.split(".") if p]
@@ -507,6 +512,12 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
             node = child
         node[parts[-1]] = value
     return raw
+
+
+def read_yaml(text: str) -> Any:
+    """The one YAML reader for configs, sweep files and `--set` values: `yaml.safe_load`, then
+    '1e-4'-style numbers (strings to YAML 1.1) as floats, so a value reads the same wherever it is written."""
+    return _fix_yaml_floats(yaml.safe_load(text))
 
 
 def _fix_yaml_floats(obj: Any) -> Any:
@@ -532,20 +543,20 @@ def load_raw(path: Optional[str]) -> dict:
     if not p.is_file():
         raise ConfigError(f"--config = {str(path)!r}: file not found (cwd: {os.getcwd()})")
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = read_yaml(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"--config = {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"--config = {str(path)!r}: expected a mapping of sections at the top level")
-    return _fix_yaml_floats(raw)
+    return raw
 
 
 def load_config(path: Optional[str], overrides: typing.Sequence[str] = ()) -> RunConfig:
     """Load YAML `path` (or defaults when None), apply `--set` overrides, validate."""
     raw = apply_overrides(load_raw(path), overrides)
-    return parse_config(_fix_yaml_floats(raw), source_path=str(path) if path else None)
+    return parse_config(raw, source_path=str(path) if path else None)
 
 
 def dump_config(cfg: RunConfig) -> str:
@@ -554,21 +565,46 @@ def dump_config(cfg: RunConfig) -> str:
 
 
 def describe() -> str:
-    """All keys with their help lines (for `--help-config`)."""
+    """All keys with their help lines (for `--help-config`); an embedded core's keys with its field docs."""
     lines: list[str] = []
 
     def walk(cls: type, prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             if f.metadata.get("derived"):
                 continue
-            tp = typing.get_type_hints(cls)[f.name]
+            tp = hints[f.name]
             key = f"{prefix}{f.name}"
-            if dataclasses.is_dataclass(tp):
+            if f.metadata.get("embedded"):
+                docs = field_docs(tp)
+                core = tp()
+                for c in dataclasses.fields(tp):
+                    if f"{prefix}{c.name}" not in seen:
+                        lines.append(f"  {prefix}{c.name} = {getattr(core, c.name)!r}  {docs.get(c.name, '')}")
+            elif dataclasses.is_dataclass(tp):
                 lines.append(f"{key}:  {f.metadata['help']}")
                 walk(tp, key + ".")
             else:
                 default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
                 lines.append(f"  {key} = {default!r}  ({_type_name(tp)}) {f.metadata['help']}")
+            seen.add(key)
 
+    seen: set[str] = set()
     walk(RunConfig, "")
     return "\n".join(lines)
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """{field: its attribute docstring} of a dataclass written `name: type = default` + `\"\"\"doc\"\"\"`."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr) \
+                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs

@@ -17,16 +17,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
+from spade_rllib.env_ids import canonical_env_id
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
     SUPPORTED_ENV_IDS,
     PolicyLoadError,
-    canonical_env_id,
-    checkpoint_env_id,
     infer_env_id,
     known_env_id,
     load_policy,
-    resolve_checkpoint,
 )
 
 EXIT_USAGE = 2
@@ -214,9 +213,9 @@ def build_pool(cfg: EvalConfig):
 # --------------------------------------------------------------------------------------------
 def evaluate(cfg: EvalConfig) -> dict:
     """Run the whole evaluation and write every output; returns a summary dict (paths and tables)."""
-    from spade_rllib.evaluation import report
+    from spade_rllib.evaluation import eval_report as report  # noqa: PLC0415
     from spade_rllib.evaluation.replays import write_replays
-    from spade_rllib.evaluation.runner import run_schedule
+    from spade_rllib.evaluation.schedule_runner import run_schedule
     from spade_rllib.evaluation.schedule import make_schedule, parse_levels
 
     started = time.perf_counter()

@@ -16,16 +16,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
+from spade_rllib.env_ids import canonical_env_id
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
     Policy,
     PolicyLoadError,
-    canonical_env_id,
     infer_env_id,
     known_env_id,
     load_policy,
-    resolve_checkpoint,
-    checkpoint_env_id,
 )
 
 MAZE_KEYS = {"w": 1, "s": 2, "a": 3, "d": 4, "t": 5, " ": 0}
@@ -134,7 +133,7 @@ def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int 
                       human_seat: int = 0) -> PlayResult:
     from pettingzoo.classic import connect_four_v3
 
-    from spade_rllib.evaluation.games import connect_four_ascii
+    from spade_rllib.evaluation.match_engine import connect_four_ascii
 
     env = connect_four_v3.env()
     env.reset(seed=seed)

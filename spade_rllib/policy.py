@@ -12,13 +12,12 @@ What a *checkpoint* may be (resolved by `resolve_checkpoint`):
 Nothing here starts Ray: `RLModule.from_checkpoint(<ckpt>/learner_group/learner/rl_module/<id>)`
 reads the module's pickled constructor arguments and its state and runs on torch alone.
 
-League snapshots: frozen members are stored by the league as numpy state dicts of main's
-architecture (in `algorithm_state.pkl` under `spade_components` -> `league`). `league_member_states()`
-is the one place that reads them; a snapshot is built as main's module class with its weights.
-
-The env a checkpoint was trained on comes from run metadata (`checkpoint_env_id`) or, when that
-names no supported env, from the module's spaces (`infer_env_id`); `load_policy(..., env_id=...)`
-refuses a checkpoint of another env.
+Where everything lives inside a checkpoint is `spade_rllib.checkpoint_layout`'s business
+(`resolve_checkpoint`, `league_member_states`, `checkpoint_env_id`; re-exported here). League
+snapshots are numpy state dicts of main's architecture; a snapshot is built as main's module class
+with its weights. The env a checkpoint was trained on comes from run metadata or, when that names no
+supported env, from the module's spaces (`infer_env_id`); `load_policy(..., env_id=...)` refuses a
+checkpoint of another env.
 
 Every bad input raises `PolicyLoadError` with a one-line message; CLIs print it and exit 2.
 """
@@ -26,294 +25,29 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
-import json
 import logging
-import pickle
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-DEFAULT_MODULE_ID = "main"
-RL_MODULE_SUBPATH = Path("learner_group") / "learner" / "rl_module"
-CTOR_FILE = "class_and_ctor_args.pkl"
-MODULE_STATE_STEM = "module_state"
-# Files a training run may leave that name its env (checked in this order).
-SPADE_META_FILE = "spade_meta.json"
-TUNE_PARAMS_FILE = "params.json"
-RUN_CONFIG_FILE = "config.yaml"
+from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loader's users import them from here
+    RL_MODULE_SUBPATH,
+    CheckpointInfo,
+    PolicyLoadError,
+    checkpoint_env_id,
+    league_member_states,
+    natural_key,
+    resolve_checkpoint,
+)
+from spade_rllib.env_ids import MAZERACE_ID, canonical_env_id
+from spade_rllib.outcome import MAIN
+
+DEFAULT_MODULE_ID = MAIN
 MASKED_OBS_KEY = "observations"
 MASK_KEY = "action_mask"
 DEPRECATION_LOGGER = "ray._common.deprecation"
 PZ_OBS_KEY = "observation"  # PettingZoo classic envs' dict key for the board
-
-
-class PolicyLoadError(Exception):
-    """A checkpoint or module could not be loaded. The message is one line, meant for users."""
-
-
-# --------------------------------------------------------------------------------------------
-# Env ids
-# --------------------------------------------------------------------------------------------
-def canonical_env_id(env_id: str | None) -> str | None:
-    """Map the spellings a run may use for an env to one id ("MazeRace-v0", "connect_four_v3", ...).
-
-    Accepts registered names ("MazeRace-v0"), import paths ("pettingzoo.classic:connect_four_v3")
-    and wrapper-prefixed names ("spade/MazeRace-v0"). Unknown names are returned unchanged.
-    """
-    if env_id is None:
-        return None
-    text = str(env_id)
-    low = text.lower()
-    if "mazerace" in low or "maze_race" in low:
-        return "MazeRace-v0"
-    match = re.search(r"connect_four(_v\d+)?", low)
-    if match:
-        return "connect_four_v3"
-    return text.split(":")[-1]
-
-
-# --------------------------------------------------------------------------------------------
-# Checkpoint resolution
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CheckpointInfo:
-    """Where the pieces of one checkpoint live on disk."""
-
-    path: Path
-    """The directory the user gave, resolved to an algorithm checkpoint (or a module directory)."""
-    module_root: Path
-    """Directory holding one sub-directory per RLModule id."""
-    module_ids: tuple[str, ...]
-    """Ids of the RLModules saved by the learner (e.g. ("main",))."""
-    trial_dir: Path | None
-    """The Tune trial directory above the checkpoint (holds progress.csv), when there is one."""
-    single_module: bool = False
-    """True when `path` is one RLModule directory rather than an algorithm checkpoint."""
-    league_ids: tuple[str, ...] = field(default=())
-    """Ids of frozen league members stored in the checkpoint (weights only)."""
-
-    @property
-    def all_ids(self) -> tuple[str, ...]:
-        return self.module_ids + tuple(i for i in self.league_ids if i not in self.module_ids)
-
-    def module_dir(self, module_id: str) -> Path:
-        return self.module_root if self.single_module else self.module_root / module_id
-
-
-def _is_module_dir(path: Path) -> bool:
-    return (path / CTOR_FILE).is_file() and any(path.glob(MODULE_STATE_STEM + ".*"))
-
-
-def _checkpoint_number(path: Path) -> int:
-    digits = re.findall(r"\d+", path.name)
-    return int(digits[-1]) if digits else -1
-
-
-def _find_trial_dir(ckpt: Path) -> Path | None:
-    for candidate in (ckpt.parent, ckpt.parent.parent):
-        if any((candidate / name).is_file() for name in ("progress.csv", TUNE_PARAMS_FILE, RUN_CONFIG_FILE)):
-            return candidate
-    return None
-
-
-def natural_key(text: str) -> tuple:
-    """Sort key that orders "main_v2" before "main_v10"."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
-
-
-def resolve_checkpoint(checkpoint: str | Path) -> CheckpointInfo:
-    """Find the RLModules inside `checkpoint` (see module docstring for accepted layouts)."""
-    path = Path(checkpoint).expanduser()
-    if not path.exists():
-        raise PolicyLoadError(f"checkpoint path does not exist: {path}")
-    if not path.is_dir():
-        raise PolicyLoadError(
-            f"not a checkpoint: {path} is a file; pass the checkpoint directory "
-            f"(the one holding {RL_MODULE_SUBPATH}/)"
-        )
-    path = path.resolve()
-    if not (path / RL_MODULE_SUBPATH).is_dir() and not _is_module_dir(path):
-        nested = sorted(
-            (p for p in path.glob("checkpoint_*") if (p / RL_MODULE_SUBPATH).is_dir()),
-            key=_checkpoint_number,
-        )
-        if nested:
-            path = nested[-1]
-    if (path / RL_MODULE_SUBPATH).is_dir():
-        root = path / RL_MODULE_SUBPATH
-        ids = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and _is_module_dir(p)))
-        info = CheckpointInfo(path=path, module_root=root, module_ids=ids, trial_dir=_find_trial_dir(path))
-        league = tuple(sorted(league_member_states(info, ids_only=True), key=natural_key))
-        return CheckpointInfo(
-            path=path, module_root=root, module_ids=ids, trial_dir=info.trial_dir, league_ids=league
-        )
-    if _is_module_dir(path):
-        return CheckpointInfo(
-            path=path, module_root=path, module_ids=(path.name,), trial_dir=None, single_module=True
-        )
-    raise PolicyLoadError(
-        f"not an RLlib checkpoint: {path} has no {RL_MODULE_SUBPATH}/ and no checkpoint_* folders"
-    )
-
-
-ALGORITHM_STATE_FILE = "algorithm_state.pkl"
-COMPONENTS_STATE_KEY = "spade_components"
-"""Key of the driver components' states in `SpadePPO.get_state()` (see spade_rllib/rllib/algorithm.py)."""
-LEAGUE_COMPONENT = "league"
-LEAGUE_FILES = ("league_state.pkl", "league/state.pkl")
-"""Stand-alone league state files (tests, exported leagues), read when the algorithm state has none."""
-
-
-@functools.lru_cache(maxsize=16)
-def _read_pickle(path: str, stamp: tuple[int, int]) -> Any:
-    """Unpickle `path`; cached per (mtime_ns, size) so Ray workers read each league state once."""
-    with open(path, "rb") as f:
-        return pickle.load(f)
-
-
-def _stamp(file: Path) -> tuple[int, int]:
-    stat = file.stat()
-    return stat.st_mtime_ns, stat.st_size
-
-
-def _load_pickle(file: Path) -> Any:
-    try:
-        return _read_pickle(str(file), _stamp(file))
-    except Exception as e:  # noqa: BLE001 - one-line error for any unpickling failure
-        raise PolicyLoadError(f"cannot read {file}: {type(e).__name__}: {e}") from e
-
-
-def _find_members(state: Any, depth: int = 0) -> list | dict | None:
-    """The `members` of a League.state_dict() somewhere inside `state` (it may be wrapped)."""
-    if not isinstance(state, Mapping) or depth > 3:
-        return None
-    members = state.get("members")
-    if isinstance(members, (list, Mapping)):
-        return members
-    for key in (LEAGUE_COMPONENT, "state", "league_state"):
-        found = _find_members(state.get(key), depth + 1)
-        if found is not None:
-            return found
-    return None
-
-
-def _league_state(info: CheckpointInfo) -> Any:
-    """The league's state_dict stored with the checkpoint, or None."""
-    algo_state = info.path / ALGORITHM_STATE_FILE
-    if not info.single_module and algo_state.is_file():
-        state = _load_pickle(algo_state)
-        components = state.get(COMPONENTS_STATE_KEY) if isinstance(state, Mapping) else None
-        if isinstance(components, Mapping) and components.get(LEAGUE_COMPONENT) is not None:
-            return components[LEAGUE_COMPONENT]
-    for name in LEAGUE_FILES:
-        if (info.path / name).is_file():
-            return _load_pickle(info.path / name)
-    return None
-
-
-def league_member_states(info: CheckpointInfo, ids_only: bool = False) -> dict[str, Any]:
-    """Frozen league members stored in the checkpoint: {member_id: numpy state dict of main's module}.
-
-    The league keeps snapshots as weights (numpy state dicts of main's architecture), not as
-    RLModules. They are read from the algorithm state (`algorithm_state.pkl`, key
-    `spade_components` -> `league`, i.e. `League.state_dict()` whose `members` is a list of
-    {"id", "created_at", "weights"}), or from a stand-alone `league_state.pkl`. Members without
-    weights (main itself, random, bots) are skipped. {} when the checkpoint holds no league.
-    """
-    members = _find_members(_league_state(info))
-    if members is None:
-        return {}
-    if isinstance(members, list):
-        members = {m.get("id"): m for m in members if isinstance(m, Mapping)}
-    out: dict[str, Any] = {}
-    for member_id, member in members.items():
-        weights = member.get("weights", member.get("state")) if isinstance(member, Mapping) else None
-        if weights is None and isinstance(member, Mapping) and member and all(
-            isinstance(v, np.ndarray) for v in member.values()
-        ):
-            weights = member
-        if weights is not None and str(member_id) != DEFAULT_MODULE_ID:
-            out[str(member_id)] = None if ids_only else weights
-    return out
-
-
-def _env_from_mapping(config: Any) -> str | None:
-    """`env` or `env_config.spade.env_id` of an algorithm config dict (Tune's params.json, ctor args)."""
-    if not isinstance(config, Mapping):
-        config = getattr(config, "__dict__", {})
-    env = config.get("env")
-    if isinstance(env, str) and env:
-        return env
-    env_config = config.get("env_config")
-    if isinstance(env_config, Mapping):
-        spade = env_config.get("spade")
-        if isinstance(spade, Mapping) and isinstance(spade.get("env_id"), str):
-            return spade["env_id"]
-        if isinstance(env_config.get("env_id"), str):
-            return env_config["env_id"]
-    return None
-
-
-def _env_from_run_config(directory: Path) -> str | None:
-    """env.id of the resolved `config.yaml` a spade run writes into its trial directory."""
-    file = directory / RUN_CONFIG_FILE
-    if not file.is_file():
-        return None
-    try:
-        import yaml
-
-        data = yaml.safe_load(file.read_text())
-    except Exception:  # noqa: BLE001 - metadata is best-effort
-        return None
-    env = data.get("env") if isinstance(data, Mapping) else None
-    env_id = env.get("id") if isinstance(env, Mapping) else None
-    return env_id if isinstance(env_id, str) else None
-
-
-def checkpoint_env_id(info: CheckpointInfo) -> str | None:
-    """The env id the checkpoint was trained on, from run metadata; None when nothing records it.
-
-    Looked up in order: `spade_meta.json` (checkpoint or trial dir), the run's `config.yaml`
-    (`env.id`), Tune's `params.json` (`env` or `env_config.spade.env_id`), and the algorithm's
-    pickled constructor config.
-    """
-    directories = [info.path] + ([info.trial_dir] if info.trial_dir else []) + list(info.path.parents)[:2]
-    for directory in dict.fromkeys(directories):
-        meta = directory / SPADE_META_FILE
-        if meta.is_file():
-            try:
-                env = json.loads(meta.read_text()).get("env_id")
-            except (OSError, ValueError, AttributeError):
-                env = None
-            if env:
-                return canonical_env_id(env)
-    for directory in dict.fromkeys(directories):
-        env = _env_from_run_config(directory)
-        if env:
-            return canonical_env_id(env)
-    for directory in dict.fromkeys(directories):
-        params = directory / TUNE_PARAMS_FILE
-        if params.is_file():
-            try:
-                env = _env_from_mapping(json.loads(params.read_text()))
-            except (OSError, ValueError):
-                env = None
-            if env:
-                return canonical_env_id(env)
-    ctor = info.path / CTOR_FILE
-    if not info.single_module and ctor.is_file():
-        try:
-            data = _read_pickle(str(ctor), _stamp(ctor))
-            env = _env_from_mapping(data["ctor_args_and_kwargs"][0][0])
-        except Exception:  # noqa: BLE001 - metadata is best-effort
-            env = None
-        if env:
-            return canonical_env_id(env)
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,7 +288,7 @@ def _env_spaces(env_id: str) -> tuple[Any, Any]:
     return env.observation_space(agent), env.action_space(agent)
 
 
-SUPPORTED_ENV_IDS = ("MazeRace-v0", "connect_four_v3")
+SUPPORTED_ENV_IDS = (MAZERACE_ID, "connect_four_v3")
 """Envs whose spaces `infer_env_id` tries (evaluation and play support these)."""
 
 

@@ -27,7 +27,9 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from spade_rllib.checkpoint_layout import LEAGUE_CSV, RL_MODULE_SUBPATH, RUN_CONFIG_FILE, module_dir
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
+from spade_rllib.outcome import MAIN
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
 
@@ -215,18 +217,18 @@ def find_checkpoint(path: str) -> str:
     p = Path(os.path.expanduser(path)).resolve()
     if not p.exists():
         raise ConfigError(f"--resume = {path!r}: file not found (cwd: {os.getcwd()})")
-    if (p / "learner_group").is_dir():
+    if (p / RL_MODULE_SUBPATH).is_dir():
         return str(p)
-    candidates = [c for c in p.rglob("checkpoint_*") if (c / "learner_group").is_dir()]
+    candidates = [c for c in p.rglob("checkpoint_*") if (c / RL_MODULE_SUBPATH).is_dir()]
     if not candidates:
-        raise ConfigError(f"--resume = {path!r}: no checkpoint (a directory with learner_group/) found under it")
+        raise ConfigError(f"--resume = {path!r}: no checkpoint (a directory with {RL_MODULE_SUBPATH}/) found under it")
     return str(max(candidates, key=lambda c: (c.stat().st_mtime, c.name)))
 
 
 def saved_config_for(checkpoint: str) -> Optional[str]:
     """The config.yaml written next to a checkpoint's trial (None when not found)."""
     for parent in Path(checkpoint).parents:
-        cand = parent / "config.yaml"
+        cand = parent / RUN_CONFIG_FILE
         if cand.is_file() and (parent / "runinfo.json").is_file():
             return str(cand)
     return None
@@ -238,13 +240,13 @@ def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[di
 
     from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
     from spade_rllib.rllib.components import placeholder_win_rates, win_rates  # noqa: PLC0415
-    from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner  # noqa: PLC0415
+    from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
 
     algo_config = build_algo_config(cfg)
     runner = SpadeEnvRunner(config=algo_config, worker_index=0, num_workers=0)
     if len(runner.games[0].teams) < 2:
         return None
-    module = RLModule.from_checkpoint(str(Path(checkpoint) / "learner_group" / "learner" / "rl_module" / MAIN))
+    module = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN)))
     runner.module[MAIN].set_state(module.get_state())
     ev = cfg.evaluation
     outcomes = runner.evaluate_main({"opponents": ev.opponents, "games": games, "greedy": ev.greedy})
@@ -374,14 +376,14 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         print(f"progress.csv:  {tp / 'progress.csv'}")
         print(f"tensorboard:   tensorboard --logdir {tp.parent}" + ("" if events else "  (no event files found)"))
         print(f"run info:      {tp / 'runinfo.json'}  (+ config.yaml)")
-        if (tp / "league.csv").is_file():  # written by the league component at the end of the run
-            from spade_rllib.league.component import format_table, read_table  # noqa: PLC0415
+        if (tp / LEAGUE_CSV).is_file():  # written by the league component at the end of the run
+            from spade_rllib.league import format_table, read_table  # noqa: PLC0415
 
-            print(f"league table:  {tp / 'league.csv'}")
-            print(format_table(read_table(tp / "league.csv")))
+            print(f"league table:  {tp / LEAGUE_CSV}")
+            print(format_table(read_table(tp / LEAGUE_CSV)))
     if ckpt:
         print(f"checkpoint:    {ckpt}")
-        print(f"policy module: {Path(ckpt) / 'learner_group' / 'learner' / 'rl_module' / 'main'}")
+        print(f"policy module: {module_dir(ckpt, MAIN)}")
         print(f"resume with:   python -m spade_rllib.train --resume {Path(trial_path or ckpt)}")
 
 

@@ -4,7 +4,7 @@
         [--max-concurrent N] [--cpus-per-trial N] [--gpus-per-trial 0.25] [--storage PATH|URI]
         [--resume] [--smoke] [--set key=value ...] [--dry-run] [--list]
 
-* Sweeps live in `tune_configs/sweeps/NAME.yaml` (format: `spade_rllib.sweeps.spec`); NAME may also
+* Sweeps live in `tune_configs/sweeps/NAME.yaml` (format: `spade_rllib.sweeps.sweep_spec`); NAME may also
   be a path to a sweep YAML. An unknown name, key or value prints one line and exits 2.
 * Each trial is a `SweepPPO` (SpadePPO) run; results land in the standard Tune layout under
   `STORAGE/sweep-NAME[-smoke]/`: one directory per trial (progress.csv, result.json, TensorBoard
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from spade_rllib.config import ConfigError
-from spade_rllib.sweeps.spec import (
+from spade_rllib.sweeps.sweep_spec import (
     SweepSpec,
     available_sweeps,
     load_sweep,
@@ -271,7 +271,7 @@ def main(argv=None) -> int:
 
 
 def finish(spec: SweepSpec, results, exp_dir: str, wall: float, stop_iterations: Optional[int] = None, printer=print) -> int:
-    from spade_rllib.sweeps.report import rows_from_results, write_report  # noqa: PLC0415
+    from spade_rllib.sweeps.sweep_report import rows_from_results, write_report  # noqa: PLC0415
 
     rows = rows_from_results(results, spec.metric.mode)
     if spec.scheduler.type == "asha" and stop_iterations:

@@ -159,3 +159,52 @@ def test_cli_config_error_is_one_line_exit_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "spade_rllib.train", "--config", "tune_configs/cartpole.yaml", "--set", "agent.entropyy=0"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 2 and "did you mean 'entropy'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_set_values_read_like_the_yaml_file(tmp_path):
+    """`--set agent.lr=1e-4` is a number in train.py, tune.py and sweeps, as `lr: 1e-4` is in a file."""
+    assert apply_overrides({}, ["agent.lr=1e-4", "agent.gamma=9.9e-1", "experiment.name=1e3x"]) == {
+        "agent": {"lr": 1e-4, "gamma": 0.99}, "experiment": {"name": "1e3x"}}
+    from spade_rllib.train import parse_args, resolve_config
+
+    cfg, _ = resolve_config(parse_args(["--config", str(ROOT / "tune_configs" / "quickstart.yaml"), "--set", "agent.lr=1e-4"]))
+    assert cfg.agent.lr == pytest.approx(1e-4)
+    from spade_rllib.sweeps.sweep_spec import load_sweep
+
+    spec, base = load_sweep("lr_gamma", sets=("agent.lr=2e-4", "agent.entropy=1e-3"))
+    assert base["agent"]["lr"] == pytest.approx(2e-4) and base["agent"]["entropy"] == pytest.approx(1e-3)
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"base: {ROOT / 'tune_configs' / 'quickstart.yaml'}\nspace: {{agent.lr: {{loguniform: [1e-5, 1e-3]}}}}\n")
+    spec, _ = load_sweep(str(sweep))
+    assert spec.space["agent.lr"].low == pytest.approx(1e-5)
+
+
+@pytest.mark.parametrize("raw, expect", [
+    ({"agent": {"lr": float("nan")}}, "agent.lr = nan: not a finite number, allowed > 0.0 and <= 1.0"),
+    ({"agent": {"vf_clip": float("inf")}}, "agent.vf_clip = inf: not a finite number, allowed > 0.0"),
+    ({"training": {"stop": {"target": float("-inf")}}}, "training.stop.target = -inf: not a finite number, allowed any finite number"),
+    ({"env": {"kwargs": {"stun_steps": float("nan")}}}, "env.kwargs.stun_steps = nan: not a finite number"),
+    ({"self_play": {"opponent_mix": {"random": float("nan")}}}, "self_play.opponent_mix.random = nan: not a finite number"),
+    ({"league": {"elo_k": float("inf")}}, "league.elo_k = inf: out of range, allowed"),
+    ({"league": {"pfsp_prior_games": float("nan")}}, "league.pfsp_prior_games = nan: out of range, allowed"),
+    ({"curriculum": {"plr": {"temperature": float("nan")}}}, "curriculum.plr.temperature = nan: out of range, allowed"),
+    ({"curriculum": {"threshold": {"up_threshold": float("inf")}}}, "curriculum.threshold.up_threshold = inf: out of range"),
+])
+def test_nan_and_inf_are_refused_everywhere(raw, expect):
+    msg = _err(raw)
+    assert msg.startswith(expect), msg
+
+
+def test_nan_and_inf_from_yaml_and_set_are_refused(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("agent:\n  lr: .nan\n")
+    with pytest.raises(ConfigError, match=r"^agent\.lr = nan: not a finite number"):
+        load_config(str(bad))
+    with pytest.raises(ConfigError, match=r"^agent\.entropy = inf: not a finite number"):
+        load_config(None, ["agent.entropy=.inf"])
+    from spade_rllib.sweeps.sweep_spec import load_sweep
+
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"base: {ROOT / 'tune_configs' / 'quickstart.yaml'}\nspace: {{agent.lr: {{uniform: [.nan, 1.0e-3]}}}}\n")
+    with pytest.raises(ConfigError, match=r"space\.agent\.lr\.uniform\[0\] = nan: not a finite number"):
+        load_sweep(str(sweep))

@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import json
 import pickle
-from types import SimpleNamespace
 
 import pytest
 
 from spade_rllib.curriculum import CurriculumLevelSource, LevelSpec, make_strategy
-from spade_rllib.curriculum.component import CurriculumComponent, curriculum_config_from_section, make_component
+from spade_rllib.config import parse_config
+from spade_rllib.rllib.components import EnvInfo
+from spade_rllib.rllib.curriculum_component import CurriculumComponent, make_component
+
+
+def curriculum_config(section: dict):
+    """The curriculum core's config of a run config's `curriculum:` section."""
+    return parse_config({"curriculum": section}).curriculum.to_core()
 
 envs = pytest.importorskip("spade_rllib.envs")
 plan = pytest.importorskip("spade_rllib.rllib.plan")
@@ -42,7 +48,7 @@ def test_level_source_is_a_pure_function_of_key_and_picklable():
 
 
 def test_component_cycle_threshold():
-    comp = CurriculumComponent(curriculum_config_from_section(
+    comp = CurriculumComponent(curriculum_config(
         {"enabled": True, "strategy": "threshold", "threshold": {"min_episodes": 4, "window": 8}}), seed=1)
     first = comp.runner_update(full=False)
     assert isinstance(first.level_source, CurriculumLevelSource)
@@ -63,11 +69,11 @@ def test_component_cycle_threshold():
 
 
 def test_component_state_round_trip_plr():
-    comp = CurriculumComponent(curriculum_config_from_section({"strategy": "plr", "plr": {"capacity": 4}}), seed=0)
+    comp = CurriculumComponent(curriculum_config({"strategy": "plr", "plr": {"capacity": 4}}), seed=0)
     source = comp.runner_update(full=True).level_source
     comp.update([play_outcome(source.reset_options((0, e, 1)), w) for e, w in enumerate("AB")])
     saved = json.loads(json.dumps(comp.state_dict()))
-    other = CurriculumComponent(curriculum_config_from_section({"strategy": "plr", "plr": {"capacity": 4}}), seed=9)
+    other = CurriculumComponent(curriculum_config({"strategy": "plr", "plr": {"capacity": 4}}), seed=9)
     other.load_state_dict(saved)
     assert other.state_dict() == comp.state_dict()
     restored = other.runner_update(full=False)  # after a restore the next update always sends
@@ -76,13 +82,12 @@ def test_component_state_round_trip_plr():
 
 
 def test_make_component_factory():
-    info = SimpleNamespace(kind="mazerace", teams=(("a_0", "a_1"), ("b_0", "b_1")))
-    off = SimpleNamespace(curriculum=SimpleNamespace(enabled=False, strategy="none"), experiment=SimpleNamespace(seed=0))
+    info = EnvInfo("MazeRace-v0", "mazerace", (("a_0", "a_1"), ("b_0", "b_1")), 6, 10, 0)
+    off = parse_config({})
     assert make_component(off, info) is None
-    on = SimpleNamespace(curriculum={"enabled": True, "strategy": "uniform"}, experiment=SimpleNamespace(seed=4))
-    on.curriculum = SimpleNamespace(**on.curriculum)
+    on = parse_config({"curriculum": {"enabled": True, "strategy": "uniform"}, "experiment": {"seed": 4}})
     with pytest.raises(ValueError, match="level-driven env"):
-        make_component(on, SimpleNamespace(kind="gymnasium", teams=(("agent",),)))
+        make_component(on, EnvInfo("CartPole-v1", "gymnasium", (("agent",),), 2, 4, 0))
     comp = make_component(on, info)
     assert comp.config.agents_per_team == 2 and comp.seed == 4
     assert comp.runner_update(full=True).level_source.sampling_state["agents_per_team"] == 2

@@ -73,16 +73,16 @@ def test_outcome_record_and_final_infos():
     env = AdaptiveCurriculum(MazeRace(), strategy)
     infos = run_episode(env, options={"outcome_extra": {"main_team": 1, "opponent": "gen_3"}})
     outcome = env.last_outcome
-    assert outcome["winner"] == "A" and outcome["reason"] == "flag"
-    assert outcome["main_team"] == 1 and outcome["opponent"] == "gen_3"
-    assert outcome["returns"] == {"A": 1.0, "B": -1.0}
-    assert outcome["level"]["level_id"] == env.level_spec.level_id == outcome["level_spec"]["level_id"]
-    assert outcome["length"] == env.unwrapped.step_count
+    assert outcome.winner == "A" and outcome.reason == "flag"
+    assert outcome.learner_team == 1 and outcome.opponent == "gen_3"
+    assert outcome.returns == (1.0, -1.0)
+    assert outcome.level["level_id"] == env.level_spec.level_id == outcome.level_spec["level_id"]
+    assert outcome.length == env.unwrapped.step_count
     assert all(i["curriculum_outcome"] is outcome and i["level_id"] == env.level_spec.level_id for i in infos.values())
     assert strategy.entries[0]["spec"] == env.level_spec.to_dict()  # reported to the local strategy
     # the stored spec rebuilds exactly the level that was played
     from spade_rllib.curriculum import build_level
-    assert build_level(LevelSpec.from_dict(outcome["level_spec"])) == env.unwrapped.level
+    assert build_level(LevelSpec.from_dict(outcome.level_spec)) == env.unwrapped.level
 
 
 def test_caller_chosen_level_bypasses_the_curriculum():
@@ -173,7 +173,7 @@ def test_any_level_driven_env_with_a_custom_builder():
     for _ in range(4):
         env.reset()
         env.step({"a": 1, "b": 0})
-    assert env.last_outcome["winner"] == "A" and env.last_outcome["reason"] == "unknown"
+    assert env.last_outcome.winner == "A" and env.last_outcome.reason == "unknown"
     assert strategy.difficulty == pytest.approx(1.44)
 
 

@@ -1,4 +1,4 @@
-"""Held-out evaluation glue (`spade_rllib.rllib.heldout`): config keys, the in-process evaluation's
+"""Held-out evaluation glue (`spade_rllib.rllib.heldout_eval`): config keys, the in-process evaluation's
 metric keys, and SpadePPO's Ray-task evaluation landing in the iteration results."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
-from spade_rllib.curriculum.heldout import HELDOUT_DIR
-from spade_rllib.rllib.heldout import HELDOUT_OPPONENTS, LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
+from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR
+from spade_rllib.rllib.heldout_eval import HELDOUT_OPPONENTS, LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
 
 SMALL_MAPS = [str(HELDOUT_DIR / "open_room.txt"), str(HELDOUT_DIR / "pillars.txt")]
 LEVELS = ["open_room", "pillars"]
@@ -52,7 +52,7 @@ def test_config_keys(tmp_path, monkeypatch):
 
 def test_play_heldout_in_process_keys_and_values():
     from spade_rllib.rllib.algorithm import build_algo_config
-    from spade_rllib.rllib.heldout import play_heldout
+    from spade_rllib.rllib.heldout_eval import play_heldout
     from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner
 
     cfg = parse_config(tiny())

@@ -80,13 +80,14 @@ def test_config_bad_values_name_field_and_value(field, value):
     with pytest.raises(ValueError) as info:
         LeagueConfig(**{field: value})
     message = str(info.value)
-    assert f"league.{field}" in message and repr(value) in message and "allowed" in message
+    # one wording (spade_rllib.validation): "key = value: wrong type, expected ..." / "...: out of range, allowed ..."
+    assert f"league.{field} = {value!r}: " in message and ("allowed" in message or "expected" in message)
 
 
 def test_config_suggestions_and_cross_field_rules():
-    with pytest.raises(ValueError, match="Did you mean 'pfsp'"):
+    with pytest.raises(ValueError, match="did you mean 'pfsp'"):
         LeagueConfig(sampling="pfps")
-    with pytest.raises(ValueError, match="Did you mean 'latest_ratio'"):
+    with pytest.raises(ValueError, match="did you mean 'latest_ratio'"):
         LeagueConfig.from_dict({"latest_ration": 0.3})
     with pytest.raises(ValueError, match="at least one"):
         LeagueConfig(win_rate_threshold=None, every_n_iterations=None)

@@ -1,4 +1,4 @@
-"""League RLlib glue (spade_rllib/league/component.py): config section, plan translation, slot
+"""League RLlib glue (spade_rllib/rllib/league_component.py): config section, plan translation, slot
 bandwidth, outcome mapping, and tiny real runs (MazeRace 1v1 with a remote env runner, MazeRace 2v2,
 connect four): the league grows, slot weights reach the env runners and survive PPO updates,
 checkpoint -> restore is exact and makes the same next decisions, league.csv is written."""
@@ -13,16 +13,8 @@ import numpy as np
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
-from spade_rllib.config import LeagueConfig as LeagueSection
-from spade_rllib.league import MAIN, RANDOM, LeagueConfig, MemberId
-from spade_rllib.league.component import (
-    LEAGUE_CSV,
-    LeagueComponent,
-    format_table,
-    league_member_of,
-    make_component,
-    read_table,
-)
+from spade_rllib.league import MAIN, RANDOM, LeagueConfig, MemberId, format_table, read_table
+from spade_rllib.rllib.league_component import LEAGUE_CSV, LeagueComponent, league_member_of, make_component
 from spade_rllib.rllib.components import DriverContext, EnvInfo
 from spade_rllib.rllib.plan import MIRROR, OpponentPlan
 from state_equality import assert_exactly_equal
@@ -55,7 +47,7 @@ def outcome(opponent, winner="A", main_team=0, **extra) -> dict:
 # config section (no Ray)
 # ------------------------------------------------------------------------------------------------
 def test_config_section_carries_every_core_field_with_core_defaults():
-    section = {f.name for f in dataclasses.fields(LeagueSection)} - {"enabled"}
+    section = set(parse_config({}).to_dict()["league"]) - {"enabled"}  # the run config embeds the core
     assert section == {f.name for f in dataclasses.fields(LeagueConfig)}
     assert parse_config({}).league.to_core() == LeagueConfig()
     cfg = parse_config({"league": {"enabled": True, "every_n_iterations": 3, "sampling": "uniform", "max_size": 7}})
@@ -65,11 +57,11 @@ def test_config_section_carries_every_core_field_with_core_defaults():
 
 @pytest.mark.parametrize("raw, expect", [
     ({"league": {"windw": 5}}, "league.windw: unknown key (did you mean 'window'?)"),
-    ({"league": {"window": 0}}, "league.window = 0 is out of range; allowed: an integer >= 1"),
-    ({"league": {"sampling": "pfps"}}, "Did you mean 'pfsp'?"),
-    ({"league": {"eviction": "olddest"}}, "Did you mean 'oldest'?"),
+    ({"league": {"window": 0}}, "league.window = 0: out of range, allowed an integer >= 1"),
+    ({"league": {"sampling": "pfps"}}, "league.sampling = 'pfps': not allowed (did you mean 'pfsp'?)"),
+    ({"league": {"eviction": "olddest"}}, "league.eviction = 'olddest': not allowed (did you mean 'oldest'?)"),
     ({"league": {"win_rate_threshold": None}}, "both None"),
-    ({"league": {"enabled": True, "main_exploiters": -1}}, "league.main_exploiters = -1 is out of range; allowed: an integer >= 0"),
+    ({"league": {"enabled": True, "main_exploiters": -1}}, "league.main_exploiters = -1: out of range, allowed an integer >= 0"),
     ({"league": {"enabled": True}, "env": {"id": "CartPole-v1"}}, "single-agent env"),
 ])
 def test_config_section_errors_reuse_the_core_messages(raw, expect):
@@ -394,10 +386,10 @@ def test_runner_flags_episodes_whose_slot_was_reloaded(tmp_path):
         runner.apply_driver_update(DriverUpdate(slot_weights={"slot_0": {"member": "main_v2", "weights": weights}}))
         runner.sample(num_episodes=6)
         records = runner.pop_episode_outcomes()
-        first = [r for r in records if r.get("opponent_swapped")]  # one per env copy: started before the reload
-        later = [r for r in records if not r.get("opponent_swapped")]
-        assert len(first) == 2 and all(r["opponent"] == "main_v1" for r in first), records
-        assert len(later) >= 4 and all(r["opponent"] == "main_v2" for r in later), records
+        first = [r for r in records if r.opponent_swapped]  # one per env copy: started before the reload
+        later = [r for r in records if not r.opponent_swapped]
+        assert len(first) == 2 and all(r.opponent == "main_v1" for r in first), records
+        assert len(later) >= 4 and all(r.opponent == "main_v2" for r in later), records
         comp = LeagueComponent(LeagueConfig(every_n_iterations=1, win_rate_threshold=None))
         comp.record_outcomes(records)
         assert comp.counters["swapped_games"] == 2
@@ -441,7 +433,7 @@ def same_weights(a: dict, b: dict) -> bool:
 def test_exploiter_plan_translation_and_reset_requests():
     """No Ray: exploiter entries name their learner module; a main exploiter meets live main; its
     snapshot asks the driver for a seeded reset, a league exploiter's does not."""
-    from spade_rllib.league.component import reset_seed
+    from spade_rllib.rllib.league_component import reset_seed
 
     comp = LeagueComponent(LeagueConfig(main_exploiters=1, league_exploiters=1, every_n_iterations=2,
                                         win_rate_threshold=None), seed=5)
@@ -509,7 +501,7 @@ def test_exploiters_train_as_their_own_modules(exploiter_league):
 
 @pytest.mark.ray
 def test_main_exploiter_is_reset_after_its_snapshot(exploiter_league):
-    from spade_rllib.league.component import reset_seed
+    from spade_rllib.rllib.league_component import reset_seed
 
     algo, initial, _, _ = exploiter_league
     comp = league_of(algo)
@@ -566,7 +558,7 @@ def test_sample_ahead_drops_the_batch_sampled_before_a_reset(ray_session):
 def test_exploiters_with_a_remote_learner(ray_session):
     """The remote-learner path (SingleAgentEpisodes with the learner's module id, PPO's default
     connectors, a reset on a Learner actor) trains all three modules."""
-    from spade_rllib.league.component import reset_seed
+    from spade_rllib.rllib.league_component import reset_seed
     from spade_rllib.rllib.algorithm import build_algo_config
 
     cfg = parse_config(tiny("MazeRace-v0", league={"main_exploiters": 1, "league_exploiters": 1,

@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from spade_rllib.evaluation.fixtures import save_tiny_checkpoint
 from spade_rllib.policy import PolicyLoadError, load_policy, resolve_checkpoint
+from tiny_checkpoints import save_tiny_checkpoint
 
 MAZE = "MazeRace-v0"
 C4 = "connect_four_v3"

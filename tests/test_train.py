@@ -109,7 +109,7 @@ def test_masked_policy_never_picks_illegal_moves(ray_session):
     assert len(pack) > 500
     assert bool((step_masks[np.arange(len(pack)), pack.actions] == 1.0).all()), "main chose a masked (illegal) column"
     outcomes = runner.pop_episode_outcomes()
-    assert outcomes and all(o["opponent"] == "random" for o in outcomes)
+    assert outcomes and all(o.opponent == "random" for o in outcomes)
     # Argmax over masked logits is legal too, for every mask pattern.
     mod = runner.module[MAIN]
     obs = torch.randn(256, mod.observation_space.shape[0])
@@ -159,10 +159,10 @@ def make_counting_component(cfg, info):
 def test_driver_component_hooks_and_checkpoint(ray_session, tmp_path, monkeypatch):
     from ray.rllib.algorithms.algorithm import Algorithm
 
-    from spade_rllib.rllib import components
+    from spade_rllib.rllib import component_registry
     from spade_rllib.rllib.algorithm import build_algo_config
 
-    monkeypatch.setitem(components.COMPONENT_FACTORIES, "counting", f"{__name__}:make_counting_component")
+    monkeypatch.setitem(component_registry.COMPONENT_FACTORIES, "counting", make_counting_component)
     cfg = parse_config(tiny("MazeRace-v0", evaluation={"interval": 0}))
     algo = build_algo_config(cfg).build_algo()
     try:

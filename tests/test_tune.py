@@ -85,7 +85,7 @@ def _write(tmp_path: Path, text: str) -> str:
     ("base: base.yaml\nspace: {agent.lr: {grid: [1.0e-3]}}\nreport: {heatmap: [agent.lr, agent.gama]}\n", "report.heatmap[1] = 'agent.gama': not a space key"),
 ])
 def test_spec_validation_one_line_errors(tmp_path, text, needle):
-    from spade_rllib.sweeps.spec import load_sweep
+    from spade_rllib.sweeps.sweep_spec import load_sweep
 
     with pytest.raises(ConfigError) as e:
         load_sweep(_write(tmp_path, text))
@@ -95,7 +95,7 @@ def test_spec_validation_one_line_errors(tmp_path, text, needle):
 
 
 def test_shipped_sweeps_load_and_smoke_is_tiny():
-    from spade_rllib.sweeps.spec import available_sweeps, load_sweep
+    from spade_rllib.sweeps.sweep_spec import available_sweeps, load_sweep
 
     assert {"lr_gamma", "seeds", "pbt", "asha"} <= set(available_sweeps())
     full, _ = load_sweep("lr_gamma")
@@ -116,7 +116,7 @@ def test_auto_metric_prefers_the_heldout_score_then_the_eval_win_rate():
     from types import SimpleNamespace
 
     from spade_rllib.config import parse_config
-    from spade_rllib.sweeps.spec import load_sweep, metric_candidates
+    from spade_rllib.sweeps.sweep_spec import load_sweep, metric_candidates
     from spade_rllib.sweeps.trainable import SweepPPO
 
     spec, base = load_sweep("lr_gamma")
@@ -131,7 +131,7 @@ def test_auto_metric_prefers_the_heldout_score_then_the_eval_win_rate():
 
 
 def test_smoke_section_replaces_space_entries_and_set_overrides(tmp_path):
-    from spade_rllib.sweeps.spec import load_sweep
+    from spade_rllib.sweeps.sweep_spec import load_sweep
 
     path = _write(tmp_path, "base: base.yaml\nspace: {agent.lr: {loguniform: [1.0e-4, 1.0e-3]}}\n"
                             "budget: {stop: {time_s: 100}}\nsmoke: {space: {agent.lr: {grid: [1.0e-3]}}}\n")
@@ -158,8 +158,8 @@ def test_t_quantile_and_seed_interval():
 
 
 def test_report_groups_and_heatmap(tmp_path):
-    from spade_rllib.sweeps.report import TrialRow, seed_groups, write_report
-    from spade_rllib.sweeps.spec import load_sweep
+    from spade_rllib.sweeps.sweep_report import TrialRow, seed_groups, write_report
+    from spade_rllib.sweeps.sweep_spec import load_sweep
 
     spec, _ = load_sweep("lr_gamma")
     rows = []

@@ -1,14 +1,14 @@
 """Adaptive curriculum: strategies (threshold, plr, uniform, fixed), level specs, the PettingZoo
 wrapper, the runner-side level source for the RLlib glue (`source`; the driver component is
 `spade_rllib.curriculum.component`) and the held-out level loader. Pure Python/numpy; no Ray import. See docs/curriculum.md."""
-from spade_rllib.curriculum.config import (
+from spade_rllib.curriculum.curriculum_config import (
     CurriculumConfig,
     FixedConfig,
     PLRConfig,
     ThresholdConfig,
     UniformConfig,
 )
-from spade_rllib.curriculum.heldout import (
+from spade_rllib.curriculum.heldout_levels import (
     HELDOUT_DIR,
     heldout_map_files,
     heldout_metrics,
@@ -23,7 +23,7 @@ from spade_rllib.curriculum.plr import (
     replay_probabilities,
     staleness_weights,
 )
-from spade_rllib.curriculum.spec import LevelSpec, build_level, outcome_completed
+from spade_rllib.curriculum.level_spec import LevelSpec, build_level, outcome_completed
 from spade_rllib.curriculum.strategies import (
     SAMPLING_STATE_FORMAT,
     CurriculumStrategy,

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from spade_rllib.curriculum.spec import LevelSpec, build_level
+from spade_rllib.curriculum.level_spec import LevelSpec, build_level
 from spade_rllib.curriculum.strategies import sample_level
 
 SOURCE_CACHE_SIZE = 64  # built levels kept per source instance, by level_id (not pickled)

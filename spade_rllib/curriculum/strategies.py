@@ -27,15 +27,13 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from spade_rllib.curriculum.config import CurriculumConfig
+from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.plr import learnability, replay_probabilities
-from spade_rllib.curriculum.spec import (
+from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.curriculum.level_spec import (
     LevelSpec,
     outcome_completed,
-    outcome_level_id,
     outcome_level_summary,
-    outcome_main_return,
-    outcome_main_won,
     outcome_spec,
 )
 
@@ -61,7 +59,7 @@ class CurriculumStrategy(Protocol):
     kind: str
 
     def sample(self, rng: np.random.Generator | None = None) -> LevelSpec: ...
-    def update(self, outcomes: Iterable[Mapping[str, Any]]) -> None: ...
+    def update(self, outcomes: Iterable[EpisodeOutcome]) -> None: ...
     def metrics(self) -> dict[str, float]: ...
     def sampling_state(self) -> dict[str, Any]: ...
     def state_dict(self) -> dict[str, Any]: ...
@@ -153,17 +151,18 @@ class _StrategyBase:
     def sampling_state(self) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def update(self, outcomes: Iterable[Mapping[str, Any]]) -> None:
-        """Fold outcomes in, one at a time and in order (a batch equals the same outcomes one by one)."""
-        if isinstance(outcomes, Mapping):
+    def update(self, outcomes: Iterable[EpisodeOutcome | Mapping[str, Any]]) -> None:
+        """Fold outcomes in, one at a time and in order (a batch equals the same outcomes one by one).
+        Each is an `EpisodeOutcome` (or a dict in its vocabulary, read by `EpisodeOutcome.of`)."""
+        if isinstance(outcomes, (Mapping, EpisodeOutcome)):
             raise TypeError("update() takes a list of outcome dicts, got a single dict; wrap it in a list")
-        for outcome in outcomes:
+        for outcome in map(EpisodeOutcome.of, outcomes):
             replay = self._update_one(outcome)
             self.episodes += 1
             summary = {k: (None if math.isnan(v) else v) for k, v in outcome_level_summary(outcome).items()}
             self._recent.append({"completed": outcome_completed(outcome), "replay": bool(replay), **summary})
 
-    def _update_one(self, outcome: Mapping[str, Any]) -> bool:
+    def _update_one(self, outcome: EpisodeOutcome) -> bool:
         """Update from one outcome; return whether it was a replayed level (PLR)."""
         return False
 
@@ -264,18 +263,17 @@ class ThresholdStrategy(_DifficultyStrategy):
         self.changes = 0
         self.last_signal: float | None = None  # window mean at the last decision (kept across the window reset)
 
-    def signal_value(self, outcome: Mapping[str, Any]) -> float:
+    def signal_value(self, outcome: EpisodeOutcome | Mapping[str, Any]) -> float:
+        outcome = EpisodeOutcome.of(outcome)
         signal = self.params.signal
         if signal == "completion":
             return 1.0 if outcome_completed(outcome) else 0.0
         if signal == "win_rate":
-            return outcome_main_won(outcome)
-        return outcome_main_return(outcome)
+            return 1.0 if outcome.learner_result == "win" else 0.0  # draws count as not won
+        return outcome.learner_return
 
-    def _update_one(self, outcome: Mapping[str, Any]) -> bool:
-        played_at = (outcome.get("level") or {}).get("difficulty")
-        if played_at is None and outcome.get("level_spec"):
-            played_at = outcome["level_spec"].get("difficulty")
+    def _update_one(self, outcome: EpisodeOutcome) -> bool:
+        played_at = outcome.difficulty
         if played_at is not None and abs(float(played_at) - self.difficulty) > 1e-9:
             self.stale_outcomes += 1
             return False
@@ -407,13 +405,13 @@ class PLRStrategy(_StrategyBase):
         return learnability(successes, trials, self.params.prior)
 
     # --- update ---
-    def _update_one(self, outcome: Mapping[str, Any]) -> bool:
+    def _update_one(self, outcome: EpisodeOutcome) -> bool:
         self.episode_count += 1
-        result = {"A": "A", "B": "B"}.get(outcome.get("winner"), "D")
-        pvl = outcome.get("positive_value_loss")
+        result = {"A": "A", "B": "B"}.get(outcome.winner, "D")
+        pvl = outcome.positive_value_loss
         if self.params.score == "positive_value_loss" and pvl is None:
             self.missing_values += 1
-        level_id = outcome_level_id(outcome)
+        level_id = outcome.level_id
         index = next((i for i, e in enumerate(self.entries) if e["spec"]["level_id"] == level_id), None)
         if index is not None:
             entry = self.entries[index]

@@ -1,8 +1,8 @@
 """`AdaptiveCurriculum`: a thin PettingZoo parallel wrapper that picks each episode's level.
 
 On `reset` it asks for a `LevelSpec`, builds the level and resets the inner env with
-`options={"level": level}`; when the episode ends it turns the final infos into an outcome record
-(docs/CONTRACTS.md) and reports it.
+`options={"level": level}`; when the episode ends it turns the final infos into an `EpisodeOutcome`
+(spade_rllib/outcome.py) and reports it.
 
 Two modes:
 * **local** (`AdaptiveCurriculum(env, strategy=...)`): standalone, no Ray. Levels come from
@@ -14,7 +14,9 @@ Two modes:
   the driver. `set_sampling_state(state)` installs the driver's broadcast.
 
 Reset options the wrapper reads (all others pass through):
-  "outcome_extra": dict merged into this episode's outcome (e.g. {"main_team": 0, "opponent": "gen_3"});
+  "outcome_extra": `EpisodeOutcome` fields for this episode's outcome (e.g. {"learner_team": 0,
+      "opponent": "gen_3"}; `main_team` is read as `learner_team`); without a learner_team the
+      outcome has none (results read from team A's side);
   "level" / "knobs" / "difficulty": the caller chose the level (e.g. held-out evaluation): the
       curriculum is bypassed for this episode and its outcome is not reported.
 On the final step each agent's info also gets `level_id` and `curriculum_outcome` (the record).
@@ -28,8 +30,9 @@ import numpy as np
 from pettingzoo.utils.env import ParallelEnv
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
-from spade_rllib.curriculum.spec import TEAM_LETTERS, LevelSpec, build_level
+from spade_rllib.curriculum.level_spec import LevelSpec, build_level
 from spade_rllib.curriculum.strategies import CurriculumStrategy, sample_level
+from spade_rllib.outcome import EpisodeOutcome
 
 CALLER_LEVEL_OPTIONS = ("level", "knobs", "difficulty")
 LEVEL_CACHE_SIZE = 32  # built levels kept by level_id (PLR replays the same specs)
@@ -73,10 +76,10 @@ class AdaptiveCurriculum(BaseParallelWrapper):
         self._rng = _level_rng(seed)
         self._level_builder = level_builder
         self.report_outcomes = report_outcomes
-        self._pending: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_OUTCOMES)
+        self._pending: deque[EpisodeOutcome] = deque(maxlen=MAX_PENDING_OUTCOMES)
         self._level_cache: OrderedDict[str, Any] = OrderedDict()
         self.level_spec: LevelSpec | None = None  # this episode's spec (None when the caller chose the level)
-        self.last_outcome: dict[str, Any] | None = None
+        self.last_outcome: EpisodeOutcome | None = None
         self._outcome_extra: dict[str, Any] = {}
         self._returns: dict[Any, float] = {}
         self._steps = 0
@@ -94,7 +97,7 @@ class AdaptiveCurriculum(BaseParallelWrapper):
     def sampling_state(self) -> dict[str, Any] | None:
         return self._sampling_state
 
-    def pop_outcomes(self) -> list[dict[str, Any]]:
+    def pop_outcomes(self) -> list[EpisodeOutcome]:
         """Return and clear the outcomes queued since the last call (remote mode)."""
         out = list(self._pending)
         self._pending.clear()
@@ -164,7 +167,7 @@ class AdaptiveCurriculum(BaseParallelWrapper):
             self._level_cache.move_to_end(spec.level_id)
         return level
 
-    def _report(self, outcome: dict[str, Any]) -> None:
+    def _report(self, outcome: EpisodeOutcome) -> None:
         if not self.report_outcomes:
             return
         if self.mode == "local":
@@ -179,28 +182,27 @@ class AdaptiveCurriculum(BaseParallelWrapper):
         agents = list(self.env.possible_agents)
         return 0 if agents.index(agent) < len(agents) / 2 else 1
 
-    def _make_outcome(self, infos: Mapping[Any, Mapping[str, Any]]) -> dict[str, Any]:
-        """The outcome record (docs/CONTRACTS.md) plus `level_spec` and per-team mean `returns`."""
-        team_returns: dict[str, list[float]] = {"A": [], "B": []}
+    def _make_outcome(self, infos: Mapping[Any, Mapping[str, Any]]) -> EpisodeOutcome:
+        """The episode's `EpisodeOutcome`, with `level_spec`, the spec's summary in `level` and per-team mean returns."""
+        team_returns: list[list[float]] = [[], []]
         for agent, ret in self._returns.items():
-            team_returns[TEAM_LETTERS[self._team_of(agent)]].append(ret)
-        returns = {k: float(np.mean(v)) if v else 0.0 for k, v in team_returns.items()}
+            team_returns[self._team_of(agent)].append(ret)
+        returns = tuple(float(np.mean(v)) if v else 0.0 for v in team_returns)
         final = next((i for i in infos.values() if isinstance(i, Mapping) and "winner" in i), None)
-        if final is not None:
-            winner, reason = final["winner"], final.get("reason", "unknown")
-            length = int(final.get("episode_length", self._steps))
-            env_level = final.get("level") if isinstance(final.get("level"), Mapping) else {}
-        else:  # env without MazeRace infos: decide by team returns
-            winner = "A" if returns["A"] > returns["B"] else "B" if returns["B"] > returns["A"] else "draw"
-            reason, length, env_level = "unknown", self._steps, {}
+        if final is None:  # env without MazeRace infos: the team returns decide
+            final = {"reason": "unknown"}
+        env_level = final.get("level") if isinstance(final.get("level"), Mapping) else {}
         level = {**env_level, **self.level_spec.summary()}
         measured = self._measured_flag_distance()
         if measured is not None:
             level["measured_flag_distance"] = measured
-        outcome = {"winner": winner, "reason": reason, "length": length, "level": level,
-                   "main_team": None, "opponent": None, "level_spec": self.level_spec.to_dict(),
-                   "returns": returns}
-        outcome.update(self._outcome_extra)
+        extra = dict(self._outcome_extra)
+        if "main_team" in extra:  # the older name of learner_team
+            extra["learner_team"] = extra.pop("main_team")
+        extra.setdefault("learner_team", None)
+        outcome = EpisodeOutcome.from_final_info({**final, "level": level, "reason": final.get("reason", "unknown")},
+                                                 team_returns=returns, length=self._steps,
+                                                 level_spec=self.level_spec.to_dict(), **extra)
         return outcome
 
     def _measured_flag_distance(self) -> float | None:

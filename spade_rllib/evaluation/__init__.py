@@ -1,4 +1,4 @@
-"""League evaluation: players, the match engine, schedules, runners, reports and replays.
+"""League evaluation: players, the match engine (`match_engine`), schedules, the schedule runner, reports (`eval_report`) and replays.
 
 Entry point: `python -m spade_rllib.evaluate` (see `docs/evaluation.md`).
 """

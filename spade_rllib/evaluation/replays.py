@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from spade_rllib.evaluation.games import GameResult, GameSpec, LevelEntry, num_actions, play_game
+from spade_rllib.evaluation.match_engine import GameResult, GameSpec, LevelEntry, num_actions, play_game
 from spade_rllib.evaluation.players import PlayerSpec, build_player
 
 GIF_FRAME_MS = 250

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from spade_rllib.evaluation.games import LevelEntry, GameSpec
+from spade_rllib.evaluation.match_engine import LevelEntry, GameSpec
 from spade_rllib.evaluation.players import MAZERACE_ENV_ID
 
 HELDOUT = "heldout"
@@ -33,8 +33,8 @@ LEVEL_SUFFIX = ".txt"
 
 
 def heldout_dir() -> Path:
-    """The shipped held-out maps (owned by the curriculum: `spade_rllib.curriculum.heldout.HELDOUT_DIR`)."""
-    from spade_rllib.curriculum.heldout import HELDOUT_DIR
+    """The shipped held-out maps (owned by the curriculum: `spade_rllib.curriculum.heldout_levels.HELDOUT_DIR`)."""
+    from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR
 
     return Path(HELDOUT_DIR)
 DEFAULT_LEVELS = "generated:4@5"

@@ -25,6 +25,8 @@ import enum
 import re
 from dataclasses import dataclass
 
+from spade_rllib.outcome import MAIN as MAIN_MODULE_ID
+
 SNAPSHOT_SUFFIX = "_v"
 
 
@@ -43,7 +45,7 @@ EXPLOITER_ROLES = (Role.MAIN_EXPLOITER, Role.LEAGUE_EXPLOITER)
 _RESERVED_NAMES = ("main", "random", "snapshot", Role.MAIN_EXPLOITER.value, Role.LEAGUE_EXPLOITER.value)
 _BOT_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _PATTERNS = (
-    (re.compile(r"main"), lambda m: MemberId.main()),
+    (re.compile(re.escape(MAIN_MODULE_ID)), lambda m: MemberId.main()),
     (re.compile(r"main_v(\d+)"), lambda m: MemberId.snapshot(int(m.group(1)))),
     (re.compile(r"random"), lambda m: MemberId.random()),
     (re.compile(r"(main_exploiter|league_exploiter)_(\d+)(?:_v(\d+))?"),
@@ -143,7 +145,7 @@ class MemberId:
     # -- string form ----------------------------------------------------------------------------
     def __str__(self) -> str:
         if self.role is Role.MAIN:
-            return "main"
+            return MAIN_MODULE_ID
         if self.role is Role.SNAPSHOT:
             return f"main{SNAPSHOT_SUFFIX}{self.generation}"
         if self.role is Role.RANDOM:

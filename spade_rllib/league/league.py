@@ -38,18 +38,16 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from spade_rllib import ratings
-from spade_rllib.league.config import LeagueConfig
+from spade_rllib.league.league_config import LeagueConfig
 from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role, learner_ids
-from spade_rllib.league.plan import MatchPlan, PlanEntry
+from spade_rllib.league.match_plan import MatchPlan, PlanEntry
 from spade_rllib.league.sampling import allocate_slots, mix_latest, normalise, pfsp_weights, win_rate_estimate
+from spade_rllib.outcome import DRAW, TEAM_LETTERS, EpisodeOutcome
 
 STATE_VERSION = 1
 MAX_EVENTS = 100
 """Snapshot / eviction events kept for logging."""
 PLAN_SEED_BOUND = 2 ** 63 - 1
-TEAM_LETTERS = ("A", "B")
-"""``winner`` values of the episode outcome record, by team index."""
-DRAW = "draw"
 TABLE_COLUMNS = ("member", "rating", "games", "main_win_rate")
 PAYOFF_COLUMN = {ratings.SCORE_WIN: 0, ratings.SCORE_DRAW: 1, ratings.SCORE_LOSS: 2}
 """Index into a payoff entry [wins, draws, losses] for each score."""
@@ -173,24 +171,17 @@ class League:
     # ------------------------------------------------------------------------------------------
     # results
     # ------------------------------------------------------------------------------------------
-    def record(self, outcome: Mapping[str, Any]) -> bool:
-        """Record one episode outcome record (docs/CONTRACTS.md); returns False if it is no league game.
-
-        Uses ``winner`` ('A' | 'B' | 'draw'), ``main_team`` (0 | 1: the learner's team),
-        ``opponent`` (MemberId or its string) and, optionally, ``learner`` (default main).
-        """
-        opponent, team = outcome.get("opponent"), outcome.get("main_team")
-        if opponent is None or team is None:
+    def record(self, outcome: EpisodeOutcome | Mapping[str, Any]) -> bool:
+        """Record one episode's `EpisodeOutcome` (or a dict in its vocabulary); False if it is no league
+        game (no opponent, or no learner seat). The learner's score comes from `learner_score`; the
+        opponent (a member id string) and the learner (default main) name the payoff cell."""
+        outcome = EpisodeOutcome.of(outcome)
+        if outcome.opponent is None or outcome.learner_team is None:
             return False
-        winner = outcome["winner"]
-        if winner == DRAW:
-            score = ratings.SCORE_DRAW
-        elif winner in TEAM_LETTERS:
-            score = ratings.SCORE_WIN if TEAM_LETTERS.index(winner) == team else ratings.SCORE_LOSS
-        else:
-            raise ValueError(f"outcome winner = {winner!r} is not valid; allowed: 'A', 'B', 'draw'")
-        learner = MemberId.parse(outcome.get("learner", MAIN))
-        self.record_result(learner, MemberId.parse(opponent), score)
+        if outcome.winner not in (*TEAM_LETTERS[:2], DRAW):  # league games are two-sided
+            raise ValueError(f"outcome winner = {outcome.winner!r} is not valid; allowed: 'A', 'B', 'draw'")
+        score = {"win": ratings.SCORE_WIN, "draw": ratings.SCORE_DRAW, "loss": ratings.SCORE_LOSS}[outcome.learner_result]
+        self.record_result(MemberId.parse(outcome.learner), MemberId.parse(outcome.opponent), score)
         return True
 
     def record_many(self, outcomes: Iterable[Mapping[str, Any]]) -> int:
@@ -538,3 +529,22 @@ class League:
         if self._rater is not None and not state.skill:
             state.skill = {m: self._rater.initial() for m in state.members}
         self.state = state
+
+
+def format_table(rows: list[Mapping[str, Any]]) -> str:
+    """The league table as aligned text (rows from `League.table()` or read back from league.csv)."""
+    lines = [f"{'member':<24} {'rating':>8} {'games':>7} {'main_win_rate':>14}"]
+    for row in rows:
+        rate = row.get("main_win_rate")
+        rate_text = "-" if rate in (None, "") else f"{float(rate):.3f}"
+        lines.append(f"{str(row['member']):<24} {float(row['rating']):>8.1f} {int(float(row['games'])):>7d} {rate_text:>14}")
+    return "\n".join(lines)
+
+
+def read_table(path) -> list[dict]:
+    """Rows of a `league.csv` (strings, as written)."""
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        if tuple(reader.fieldnames or ()) != TABLE_COLUMNS:
+            raise ValueError(f"{path}: columns {reader.fieldnames} are not {list(TABLE_COLUMNS)}")
+        return list(reader)

@@ -1,3 +1,5 @@
-"""RLlib glue: env adapters (`games`), the RLModule (`module`), the vectorized env runner (`runner`),
-the driver-component hook API (`components`, `plan`) and `SpadePPO` / `build_algo_config`
-(`algorithm`). Import submodules directly; this package import stays Ray-free."""
+"""RLlib glue: env adapters (`env_adapters`), the RLModule (`module`), the vectorized env runner
+(`runner`), the driver-component hook API (`components`, `plan`), the league's and the curriculum's
+driver components (`league_component`, `curriculum_component`, listed in `component_registry`),
+held-out evaluation (`heldout_eval`) and `SpadePPO` / `build_algo_config` (`algorithm`). Import
+submodules directly; this package import stays Ray-free."""

@@ -47,23 +47,25 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
 from spade_rllib.config import RunConfig, parse_config
+from spade_rllib.env_ids import env_kind
+from spade_rllib.outcome import MAIN
+from spade_rllib.rllib.component_registry import build_components
 from spade_rllib.rllib.components import (
     DriverContext,
     DriverUpdate,
     EnvInfo,
     SelfPlayComponent,
-    build_components,
     placeholder_win_rates,
     win_rates,
 )
-from spade_rllib.rllib.games import env_kind, make_game_factory
+from spade_rllib.rllib.env_adapters import make_game_factory
 from spade_rllib.rllib.module import SpadeModule
-from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner
+from spade_rllib.rllib.runner import SpadeEnvRunner
 
 logger = logging.getLogger(__name__)
 
-COMPONENTS_STATE_KEY = "spade_components"
 SAMPLE_TAG = "spade_sample_ahead"
 
 
@@ -222,7 +224,7 @@ class SpadePPO(PPO):
         self._pending_outcomes: list = []
         self._reset_modules: set = set()  # modules re-initialised since the in-flight samples were launched
         self._last_eval: dict = placeholder_win_rates(self.run_config.evaluation.opponents, "eval") if self.run_config.evaluation.interval else {}
-        from spade_rllib.rllib.heldout import make_heldout_evaluator  # noqa: PLC0415
+        from spade_rllib.rllib.heldout_eval import make_heldout_evaluator  # noqa: PLC0415
 
         self.heldout = make_heldout_evaluator(self.run_config, config, self.env_info)  # held-out maps, in a Ray task
         self._spade_metrics: dict = {}
@@ -325,7 +327,7 @@ class SpadePPO(PPO):
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
         # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
-        metrics.update(win_rates([o for o in outcomes if o.get("learner", MAIN) == MAIN], "train"))
+        metrics.update(win_rates([o for o in outcomes if o.learner == MAIN], "train"))
         ctx = DriverContext(
             iteration=self.iteration + 1,
             env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),

@@ -2,7 +2,7 @@
 
 A driver component lives in the `SpadePPO` algorithm on the driver. Each training iteration:
 
-  1. `SpadePPO` drains the episode outcome records (docs/CONTRACTS.md) of every env runner
+  1. `SpadePPO` drains the `EpisodeOutcome` records (spade_rllib/outcome.py) of every env runner
      (`foreach_env_runner(lambda r: r.pop_episode_outcomes())`).
   2. It calls `component.update(outcomes, ctx)` on every component, in registry order; each returns
      a flat dict of metrics with path keys ("league/size", "curriculum/difficulty"), which land in
@@ -15,30 +15,20 @@ A driver component lives in the `SpadePPO` algorithm on the driver. Each trainin
      `Algorithm.from_checkpoint`.
 
 To add one: write a class with these methods (no Ray import needed), and a factory
-`make(run_config, env_info) -> component | None`; list the factory's import path in
-`COMPONENT_FACTORIES` under the config section name. A section's factory returns None when the
-section is off. Metrics a component reports should also be reported (e.g. as NaN or initial
+`make(run_config, env_info) -> component | None`; list the factory in
+`spade_rllib.rllib.component_registry.COMPONENT_FACTORIES` under the config section name (imported
+by name, so an import scan sees every edge). A section's factory returns None when the section is off. Metrics a component reports should also be reported (e.g. as NaN or initial
 values) from the first iteration on, so their columns exist in progress.csv.
 """
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Optional, Protocol, runtime_checkable
 
-from spade_rllib.config import BOT_PREFIX, ConfigError, RunConfig
+from spade_rllib.config import BOT_PREFIX, RunConfig
+from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
 from spade_rllib.rllib.plan import MIRROR, RANDOM, DriverUpdate, OpponentPlan
-
-# Section name -> "module:function" building that section's component (or None when disabled).
-# Order matters: runner updates merge in this order, later entries win (the league's opponent plan
-# replaces the self-play plan when the league is on).
-COMPONENT_FACTORIES: dict[str, str] = {
-    "self_play": "spade_rllib.rllib.components:make_self_play_component",
-    "curriculum": "spade_rllib.curriculum.component:make_component",
-    "league": "spade_rllib.league.component:make_component",
-}
-
 
 @dataclass
 class EnvInfo:
@@ -69,7 +59,7 @@ class DriverContext:
         """Numpy state dict of a trained module (main through `main_weights` when that is all there is)."""
         if self.module_weights is not None:
             return self.module_weights(module_id)
-        if module_id == "main":
+        if module_id == MAIN:
             return self.main_weights()
         raise KeyError(f"no weights getter for module {module_id!r} in this DriverContext")
 
@@ -128,48 +118,24 @@ def make_self_play_component(cfg: RunConfig, info: EnvInfo) -> Optional[SelfPlay
     return SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, seed=cfg.experiment.seed)
 
 
-def build_components(cfg: RunConfig, info: EnvInfo) -> list:
-    """Instantiate the components the config turns on, in `COMPONENT_FACTORIES` order."""
-    out = []
-    for section, path in COMPONENT_FACTORIES.items():
-        enabled = section == "self_play" or bool(getattr(getattr(cfg, section, None), "enabled", False))
-        mod_name, _, fn_name = path.partition(":")
-        try:
-            factory = getattr(importlib.import_module(mod_name), fn_name)
-        except (ImportError, AttributeError) as e:
-            if enabled:
-                raise ConfigError(f"{section}.enabled = true: the {section} component is not available yet ({path}: {e})") from e
-            continue
-        comp = factory(cfg, info)
-        if comp is not None:
-            out.append(comp)
-    return out
-
-
-def outcome_summary(outcomes: list) -> dict:
-    """Main's W/D/L per opponent over a list of outcome records: {opponent: (wins, draws, losses)}."""
+def outcome_summary(outcomes: Iterable[EpisodeOutcome]) -> dict:
+    """The learner's W/D/L per opponent: {opponent: (wins, draws, losses)} (one-team records skipped)."""
     table: dict[str, list[int]] = {}
-    for rec in outcomes:
-        if rec.get("winner") is None:
+    for outcome in map(EpisodeOutcome.of, outcomes):
+        result = outcome.learner_result
+        if result is None:
             continue
-        letters = ("A", "B", "C", "D")
-        mine = letters[int(rec.get("main_team") or 0)]
-        row = table.setdefault(str(rec.get("opponent")), [0, 0, 0])
-        if rec["winner"] == "draw":
-            row[1] += 1
-        elif rec["winner"] == mine:
-            row[0] += 1
-        else:
-            row[2] += 1
+        table.setdefault(str(outcome.opponent), [0, 0, 0])[RESULTS.index(result)] += 1
     return {k: tuple(v) for k, v in table.items()}
 
 
-def win_rates(outcomes: list, prefix: str) -> dict:
+def win_rates(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
     """Flat metrics {prefix/<opp>/win_rate, draw_rate, loss_rate, games, mean_length}."""
+    outcomes = [EpisodeOutcome.of(o) for o in outcomes]
     out: dict[str, Any] = {}
     lengths: dict[str, list[int]] = {}
-    for rec in outcomes:
-        lengths.setdefault(str(rec.get("opponent")), []).append(int(rec.get("length", 0)))
+    for outcome in outcomes:
+        lengths.setdefault(str(outcome.opponent), []).append(outcome.length)
     for opp, (w, d, l) in outcome_summary(outcomes).items():
         n = max(1, w + d + l)
         out[f"{prefix}/{opp}/win_rate"] = w / n
@@ -192,12 +158,13 @@ def placeholder_win_rates(opponents: list, prefix: str) -> dict:
 
 __all__ = [
     "BOT_PREFIX",
-    "COMPONENT_FACTORIES",
     "DriverComponent",
     "DriverContext",
     "DriverUpdate",
     "EnvInfo",
     "SelfPlayComponent",
-    "build_components",
+    "make_self_play_component",
+    "outcome_summary",
+    "placeholder_win_rates",
     "win_rates",
 ]

@@ -29,7 +29,7 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.framework import try_import_torch
 
 torch, _ = try_import_torch()
-MAIN = "main"
+from spade_rllib.outcome import MAIN  # noqa: E402
 ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated")
 
 

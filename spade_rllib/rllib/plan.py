@@ -31,7 +31,7 @@ RANDOM = "random"
 BOT_PREFIX = "bot:"
 SLOT_PREFIX = "slot_"
 LIVE_PREFIX = "live:"
-MAIN = "main"
+from spade_rllib.outcome import MAIN  # noqa: E402
 
 EpisodeKey = tuple  # (worker_index, env_index, episode_number)
 

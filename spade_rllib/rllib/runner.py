@@ -1,8 +1,8 @@
 """`SpadeEnvRunner`: a vectorized multi-agent env runner that returns only the trained modules' experience.
 
 Why: RLlib's stock `MultiAgentEnvRunner` runs its connector pipelines per step and builds a
-`MultiAgentEpisode` per env; measured here it, not the env, sets the pace (see
-/work/shared/RLLIB_NOTES.md). This runner steps `num_envs_per_env_runner` env copies ("lanes")
+`MultiAgentEpisode` per env; measured here it, not the env, sets the pace (docs/training.md).
+This runner steps `num_envs_per_env_runner` env copies ("lanes")
 in lock-step and makes ONE batched forward pass per policy per step:
 
   * `main` (the trained module, id "main", weights synced by RLlib after every update);
@@ -25,9 +25,9 @@ modules' weights back through `set_state({"rl_module": {...}})`.
 Per episode the learner, its opponent and its seat come from the broadcast `OpponentPlan` as a pure
 function of (worker_index, env_index, episode_number); the learner's team alternates between
 episodes. Experience is recorded for every agent the learner controls (all of them against
-"mirror"). At the end of each episode an outcome record (docs/CONTRACTS.md) is appended to a
-buffer that the driver drains with `pop_episode_outcomes()` via `foreach_env_runner`; its
-`main_team` and `learner` fields name the learner's team and module.
+"mirror"). At the end of each episode an `EpisodeOutcome` (spade_rllib/outcome.py) is appended to
+a buffer that the driver drains with `pop_episode_outcomes()` via `foreach_env_runner`; its
+`learner_team` and `learner` fields name the learner's team and module.
 """
 from __future__ import annotations
 
@@ -59,15 +59,16 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
-from spade_rllib.rllib.games import MAZERACE_RESET_KEYS, Game, make_game_factory, winner_from_returns
+from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
+from spade_rllib.rllib.env_adapters import MAZERACE_RESET_KEYS, Game, make_game_factory
 from spade_rllib.rllib.packed import PackedEpisodes
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
 
 torch, nn = try_import_torch()
 logger = logging.getLogger(__name__)
 
-MAIN = "main"
-TEAM_LETTERS = ("A", "B", "C", "D")
+# Reset-option extras a level source may return that name fields of the episode's outcome.
+OUTCOME_EXTRA_FIELDS = ("level_spec", "heldout_level")
 OUTCOME_BUFFER_MAX = 100_000  # outcome records kept between two drains by the driver
 METRICS_WINDOW = 200  # episodes over which W/D/L rates and returns are averaged per runner
 
@@ -220,7 +221,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             self.level_source = None if update.level_source == "none" else update.level_source
         self.driver_extra.update(update.extra or {})
 
-    def pop_episode_outcomes(self) -> list[dict]:
+    def pop_episode_outcomes(self) -> list[EpisodeOutcome]:
         """Outcome records of training episodes finished since the last call (then forgotten)."""
         out = list(self._outcomes)
         self._outcomes.clear()
@@ -292,18 +293,19 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         return self.metrics.reduce()
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate_main(self, spec: dict) -> list[dict]:
+    def evaluate_main(self, spec: dict) -> list[EpisodeOutcome]:
         """Play evaluation games and return their outcome records (training state untouched).
 
         spec: {"opponents": [ids], "games": games per opponent (and per level), "greedy": bool,
                "levels": optional list of reset-option dicts (each played `games` times per opponent),
                "share": (k, n) to play only this runner's k-th of n shares}.
-        Main's team alternates between games. Records carry "eval_level_index" when levels are given.
+        Main's team alternates between games. A level's extra reset options (`heldout_level`) land in
+        the records (`OUTCOME_EXTRA_FIELDS`).
         """
         with _single_thread():
             return self._evaluate_main(spec)
 
-    def _evaluate_main(self, spec: dict) -> list[dict]:
+    def _evaluate_main(self, spec: dict) -> list[EpisodeOutcome]:
         opponents = list(spec.get("opponents", [RANDOM]))
         levels = list(spec.get("levels") or [None])
         games = int(spec.get("games", 10))
@@ -316,7 +318,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             self._eval_lanes = _Lanes([self._make_game() for _ in range(min(self.num_envs, 32))], record=False)
         lanes = self._eval_lanes
         queue = deque(jobs)
-        results: list[dict] = []
+        results: list[EpisodeOutcome] = []
         saved = (self.plan, self.level_source)
         try:
             lanes.active = [False] * lanes.n
@@ -333,7 +335,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         opp, li, g = job
         options = levels[li]
         self._start_episode(lanes, i, seed=int(self._rng.integers(2**31)), opponent=opp, main_team=g % lanes.num_teams,
-                            options=options, extras={"eval_level_index": li} if options is not None else {})
+                            options=options)
 
     # ------------------------------------------------------------------ core loop
     def _start_episode(self, lanes: _Lanes, i: int, seed: Optional[int] = None, opponent: Optional[str] = None,
@@ -503,7 +505,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                         self._start_eval_episode(lanes, i, queue.popleft(), levels)
         return env_steps, finished
 
-    def _finish_episode(self, lanes: _Lanes, i: int, res, episodes: Optional[list]) -> dict:
+    def _finish_episode(self, lanes: _Lanes, i: int, res, episodes: Optional[list]) -> EpisodeOutcome:
         if lanes.record and episodes is not None:
             for agent, tr in lanes.traj[i].items():
                 if tr.actions:
@@ -518,39 +520,30 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         opponent = lanes.opponent[i]
         member = lanes.member[i]
         swapped = self._member_of(opponent) != member  # slot reloaded with another member mid-episode
+        extras = lanes.extras[i]
+        fields = {k: extras[k] for k in OUTCOME_EXTRA_FIELDS if k in extras}
         if lanes.num_teams >= 2:
-            winner = info.get("winner") or winner_from_returns(team_returns)
-            record = {
-                "winner": winner,
-                "reason": info.get("reason", "timeout" if res.truncated else "terminal"),
-                "length": int(info.get("episode_length", lanes.length[i])),
-                "level": dict(info.get("level") or {}),
-                "main_team": main_team,
-                "opponent": member,
-                "learner": lanes.learner[i],
-                "returns": {TEAM_LETTERS[t]: r for t, r in enumerate(team_returns)},
-                "return": team_returns[main_team],
-            }
-        else:
-            record = {"winner": None, "reason": "timeout" if res.truncated else "terminal", "length": lanes.length[i],
-                      "level": {}, "main_team": 0, "opponent": None, "returns": {"A": team_returns[0]}, "return": team_returns[0]}
-        record.update(lanes.extras[i])
-        if swapped:
-            record["opponent_swapped"] = True  # two policies played that seat: the league ignores it
+            record = EpisodeOutcome.from_final_info(
+                info, team_returns=tuple(team_returns), length=lanes.length[i], truncated=res.truncated,
+                learner_team=main_team, learner=lanes.learner[i], opponent=member,
+                opponent_swapped=swapped,  # two policies played that seat: the league ignores it
+                **fields)
+        else:  # one team: nobody to win against, no opponent
+            record = EpisodeOutcome(winner=None, reason="timeout" if res.truncated else "terminal",
+                                    length=lanes.length[i], learner=lanes.learner[i], returns=(team_returns[0],), **fields)
         if lanes.record and lanes.learner[i] == MAIN:  # RLlib's episode metrics describe main
             self._log_episode_metrics(record, member)
         return record
 
-    def _log_episode_metrics(self, record: dict, member: Optional[str]) -> None:
+    def _log_episode_metrics(self, record: EpisodeOutcome, member: Optional[str]) -> None:
         win = max(1, METRICS_WINDOW // max(1, self.config.num_env_runners or 1))
         m = self.metrics
-        m.log_value(EPISODE_RETURN_MEAN, record["return"], window=win)
-        m.log_value(EPISODE_LEN_MEAN, record["length"], window=win)
-        if record["winner"] is not None:
-            mine = TEAM_LETTERS[record["main_team"]]
-            res = "draw" if record["winner"] == "draw" else ("win" if record["winner"] == mine else "loss")
-            for k in ("win", "draw", "loss"):
-                m.log_value(("vs", str(member), k), 1.0 if k == res else 0.0, window=win)
+        m.log_value(EPISODE_RETURN_MEAN, record.learner_return, window=win)
+        m.log_value(EPISODE_LEN_MEAN, record.length, window=win)
+        result = record.learner_result
+        if result is not None:
+            for k in RESULTS:
+                m.log_value(("vs", str(member), k), 1.0 if k == result else 0.0, window=win)
 
     def _make_episode(self, module_id: str, agent: str, tr: _Traj, terminated: bool, truncated: bool):
         """A numpy `SingleAgentEpisode` of the learner `module_id` (len(obs) == len(actions) + 1), or

@@ -1,5 +1,5 @@
-"""Ray Tune sweeps: sweep YAML (`spec`), the trainable (`trainable`), live progress, the end report and seed statistics.
+"""Ray Tune sweeps: sweep YAML (`sweep_spec`), the trainable (`trainable`), live progress, the end report (`sweep_report`) and seed statistics.
 
 Entry point: `python -m spade_rllib.tune --sweep NAME` (see `spade_rllib.tune` and docs/tune.md).
-`spec` and `stats` import no Ray.
+`sweep_spec` and `stats` import no Ray.
 """

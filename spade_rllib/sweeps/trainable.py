@@ -8,7 +8,7 @@ PBT mutates exactly those keys and `progress.csv`/TensorBoard show them as `conf
 the mutated dict, rebuilds the learner with the new values).
 
 Every result gets `sweep/objective`: the sweep's metric read from the first of its candidate
-keys the algorithm reports (`spade_rllib.sweeps.spec.metric_candidates`), the last finite value
+keys the algorithm reports (`spade_rllib.sweeps.sweep_spec.metric_candidates`), the last finite value
 when this iteration has none (evaluation runs every `evaluation.interval` iterations).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 from typing import Any, Optional
 
 from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config
-from spade_rllib.sweeps.spec import trial_run_config
+from spade_rllib.sweeps.sweep_spec import trial_run_config
 from spade_rllib.train import result_value
 
 SWEEP_KEY = "spade_sweep"

@@ -1,11 +1,11 @@
-"""RLlib glue for the league: a driver component (`spade_rllib.rllib.components`) around `League`.
+"""RLlib glue for the league: the driver component (`spade_rllib.rllib.components`) around `League`.
 
 `make_component(run_config, env_info)` returns a `LeagueComponent` when `league.enabled` is true.
 `SpadePPO` calls it once per training iteration, after PPO's sample -> learn -> weight sync:
 
-1. **Results in.** `update(outcomes, ctx)` feeds every episode outcome record (docs/CONTRACTS.md)
+1. **Results in.** `update(outcomes, ctx)` feeds every `EpisodeOutcome` (spade_rllib/outcome.py)
    to `League.record`. The env runner already names the member behind an opponent slot (the
-   member that sat in the slot when the episode *started*); records are translated by
+   member that sat in the slot when the episode *started*); opponent ids are translated by
    `league_member_of`: `main_v3` -> that snapshot, `random` -> `random`, `mirror` -> `main`
    (scored in the payoff, rates nobody). Ignored, and counted in `league/ignored_games_total`:
    single-agent records (`opponent` None), scripted bots (not league members), and episodes whose
@@ -30,14 +30,12 @@
 Checkpoints: `state_dict()` = the league's state (weights, ratings, payoff, RNG, counters) + the
 current plan; `load_state_dict()` restores both exactly, so a restored run sends the same plan and
 makes the same next decisions. At the end of a run `finish(trial_dir)` writes `league.csv`
-(member, rating, games, main_win_rate) and logs the table; `format_table` renders it for the
-console (train.py prints it from the CSV).
+(member, rating, games, main_win_rate) and logs the table (`spade_rllib.league.format_table`).
 
 No Ray import here: the component is plain Python and is unit-tested without Ray.
 """
 from __future__ import annotations
 
-import csv
 import logging
 import math
 from pathlib import Path
@@ -45,22 +43,21 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from spade_rllib.checkpoint_layout import LEAGUE_CORE_KEY, LEAGUE_CSV
 from spade_rllib.config import ConfigError, RunConfig
-from spade_rllib.league.config import LeagueConfig
+from spade_rllib.league.league_config import LeagueConfig
 from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
-from spade_rllib.league.league import TABLE_COLUMNS, League
-from spade_rllib.league.plan import MatchPlan
+from spade_rllib.league.league import League, format_table
+from spade_rllib.league.match_plan import MatchPlan
+from spade_rllib.outcome import EpisodeOutcome
 from spade_rllib.rllib.components import DriverContext, EnvInfo
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, SLOT_PREFIX, DriverUpdate, OpponentPlan, slot_id
 from spade_rllib.rllib.plan import RANDOM as RUNNER_RANDOM
 
 logger = logging.getLogger(__name__)
 
-LEAGUE_CSV = "league.csv"
 START_ITERATION = 0
 """Iteration the first plan is made for (before any training)."""
-SWAPPED_KEY = "opponent_swapped"
-"""Outcome-record flag set by the env runner when the opponent's slot was reloaded mid-episode."""
 SEED_SALT = 0x1EA6E
 """Mixed into the experiment seed so the league's RNG differs from the other seeded streams."""
 
@@ -165,21 +162,20 @@ class LeagueComponent:
         return DriverUpdate(opponent_plan=self.opponent_plan, slot_weights=weights or None)
 
     # ------------------------------------------------------------------ per iteration
-    def record_outcomes(self, outcomes: list) -> dict[MemberId, dict[MemberId, int]]:
+    def record_outcomes(self, outcomes: list[EpisodeOutcome]) -> dict[MemberId, dict[MemberId, int]]:
         """Record the league games among `outcomes`; returns {learner: {opponent member: games}}."""
         counts: dict[MemberId, dict[MemberId, int]] = {}
-        for rec in outcomes:
-            member = league_member_of(rec.get("opponent"))
-            learner = league_member_of(rec.get("learner", "main"))
-            if member is None or learner is None or rec.get("winner") is None or rec.get("main_team") is None:
+        for outcome in map(EpisodeOutcome.of, outcomes):
+            member = league_member_of(outcome.opponent)
+            learner = league_member_of(outcome.learner)
+            if member is None or learner is None or outcome.winner is None or outcome.learner_team is None:
                 self.counters["ignored_games"] += 1
                 continue
-            if rec.get(SWAPPED_KEY):
+            if outcome.opponent_swapped:
                 self.counters["swapped_games"] += 1
                 self.counters["ignored_games"] += 1
                 continue
-            self.league.record({"winner": rec["winner"], "main_team": int(rec["main_team"]), "opponent": member,
-                                "learner": learner})
+            self.league.record(outcome.with_fields(opponent=str(member), learner=str(learner)))
             row = counts.setdefault(learner, {})
             row[member] = row.get(member, 0) + 1
         return counts
@@ -247,11 +243,11 @@ class LeagueComponent:
 
     # ------------------------------------------------------------------ checkpoints, end of run
     def state_dict(self) -> dict:
-        return {"league": self.league.state_dict(), "plan": self.plan.to_dict(), "counters": dict(self.counters),
+        return {LEAGUE_CORE_KEY: self.league.state_dict(), "plan": self.plan.to_dict(), "counters": dict(self.counters),
                 "reported": sorted(self._reported)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.league.load_state_dict(state["league"])
+        self.league.load_state_dict(state[LEAGUE_CORE_KEY])
         self.counters = {k: int(state.get("counters", {}).get(k, 0)) for k in self.counters}
         self._reported = set(state.get("reported", ()))
         self._runner_slots = [None] * self.num_slots  # unknown after a restore: the next update sends all
@@ -271,25 +267,6 @@ class LeagueComponent:
         return path
 
 
-def format_table(rows: list[Mapping[str, Any]]) -> str:
-    """The league table as aligned text (rows from `League.table()` or read back from league.csv)."""
-    lines = [f"{'member':<24} {'rating':>8} {'games':>7} {'main_win_rate':>14}"]
-    for row in rows:
-        rate = row.get("main_win_rate")
-        rate_text = "-" if rate in (None, "") else f"{float(rate):.3f}"
-        lines.append(f"{str(row['member']):<24} {float(row['rating']):>8.1f} {int(float(row['games'])):>7d} {rate_text:>14}")
-    return "\n".join(lines)
-
-
-def read_table(path) -> list[dict]:
-    """Rows of a `league.csv` (strings, as written)."""
-    with open(path, newline="") as handle:
-        reader = csv.DictReader(handle)
-        if tuple(reader.fieldnames or ()) != TABLE_COLUMNS:
-            raise ValueError(f"{path}: columns {reader.fieldnames} are not {list(TABLE_COLUMNS)}")
-        return list(reader)
-
-
 def make_component(cfg: RunConfig, env_info: EnvInfo) -> Optional[LeagueComponent]:
     """The league component for `cfg`, or None when `league.enabled` is false."""
     if not cfg.league.enabled:
@@ -299,5 +276,5 @@ def make_component(cfg: RunConfig, env_info: EnvInfo) -> Optional[LeagueComponen
     return LeagueComponent(cfg.league.to_core(), seed=int(cfg.experiment.seed) ^ SEED_SALT)
 
 
-__all__ = ["LEAGUE_CSV", "LeagueComponent", "format_table", "league_member_of", "make_component",
-           "plan_to_opponent_plan", "read_table", "runner_opponent_id"]
+__all__ = ["LEAGUE_CSV", "LeagueComponent", "league_member_of", "make_component", "plan_to_opponent_plan",
+           "runner_opponent_id"]

@@ -32,7 +32,8 @@ import math
 import time
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from spade_rllib.curriculum.heldout import heldout_metrics, heldout_reset_options, load_heldout_levels
+from spade_rllib.curriculum.heldout_levels import heldout_metrics, heldout_reset_options, load_heldout_levels
+from spade_rllib.outcome import MAIN
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
 
     `algo_config` is the run's `AlgorithmConfig` (from `build_algo_config`); `opponents` maps metric
     names to runner opponent ids (default `HELDOUT_OPPONENTS`)."""
-    from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner  # noqa: PLC0415
+    from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
 
     opponents = dict(opponents or HELDOUT_OPPONENTS)
     config = algo_config.copy(copy_frozen=False)
@@ -101,8 +102,7 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
     finally:
         runner.stop()
     name_of = {opp_id: name for name, opp_id in opponents.items()}
-    for rec in records:
-        rec["opponent"] = name_of.get(rec.get("opponent"), rec.get("opponent"))
+    records = [rec.with_fields(opponent=name_of.get(rec.opponent, rec.opponent)) for rec in records]
     level_names = sorted({opt["heldout_level"] for opt in levels})
     out = placeholder_metrics(level_names, list(opponents))
     out.update(heldout_metrics(records, prefix=HELDOUT_PREFIX))

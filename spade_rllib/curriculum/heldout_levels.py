@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from spade_rllib.curriculum.spec import LevelSpec, normalize_ascii
+from spade_rllib.curriculum.level_spec import LevelSpec, normalize_ascii
+from spade_rllib.outcome import EpisodeOutcome
 
 HELDOUT_DIR = Path(__file__).resolve().parent.parent / "levels" / "heldout"
 MAP_SUFFIX = ".txt"
@@ -72,26 +73,24 @@ def load_heldout_levels(paths=None, max_unfairness: int | None = 0) -> dict:
 def heldout_reset_options(paths=None, agents_per_team: int = 1) -> list[dict]:
     """One reset-option dict per held-out map with `agents_per_team` agents per team, sorted by name:
     {"level": Level, "heldout_level": name}. MazeRace reads `level`; the env runner copies the other
-    key into the outcome record (`SpadeEnvRunner.evaluate_main(spec={"levels": ...})`)."""
+    key into the episode's `EpisodeOutcome.heldout_level` (`SpadeEnvRunner.evaluate_main(spec={"levels": ...})`)."""
     levels = load_heldout_levels(paths)
     return [{"level": level, "heldout_level": name} for name, level in sorted(levels.items())
             if level.agents_per_team == agents_per_team]
 
 
-def heldout_metrics(records: Iterable[dict], prefix: str = "heldout") -> dict[str, float]:
-    """`heldout/<level>/<opponent>/{win_rate,draw_rate,score,mean_length,games}` from outcome records that carry
-    `heldout_level`; win = main's team (`main_team`, default A) won. Records without it are skipped."""
+def heldout_metrics(records: Iterable[EpisodeOutcome], prefix: str = "heldout") -> dict[str, float]:
+    """`heldout/<level>/<opponent>/{win_rate,draw_rate,score,mean_length,games}` from the outcomes that
+    carry `heldout_level`, scored from the learner's side (`learner_result`). Others are skipped."""
     table: dict[tuple[str, str], list] = {}
-    for rec in records:
-        level = rec.get("heldout_level")
-        if level is None:
+    for outcome in map(EpisodeOutcome.of, records):
+        if outcome.heldout_level is None:
             continue
-        row = table.setdefault((str(level), str(rec.get("opponent"))), [0, 0, 0, 0])  # wins, draws, games, length
-        mine = "AB"[int(rec.get("main_team") or 0)]
-        row[0] += rec.get("winner") == mine
-        row[1] += rec.get("winner") == "draw"
+        row = table.setdefault((str(outcome.heldout_level), str(outcome.opponent)), [0, 0, 0, 0])  # wins, draws, games, length
+        row[0] += outcome.learner_result == "win"
+        row[1] += outcome.learner_result == "draw"
         row[2] += 1
-        row[3] += int(rec.get("length", 0))
+        row[3] += outcome.length
     out: dict[str, float] = {}
     for (level, opponent), (wins, draws, games, length) in sorted(table.items()):
         key = f"{prefix}/{level}/{opponent}"

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from spade_rllib import ratings as rating_math
-from spade_rllib.evaluation.games import DRAW, GameResult, LevelEntry
+from spade_rllib.evaluation.match_engine import DRAW, GameResult, LevelEntry
 
 PAYOFF_COLUMNS = ["player", "opponent", "games", "wins", "draws", "losses", "score", "games_seat0", "games_seat1"]
 RATINGS_COLUMNS = ["rank", "player", "kind", "elo", "elo_low", "elo_high", "openskill_mu", "openskill_sigma",

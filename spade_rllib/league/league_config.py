@@ -1,13 +1,14 @@
-"""``LeagueConfig``: the ``league:`` section, typed and validated."""
+"""``LeagueConfig``: the league's settings, typed and validated (the run config's ``league:`` section
+embeds it: ``enabled`` plus these fields). Errors are one line, worded as in ``spade_rllib.validation``."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from spade_rllib.ratings import ELO_DEFAULT_INITIAL, ELO_DEFAULT_K, OPENSKILL_MODELS
+from spade_rllib.validation import ConfigError, not_allowed, out_of_range, unknown_key, wrong_type
 
 SAMPLING_MODES = ("uniform", "pfsp")
 PFSP_WEIGHTINGS = ("hard", "variance", "linear")
@@ -72,8 +73,8 @@ class LeagueConfig:
         _check_optional_int("every_n_iterations", self.every_n_iterations, 1)
         _check_int("min_iterations_between", self.min_iterations_between, 0)
         if self.win_rate_threshold is None and self.every_n_iterations is None:
-            raise ValueError("league.win_rate_threshold and league.every_n_iterations are both None; "
-                             "set at least one so that snapshots can happen")
+            raise ConfigError("league.win_rate_threshold = None: out of range while league.every_n_iterations is "
+                              "None too (both None); set at least one so that snapshots can happen")
         _check_range("latest_ratio", self.latest_ratio, 0.0, 1.0, "0 <= value <= 1")
         _check_choice("sampling", self.sampling, SAMPLING_MODES)
         _check_choice("pfsp_weighting", self.pfsp_weighting, PFSP_WEIGHTINGS)
@@ -91,18 +92,18 @@ class LeagueConfig:
         _check_range("elo_initial", self.elo_initial, -float("inf"), float("inf"), "a finite number")
         _check_choice("openskill_model", self.openskill_model, OPENSKILL_MODELS)
         if self.keep_first and self.max_size < 2:
-            raise ValueError(f"league.max_size = {self.max_size} with keep_first = True leaves no room for a "
-                             "new snapshot; allowed: max_size >= 2, or keep_first = False")
+            raise out_of_range("league.max_size", self.max_size, ">= 2 with keep_first = true (it leaves no room "
+                               "for a new snapshot), or keep_first = false")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "LeagueConfig":
         """Build from the YAML ``league:`` mapping; unknown keys get a 'did you mean'."""
+        if not isinstance(values, Mapping):
+            raise wrong_type("league", values, "a mapping")
         known = [f.name for f in dataclasses.fields(cls)]
         for key in values:
             if key not in known:
-                close = difflib.get_close_matches(key, known, n=1)
-                hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"league.{key} is not a league setting.{hint} Valid settings: {', '.join(known)}")
+                raise unknown_key(f"league.{key}", known)
         return cls(**dict(values))
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,7 +111,7 @@ class LeagueConfig:
 
 
 def _fail(name: str, value: Any, allowed: str):
-    raise ValueError(f"league.{name} = {value!r} is out of range; allowed: {allowed}")
+    raise out_of_range(f"league.{name}", value, allowed)
 
 
 def _is_number(value: Any) -> bool:
@@ -142,11 +143,9 @@ def _check_optional_int(name, value, minimum):
 
 def _check_bool(name, value):
     if not isinstance(value, bool):
-        _fail(name, value, "true or false")
+        raise wrong_type(f"league.{name}", value, "true/false")
 
 
 def _check_choice(name, value, choices):
     if value not in choices:
-        close = difflib.get_close_matches(str(value), choices, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"league.{name} = {value!r} is not valid; allowed: {', '.join(choices)}.{hint}")
+        raise not_allowed(f"league.{name}", value, choices)

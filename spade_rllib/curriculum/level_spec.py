@@ -1,21 +1,13 @@
-"""Compact, exactly-replayable level specs and the episode outcome helpers the strategies read.
+"""Compact, exactly-replayable level specs, and what the strategies read from an `EpisodeOutcome`.
 
 A `LevelSpec` is what a curriculum hands out and stores: either generator knobs plus a seed
 (replayed by `generate_level(Knobs.from_dict(knobs), seed)`, deterministic by contract) or an
 ASCII grid. Its `level_id` is a content hash (sha1, never Python's per-process `hash()`), so the
 same level has the same id on the driver and on every env runner.
 
-Outcome records are plain dicts (docs/CONTRACTS.md, "Episode outcome record"). Keys read here:
-  winner       "A" | "B" | "draw"
-  reason       "flag" | "both_flag" | "timeout" (optional)
-  main_team    0 | 1 | None (None reads as team A)
-  level        {...knobs, "level_id", "difficulty", "measured_flag_distance"} (all optional)
-  level_spec   LevelSpec.to_dict() (added by AdaptiveCurriculum / CurriculumLevelSource; PLR needs it
-               to store new levels)
-  level_id     optional top-level copy of the level's id (CurriculumLevelSource extras)
-  returns      {"A": float, "B": float} mean per-agent return of each team (optional)
-  return       main's return (optional; overrides `returns`)
-  positive_value_loss   float (optional; PLR's `positive_value_loss` score)
+Outcomes are `EpisodeOutcome` records (spade_rllib/outcome.py); the strategies read the learner's
+result and return from it, `difficulty` and `level_id` from `outcome.level`, and rebuild a level
+from `outcome.level_spec` (PLR), with the helpers at the end of this module.
 No Ray import; building a `Level` imports `spade_rllib.envs` lazily.
 """
 from __future__ import annotations
@@ -28,7 +20,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-TEAM_LETTERS = ("A", "B")
+from spade_rllib.outcome import TEAM_LETTERS, EpisodeOutcome
+
 COMPLETED_REASONS = frozenset({"flag", "both_flag"})
 
 
@@ -185,60 +178,25 @@ def build_level(spec: LevelSpec):
     return Level.from_ascii(spec.ascii, meta={"family": "grid", "name": spec.name, **tags})
 
 
-# ----- outcome helpers (pure functions of one outcome dict) -----
+# ----- what the strategies read from an EpisodeOutcome (spade_rllib/outcome.py) -----
 
-def outcome_completed(outcome: Mapping[str, Any]) -> bool:
+def outcome_completed(outcome: EpisodeOutcome) -> bool:
     """Some team captured the flag before timeout."""
-    reason = outcome.get("reason")
-    if reason is not None and reason != "unknown":
-        return reason in COMPLETED_REASONS
-    return outcome.get("winner") in TEAM_LETTERS
+    if outcome.reason not in (None, "unknown"):
+        return outcome.reason in COMPLETED_REASONS
+    return outcome.winner in TEAM_LETTERS
 
 
-def outcome_main_team(outcome: Mapping[str, Any]) -> int:
-    team = outcome.get("main_team")
-    return 0 if team is None else int(team)
-
-
-def outcome_main_won(outcome: Mapping[str, Any]) -> float:
-    """1.0 if main's team won, else 0.0 (draws count as not won)."""
-    return 1.0 if outcome.get("winner") == TEAM_LETTERS[outcome_main_team(outcome)] else 0.0
-
-
-def outcome_main_return(outcome: Mapping[str, Any]) -> float:
-    """`return` if given, else main team's entry in `returns`, else +1 win / -1 loss / 0 draw."""
-    if outcome.get("return") is not None:
-        return float(outcome["return"])
-    letter = TEAM_LETTERS[outcome_main_team(outcome)]
-    returns = outcome.get("returns") or {}
-    if letter in returns:
-        return float(returns[letter])
-    winner = outcome.get("winner")
-    return 0.0 if winner not in TEAM_LETTERS else (1.0 if winner == letter else -1.0)
-
-
-def outcome_level_id(outcome: Mapping[str, Any]) -> str | None:
-    if outcome.get("level_id"):
-        return outcome["level_id"]
-    level = outcome.get("level") or {}
-    if level.get("level_id"):
-        return level["level_id"]
-    spec = outcome.get("level_spec") or {}
-    return spec.get("level_id")
-
-
-def outcome_spec(outcome: Mapping[str, Any]) -> LevelSpec | None:
+def outcome_spec(outcome: EpisodeOutcome) -> LevelSpec | None:
     """The level spec an outcome was played on, if it carries enough to rebuild the level."""
-    if outcome.get("level_spec"):
-        return LevelSpec.from_dict(outcome["level_spec"])
-    return None
+    return LevelSpec.from_dict(outcome.level_spec) if outcome.level_spec else None
 
 
-def outcome_level_summary(outcome: Mapping[str, Any]) -> dict[str, float]:
+def outcome_level_summary(outcome: EpisodeOutcome) -> dict[str, float]:
     """Numbers for the `curriculum/*_mean` metrics: size, wall_density, flag_distance, difficulty."""
-    level = outcome.get("level") or {}
-    if not level and outcome.get("level_spec"):
-        level = LevelSpec.from_dict(outcome["level_spec"]).summary()
+    level = dict(outcome.level)
+    if "size" not in level and outcome.level_spec:  # a hand-written record with the spec only
+        level = {**LevelSpec.from_dict(outcome.level_spec).summary(), **level}
     flag = next((level[k] for k in ("measured_flag_distance", "flag_distance_actual", "flag_distance")
                  if level.get(k) is not None), None)
     return {

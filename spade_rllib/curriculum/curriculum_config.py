@@ -1,15 +1,17 @@
 """`CurriculumConfig`: the `curriculum:` section of a training config, typed and validated.
 
 Every field has a one-line doc. `CurriculumConfig.from_dict(d)` accepts the YAML mapping, rejects
-unknown keys with a "did you mean" hint, and every bad value raises `ValueError` naming the field,
-the value and the allowed range.
+unknown keys with a "did you mean" hint, and every bad value raises `ConfigError` (a `ValueError`)
+naming the field, the value and the allowed range, worded as in `spade_rllib.validation`. The run
+config's `curriculum:` section embeds it (`enabled` plus these fields).
 """
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Mapping
+
+from spade_rllib.validation import not_allowed, out_of_range, unknown_key, wrong_type
 
 STRATEGIES = ("threshold", "plr", "uniform", "fixed")
 SIGNALS = ("completion", "win_rate", "return")
@@ -22,7 +24,7 @@ WALL_DENSITY_RANGE = (0.0, 0.4)
 
 
 def _fail(name: str, value: Any, allowed: str) -> None:
-    raise ValueError(f"{name} = {value!r} is invalid; allowed: {allowed}")
+    raise out_of_range(name, value, allowed)
 
 
 def _check_range(name: str, value: Any, lo: float, hi: float, *, lo_open=False, hi_open=False, integer=False) -> None:
@@ -30,9 +32,9 @@ def _check_range(name: str, value: Any, lo: float, hi: float, *, lo_open=False, 
     lo_s, hi_s = ("(" if lo_open else "["), (")" if hi_open else "]")
     allowed = f"{kind} in {lo_s}{lo}, {hi}{hi_s}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(name, value, allowed)
+        raise wrong_type(name, value, allowed)
     if integer and not float(value).is_integer():
-        _fail(name, value, allowed)
+        raise wrong_type(name, value, allowed)
     if not math.isfinite(value) and not (value == math.inf and hi == math.inf):
         _fail(name, value, allowed)
     if value < lo or value > hi or (lo_open and value == lo) or (hi_open and value == hi):
@@ -41,9 +43,7 @@ def _check_range(name: str, value: Any, lo: float, hi: float, *, lo_open=False, 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        hint = difflib.get_close_matches(str(value), choices, n=1)
-        did = f" (did you mean {hint[0]!r}?)" if hint else ""
-        raise ValueError(f"{name} = {value!r} is invalid{did}; allowed: one of {', '.join(choices)}")
+        raise not_allowed(name, value, choices)
 
 
 def _check_pair(name: str, value: Any, lo: float, hi: float, integer=False) -> tuple:
@@ -241,16 +241,14 @@ _PAIRS = {"size", "wall_density", "braid", "flag_distance_frac"}
 
 def _from_mapping(cls, d: Mapping[str, Any], prefix: str):
     if not isinstance(d, Mapping):
-        raise ValueError(f"{prefix} must be a mapping, got {type(d).__name__}: {d!r}")
+        raise wrong_type(prefix, d, "a mapping")
     names = [f.name for f in fields(cls)]
     kwargs: dict[str, Any] = {}
     for key, value in d.items():
         if key not in names:
-            hint = difflib.get_close_matches(str(key), names, n=1)
-            did = f" (did you mean {hint[0]!r}?)" if hint else ""
-            raise ValueError(f"{prefix}.{key} is not a known setting{did}; known: {', '.join(names)}")
+            raise unknown_key(f"{prefix}.{key}", names)
         if cls is CurriculumConfig and key in _SUB:
-            value = value if isinstance(value, _SUB[key]) else _from_mapping(_SUB[key], value or {}, f"{prefix}.{key}")
+            value = value if isinstance(value, _SUB[key]) else _from_mapping(_SUB[key], {} if value is None else value, f"{prefix}.{key}")
         elif key == "families" and value is not None:
             value = (value,) if isinstance(value, str) else tuple(value)
         elif key in _PAIRS and isinstance(value, list):
@@ -259,7 +257,7 @@ def _from_mapping(cls, d: Mapping[str, Any], prefix: str):
     try:
         obj = cls(**kwargs)
     except TypeError as e:  # pragma: no cover - names are checked above
-        raise ValueError(f"{prefix}: {e}") from e
+        raise wrong_type(prefix, dict(d), f"a mapping of {', '.join(names)}") from e
     return obj
 
 

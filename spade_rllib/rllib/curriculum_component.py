@@ -1,27 +1,27 @@
 """The curriculum's driver component for `SpadePPO` (see `spade_rllib.rllib.components`). No Ray import.
 
 The driver owns one strategy. Each iteration:
-  update(outcomes, ctx)  folds main's outcomes on curriculum-chosen levels (those carrying
+  update(outcomes, ctx)  folds main's `EpisodeOutcome`s on curriculum-chosen levels (those carrying
                          `level_spec`; league exploiters' episodes are not main's progress: a main
                          exploiter freshly reset would drag the difficulty down) into the strategy
                          and returns `strategy.metrics()` (`curriculum/...`);
   runner_update(full)    returns a `DriverUpdate(level_source=CurriculumLevelSource(...))` when the
                          sampling state changed since the last broadcast (always when `full`);
   state_dict()           strategy state (difficulty, window, buffer, RNG) + broadcast version.
-Registered as "curriculum" in `COMPONENT_FACTORIES` (`make_component`).
+Registered as "curriculum" in `spade_rllib.rllib.component_registry` (`make_component`).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Mapping, Optional
 
-from spade_rllib.curriculum.config import CurriculumConfig
+from spade_rllib.config import ConfigError, RunConfig
+from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.source import CurriculumLevelSource
 from spade_rllib.curriculum.strategies import KnobsFn, make_strategy
-
-MAIN = "main"
-# Keys of the run config's `curriculum:` section that are not CurriculumConfig fields.
-SECTION_ONLY_KEYS = ("enabled",)
+from spade_rllib.outcome import MAIN, EpisodeOutcome
+from spade_rllib.rllib.components import EnvInfo
+from spade_rllib.rllib.plan import DriverUpdate
 
 
 class CurriculumComponent:
@@ -38,8 +38,9 @@ class CurriculumComponent:
         self._sent_version = -1
         self.ignored_outcomes = 0  # outcomes of levels it did not choose (no level_spec) or not main's
 
-    def update(self, outcomes: list, ctx: Any = None) -> dict:
-        mine = [o for o in outcomes if o.get("level_spec") and o.get("learner", MAIN) == MAIN]
+    def update(self, outcomes: list[EpisodeOutcome], ctx: Any = None) -> dict:
+        outcomes = [EpisodeOutcome.of(o) for o in outcomes]
+        mine = [o for o in outcomes if o.level_spec and o.learner == MAIN]
         self.ignored_outcomes += len(outcomes) - len(mine)
         self.strategy.update(mine)
         metrics = dict(self.strategy.metrics())
@@ -58,8 +59,6 @@ class CurriculumComponent:
         return CurriculumLevelSource(self._current_state(), seed=self.seed, version=self.version)
 
     def runner_update(self, full: bool):
-        from spade_rllib.rllib.plan import DriverUpdate
-
         source = self.level_source()
         if not full and self._sent_version == self.version:
             return None
@@ -78,37 +77,13 @@ class CurriculumComponent:
         self._sent_version = -1  # the next runner_update sends, whatever `full` says
 
 
-def curriculum_config_from_section(section: Any) -> CurriculumConfig:
-    """The run config's `curriculum:` section (dataclass or mapping) -> CurriculumConfig.
-    `enabled` is dropped; every other key must be a CurriculumConfig field."""
-    if dataclasses.is_dataclass(section):
-        data = {f.name: getattr(section, f.name) for f in dataclasses.fields(section)}
-    elif isinstance(section, Mapping) or section is None:
-        data = dict(section or {})
-    else:
-        data = dict(vars(section))
-    for key in SECTION_ONLY_KEYS:
-        data.pop(key, None)
-    data = {k: (_plain(v)) for k, v in data.items()}
-    return CurriculumConfig.from_dict(data)
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    return value
-
-
-def make_component(cfg: Any, info: Any) -> Optional[CurriculumComponent]:
-    """Factory for `COMPONENT_FACTORIES["curriculum"]`: None when `curriculum.enabled` is false."""
-    section = getattr(cfg, "curriculum", None)
-    if section is None or not getattr(section, "enabled", False):
+def make_component(cfg: RunConfig, info: EnvInfo) -> Optional[CurriculumComponent]:
+    """Factory of the "curriculum" component: None when `curriculum.enabled` is false."""
+    if not cfg.curriculum.enabled:
         return None
-    if getattr(info, "kind", "mazerace") != "mazerace":
-        raise ValueError(f"curriculum.enabled = true needs a level-driven env (MazeRace-v0); env kind is {info.kind!r}")
-    config = curriculum_config_from_section(section)
-    teams = getattr(info, "teams", None)
-    if teams:  # the env decides the team size
-        config = dataclasses.replace(config, agents_per_team=len(teams[0]))
-    seed = int(getattr(getattr(cfg, "experiment", None), "seed", 0) or 0)
-    return CurriculumComponent(config, seed=seed)
+    if info.kind != "mazerace":
+        raise ConfigError(f"curriculum.enabled = true needs a level-driven env (MazeRace-v0); env kind is {info.kind!r}")
+    config = cfg.curriculum.to_core()
+    if info.teams:  # the env decides the team size
+        config = dataclasses.replace(config, agents_per_team=len(info.teams[0]))
+    return CurriculumComponent(config, seed=int(cfg.experiment.seed))

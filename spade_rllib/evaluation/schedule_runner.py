@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-from spade_rllib.evaluation.games import GameResult, GameSpec, LevelEntry, make_game_env, num_actions, play_game
+from spade_rllib.evaluation.match_engine import GameResult, GameSpec, LevelEntry, make_game_env, num_actions, play_game
 from spade_rllib.evaluation.players import PlayerSpec, build_player
 
 CHUNKS_PER_WORKER = 4

@@ -1,4 +1,5 @@
-"""Tiny checkpoints for tests and demos, built without Ray or training.
+"""Tiny checkpoints for the tests, built without Ray or training (synthetic, unlike the real old
+checkpoint in `fixtures/checkpoint_before_issue12/`).
 
 `save_tiny_checkpoint(root, env_id)` writes the same layout a training run leaves:
 
@@ -9,8 +10,9 @@
         rllib_checkpoint.json
         learner_group/learner/rl_module/        a MultiRLModule
           main/                                 a `SpadeModule` (random init from `seed`)
-        algorithm_state.pkl                     optional league snapshots, as SpadePPO stores them:
-                                                {"spade_components": {"league": League.state_dict()-like}}
+        algorithm_state.pkl                     optional league snapshots, where SpadePPO stores them
+                                                (`spade_rllib.checkpoint_layout`): spade_components ->
+                                                league -> league -> League.state_dict()-like members
 
 The modules are random MLPs: useful for plumbing (loading, export, schedules, CSVs), not strength.
 """
@@ -24,7 +26,15 @@ from typing import Sequence
 
 import numpy as np
 
-from spade_rllib.policy import RL_MODULE_SUBPATH, _quiet_deprecations
+from spade_rllib.checkpoint_layout import (
+    ALGORITHM_STATE_FILE,
+    COMPONENTS_STATE_KEY,
+    LEAGUE_COMPONENT,
+    LEAGUE_CORE_KEY,
+    RL_MODULE_SUBPATH,
+    TUNE_PARAMS_FILE,
+)
+from spade_rllib.policy import _quiet_deprecations
 
 
 def env_spaces(env_id: str):
@@ -88,7 +98,7 @@ def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_i
         multi[module_id].set_state(module.get_state())
     multi.save_to_path(str(ckpt / RL_MODULE_SUBPATH))
     (ckpt / "rllib_checkpoint.json").write_text(json.dumps({"checkpoint_version": "2.1", "format": "cloudpickle"}))
-    (root / "params.json").write_text(json.dumps({"env": env_id}))
+    (root / TUNE_PARAMS_FILE).write_text(json.dumps({"env": env_id}))
     if snapshots:
         members = []
         for generation in range(1, snapshots + 1):
@@ -96,9 +106,9 @@ def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_i
             weights = {k: np.asarray(v) for k, v in snap.get_state().items()}
             members.append({"id": f"main_v{generation}", "created_at": generation, "weights": weights})
         members.append({"id": "random", "created_at": 0, "weights": None})
-        # Where SpadePPO.get_state() puts it: algorithm_state.pkl -> spade_components -> league.
-        with open(ckpt / "algorithm_state.pkl", "wb") as f:
-            pickle.dump({"spade_components": {"league": {"version": 1, "members": members}}}, f)
+        league = {"version": 1, "members": members}  # the part of League.state_dict() loaders read
+        with open(ckpt / ALGORITHM_STATE_FILE, "wb") as f:
+            pickle.dump({COMPONENTS_STATE_KEY: {LEAGUE_COMPONENT: {LEAGUE_CORE_KEY: league}}}, f)
     if progress_rows:
         write_progress_csv(root / "progress.csv", progress_rows, seed=seed)
     return ckpt

@@ -24,7 +24,8 @@ from typing import Any, Callable, Optional
 import gymnasium as gym
 import numpy as np
 
-MAZERACE_ID = "MazeRace-v0"
+from spade_rllib.env_ids import env_kind
+
 SINGLE_AGENT_ID = "agent_0"
 # MazeRace reset options; any other key a level source returns goes into the outcome record.
 MAZERACE_RESET_KEYS = ("level", "knobs", "level_seed", "difficulty")
@@ -203,15 +204,6 @@ class AECGame(Game):
         return StepResult({nxt: self._flatten(env.observe(nxt))}, rewards, False, False)
 
 
-def env_kind(env_id: str) -> str:
-    """'mazerace', 'pettingzoo' or 'gymnasium' (the config has validated the id already)."""
-    if env_id == MAZERACE_ID:
-        return "mazerace"
-    if ":" in env_id and not env_id.startswith("gymnasium"):
-        return "pettingzoo"
-    return "gymnasium"
-
-
 def _make_pettingzoo(env_id: str, kwargs: dict) -> Game:
     mod_name, _, attr = env_id.partition(":")
     mod = getattr(importlib.import_module(mod_name), attr)
@@ -240,10 +232,3 @@ def make_game_factory(env_id: str, kwargs: Optional[dict] = None) -> Callable[[]
     if kind == "pettingzoo":
         return lambda: _make_pettingzoo(env_id, kwargs)
     return lambda: GymGame(gym.make(env_id, **kwargs))
-
-
-def winner_from_returns(team_returns: list[float]) -> str:
-    """'A', 'B' or 'draw' from the per-team returns of a two-team game (generic envs)."""
-    if len(team_returns) < 2 or team_returns[0] == team_returns[1]:
-        return "draw"
-    return "A" if team_returns[0] > team_returns[1] else "B"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from spade_rllib.sweeps.spec import SEED_KEY, SweepSpec
+from spade_rllib.sweeps.sweep_spec import SEED_KEY, SweepSpec
 from spade_rllib.sweeps.stats import SeedInterval, seed_interval
 
 OBJECTIVE = "sweep/objective"

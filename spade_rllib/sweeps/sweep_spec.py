@@ -24,13 +24,13 @@ how much to spend. Every key and value is checked before Ray starts; a problem r
 
 Merge order for a trial's training config: base YAML -> `overrides` -> `budget.stop` (into
 `training.stop`) -> `--smoke` defaults and the sweep's `smoke` section -> `--set` -> the trial's
-sampled `space` values.
+sampled `space` values. The file and `--set` values are read like a training config
+(`config.read_yaml`), and errors use the one wording of `spade_rllib.validation`.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import math
 import os
 import typing
@@ -40,7 +40,8 @@ from typing import Any, Optional
 
 import yaml
 
-from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
+from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config, read_yaml
+from spade_rllib.validation import did_you_mean
 
 SWEEPS_DIR = Path(__file__).resolve().parent.parent.parent / "tune_configs" / "sweeps"
 """Where `--sweep NAME` looks for `NAME.yaml` (the repository's `tune_configs/sweeps/`)."""
@@ -77,14 +78,11 @@ SMOKE_STOP = {"iterations": 2}
 """`budget.stop` of every `--smoke` run (the sweep's `smoke.budget.stop` may change it)."""
 
 
-def _did_you_mean(word: Any, options) -> str:
-    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _number(value: Any, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{key} = {value!r}: wrong type, expected a number")
+    if not math.isfinite(value):
+        raise ConfigError(f"{key} = {value!r}: not a finite number, allowed any finite number")
     return float(value)
 
 
@@ -131,7 +129,7 @@ def parse_dist(raw: Any, key: str) -> Dist:
         raise ConfigError(f"{key} = {raw!r}: expected one of {{grid: [..]}}, {{choice: [..]}}, {{uniform: [lo, hi]}}, {{loguniform: [lo, hi]}}")
     (kind, arg), = raw.items()
     if kind not in DIST_KINDS:
-        raise ConfigError(f"{key}.{kind}: unknown distribution{_did_you_mean(kind, DIST_KINDS)} (allowed: {', '.join(DIST_KINDS)})")
+        raise ConfigError(f"{key}.{kind}: unknown distribution{did_you_mean(kind, DIST_KINDS)} (allowed: {', '.join(DIST_KINDS)})")
     if kind in ("grid", "choice"):
         if not isinstance(arg, list) or not arg:
             raise ConfigError(f"{key}.{kind} = {arg!r}: expected a non-empty list of values")
@@ -253,7 +251,7 @@ def sweep_path(name: str, directory: Path = SWEEPS_DIR) -> Path:
     if cand.is_file():
         return cand
     names = available_sweeps(directory)
-    raise ConfigError(f"--sweep {name!r}: unknown sweep{_did_you_mean(name, names)}; available: {', '.join(names) or '(none)'}"
+    raise ConfigError(f"--sweep {name!r}: unknown sweep{did_you_mean(name, names)}; available: {', '.join(names) or '(none)'}"
                       f" (files in {directory}) or a path to a sweep .yaml")
 
 
@@ -276,7 +274,7 @@ def _section(raw: Any, cls: type, key: str) -> Any:
     names = [f.name for f in dataclasses.fields(cls)]
     for k in raw:
         if k not in names:
-            raise ConfigError(f"{key}.{k}: unknown key{_did_you_mean(k, names)} (allowed: {', '.join(names)})")
+            raise ConfigError(f"{key}.{k}: unknown key{did_you_mean(k, names)} (allowed: {', '.join(names)})")
     return cls(**raw)
 
 
@@ -335,22 +333,21 @@ def load_sweep(name: str, smoke: bool = False, sets: tuple = (), directory: Path
     """(validated spec, base training config as a raw dict with overrides, budget, smoke and --set applied)."""
     path = sweep_path(name, directory)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = read_yaml(path.read_text()) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"--sweep {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
     if not isinstance(raw, dict):
         raise ConfigError(f"--sweep {str(path)!r}: expected a mapping ({', '.join(TOP_KEYS)}) at the top level")
-    raw = _fix_floats(raw)
     for k in raw:
         if k not in TOP_KEYS:
-            raise ConfigError(f"{k}: unknown key{_did_you_mean(k, TOP_KEYS)} (allowed: {', '.join(TOP_KEYS)})")
+            raise ConfigError(f"{k}: unknown key{did_you_mean(k, TOP_KEYS)} (allowed: {', '.join(TOP_KEYS)})")
     smoke_raw = raw.pop("smoke", None) or {}
     if not isinstance(smoke_raw, dict):
         raise ConfigError(f"smoke = {smoke_raw!r}: wrong type, expected a partial sweep (a mapping)")
     for k in smoke_raw:
         if k not in TOP_KEYS or k in ("smoke", "base"):
             allowed = [t for t in TOP_KEYS if t not in ("smoke", "base")]
-            raise ConfigError(f"smoke.{k}: unknown key{_did_you_mean(k, allowed)} (allowed: {', '.join(allowed)})")
+            raise ConfigError(f"smoke.{k}: unknown key{did_you_mean(k, allowed)} (allowed: {', '.join(allowed)})")
     if smoke:
         raw = _merge(raw, {"overrides": SMOKE_DEFAULTS, "budget": {"num_samples": 1}})
         raw.setdefault("budget", {})
@@ -361,20 +358,6 @@ def load_sweep(name: str, smoke: bool = False, sets: tuple = (), directory: Path
     base = base_raw_config(spec, sets)
     validate_against_base(spec, base)
     return spec, base
-
-
-def _fix_floats(obj: Any) -> Any:
-    """PyYAML reads 1e-4 (no dot) as a string: turn such strings into floats."""
-    if isinstance(obj, dict):
-        return {k: _fix_floats(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_fix_floats(v) for v in obj]
-    if isinstance(obj, str) and obj[:1] in "0123456789.-+" and "e" in obj.lower():
-        try:
-            return float(obj)
-        except ValueError:
-            return obj
-    return obj
 
 
 def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpec:
@@ -399,7 +382,7 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
 
     sched = _section(raw.get("scheduler"), SchedulerSpec, "scheduler")
     if sched.type not in SCHEDULERS:
-        raise ConfigError(f"scheduler.type = {sched.type!r}: not allowed{_did_you_mean(sched.type, SCHEDULERS)}; allowed: {', '.join(SCHEDULERS)}")
+        raise ConfigError(f"scheduler.type = {sched.type!r}: not allowed{did_you_mean(sched.type, SCHEDULERS)}; allowed: {', '.join(SCHEDULERS)}")
     _check_int(sched.perturbation_interval, "scheduler.perturbation_interval", 1)
     _check_int(sched.grace_period, "scheduler.grace_period", 1)
     if sched.max_t is not None:
@@ -434,7 +417,7 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
     if not isinstance(metric.name, str) or not metric.name:
         raise ConfigError(f"metric.name = {metric.name!r}: expected 'auto' or a result key like 'eval/random/win_rate'")
     if metric.mode not in MODES:
-        raise ConfigError(f"metric.mode = {metric.mode!r}: not allowed{_did_you_mean(metric.mode, MODES)}; allowed: max, min")
+        raise ConfigError(f"metric.mode = {metric.mode!r}: not allowed{did_you_mean(metric.mode, MODES)}; allowed: max, min")
 
     budget = _section(raw.get("budget"), BudgetSpec, "budget")
     _check_int(budget.num_samples, "budget.num_samples", 1)
@@ -449,7 +432,7 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
             raise ConfigError(f"report.heatmap = {report.heatmap!r}: expected two space keys, e.g. [agent.lr, agent.gamma]")
         for i, k in enumerate(report.heatmap):
             if k not in space:
-                raise ConfigError(f"report.heatmap[{i}] = {k!r}: not a space key{_did_you_mean(k, space)} (space: {', '.join(space)})")
+                raise ConfigError(f"report.heatmap[{i}] = {k!r}: not a space key{did_you_mean(k, space)} (space: {', '.join(space)})")
     c = _number(report.confidence, "report.confidence")
     if not 0 < c < 1:
         raise ConfigError(f"report.confidence = {c!r}: out of range, allowed > 0 and < 1")

@@ -1,0 +1,280 @@
+"""The checkpoint layout, in one place: where a `SpadePPO` checkpoint keeps what, and how to read it.
+
+    <trial dir>/                      Tune's trial directory: config.yaml (the run config), params.json,
+      checkpoint_<n>/                 progress.csv, league.csv
+        learner_group/learner/rl_module/<module_id>/    one RLModule per trained module (`module_dir`)
+        algorithm_state.pkl           {..., "spade_components": {<component name>: state_dict()}}
+                                      league: {"league": League.state_dict(), "plan", "counters", ...}
+                                      curriculum: {"strategy", "version", ...}; self_play: {"plan"}
+
+`resolve_checkpoint` accepts a checkpoint, a trial directory (newest `checkpoint_*`) or one module
+directory. League members are read from the league component's exact entry (`league_member_states`);
+the env a run trained on from its metadata (`checkpoint_env_id`). No Ray import; the league's and
+the trainer's writers (`rllib/algorithm.py`, `rllib/league_component.py`) use these names.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from spade_rllib.env_ids import canonical_env_id
+from spade_rllib.outcome import MAIN
+
+RL_MODULE_SUBPATH = Path("learner_group") / "learner" / "rl_module"
+"""Where the learner saves the MultiRLModule, relative to a checkpoint."""
+CTOR_FILE = "class_and_ctor_args.pkl"
+MODULE_STATE_STEM = "module_state"
+ALGORITHM_STATE_FILE = "algorithm_state.pkl"
+COMPONENTS_STATE_KEY = "spade_components"
+"""Key of the driver components' states in `SpadePPO.get_state()`."""
+LEAGUE_COMPONENT = "league"
+"""Name of the league's driver component (its key under COMPONENTS_STATE_KEY)."""
+LEAGUE_CORE_KEY = "league"
+"""Key of `League.state_dict()` inside the league component's state."""
+LEAGUE_STATE_FILE = "league_state.pkl"
+"""A stand-alone `League.state_dict()` beside a checkpoint (exported leagues), read when the algorithm state has none."""
+# Files a training run may leave that name its env (checked in this order).
+SPADE_META_FILE = "spade_meta.json"
+RUN_CONFIG_FILE = "config.yaml"
+TUNE_PARAMS_FILE = "params.json"
+LEAGUE_CSV = "league.csv"
+"""The final league table a league run writes into its trial directory."""
+
+
+def module_dir(checkpoint: str | Path, module_id: str = MAIN) -> Path:
+    """The RLModule directory of `module_id` inside an algorithm checkpoint directory."""
+    return Path(checkpoint) / RL_MODULE_SUBPATH / module_id
+
+
+class CheckpointError(Exception):
+    """A checkpoint or module could not be loaded. The message is one line, meant for users."""
+
+
+PolicyLoadError = CheckpointError  # the name the policy loader's users know
+
+
+# --------------------------------------------------------------------------------------------
+# Checkpoint resolution
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """Where the pieces of one checkpoint live on disk."""
+
+    path: Path
+    """The directory the user gave, resolved to an algorithm checkpoint (or a module directory)."""
+    module_root: Path
+    """Directory holding one sub-directory per RLModule id."""
+    module_ids: tuple[str, ...]
+    """Ids of the RLModules saved by the learner (e.g. ("main",))."""
+    trial_dir: Path | None
+    """The Tune trial directory above the checkpoint (holds progress.csv), when there is one."""
+    single_module: bool = False
+    """True when `path` is one RLModule directory rather than an algorithm checkpoint."""
+    league_ids: tuple[str, ...] = field(default=())
+    """Ids of frozen league members stored in the checkpoint (weights only)."""
+
+    @property
+    def all_ids(self) -> tuple[str, ...]:
+        return self.module_ids + tuple(i for i in self.league_ids if i not in self.module_ids)
+
+    def module_dir(self, module_id: str) -> Path:
+        return self.module_root if self.single_module else self.module_root / module_id
+
+
+def _is_module_dir(path: Path) -> bool:
+    return (path / CTOR_FILE).is_file() and any(path.glob(MODULE_STATE_STEM + ".*"))
+
+
+def _checkpoint_number(path: Path) -> int:
+    digits = re.findall(r"\d+", path.name)
+    return int(digits[-1]) if digits else -1
+
+
+def _find_trial_dir(ckpt: Path) -> Path | None:
+    for candidate in (ckpt.parent, ckpt.parent.parent):
+        if any((candidate / name).is_file() for name in ("progress.csv", TUNE_PARAMS_FILE, RUN_CONFIG_FILE)):
+            return candidate
+    return None
+
+
+def natural_key(text: str) -> tuple:
+    """Sort key that orders "main_v2" before "main_v10"."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def resolve_checkpoint(checkpoint: str | Path) -> CheckpointInfo:
+    """Find the RLModules inside `checkpoint` (see module docstring for accepted layouts)."""
+    path = Path(checkpoint).expanduser()
+    if not path.exists():
+        raise PolicyLoadError(f"checkpoint path does not exist: {path}")
+    if not path.is_dir():
+        raise PolicyLoadError(
+            f"not a checkpoint: {path} is a file; pass the checkpoint directory "
+            f"(the one holding {RL_MODULE_SUBPATH}/)"
+        )
+    path = path.resolve()
+    if not (path / RL_MODULE_SUBPATH).is_dir() and not _is_module_dir(path):
+        nested = sorted(
+            (p for p in path.glob("checkpoint_*") if (p / RL_MODULE_SUBPATH).is_dir()),
+            key=_checkpoint_number,
+        )
+        if nested:
+            path = nested[-1]
+    if (path / RL_MODULE_SUBPATH).is_dir():
+        root = path / RL_MODULE_SUBPATH
+        ids = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and _is_module_dir(p)))
+        info = CheckpointInfo(path=path, module_root=root, module_ids=ids, trial_dir=_find_trial_dir(path))
+        league = tuple(sorted(league_member_states(info, ids_only=True), key=natural_key))
+        return CheckpointInfo(
+            path=path, module_root=root, module_ids=ids, trial_dir=info.trial_dir, league_ids=league
+        )
+    if _is_module_dir(path):
+        return CheckpointInfo(
+            path=path, module_root=path, module_ids=(path.name,), trial_dir=None, single_module=True
+        )
+    raise PolicyLoadError(
+        f"not an RLlib checkpoint: {path} has no {RL_MODULE_SUBPATH}/ and no checkpoint_* folders"
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _read_pickle(path: str, stamp: tuple[int, int]) -> Any:
+    """Unpickle `path`; cached per (mtime_ns, size) so Ray workers read each league state once."""
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def _stamp(file: Path) -> tuple[int, int]:
+    stat = file.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _load_pickle(file: Path) -> Any:
+    try:
+        return _read_pickle(str(file), _stamp(file))
+    except Exception as e:  # noqa: BLE001 - one-line error for any unpickling failure
+        raise PolicyLoadError(f"cannot read {file}: {type(e).__name__}: {e}") from e
+
+
+def algorithm_state(info: CheckpointInfo) -> Mapping[str, Any] | None:
+    """`SpadePPO.get_state()`'s algorithm part as saved in `algorithm_state.pkl`, or None."""
+    file = info.path / ALGORITHM_STATE_FILE
+    if info.single_module or not file.is_file():
+        return None
+    state = _load_pickle(file)
+    return state if isinstance(state, Mapping) else None
+
+
+def component_state(info: CheckpointInfo, name: str) -> Mapping[str, Any] | None:
+    """The saved `state_dict()` of driver component `name` ("league", "curriculum", ...), or None."""
+    components = (algorithm_state(info) or {}).get(COMPONENTS_STATE_KEY)
+    state = components.get(name) if isinstance(components, Mapping) else None
+    return state if isinstance(state, Mapping) else None
+
+
+def league_state(info: CheckpointInfo) -> Mapping[str, Any] | None:
+    """`League.state_dict()` stored with the checkpoint: the league component's `"league"` entry,
+    else a stand-alone `league_state.pkl` beside the checkpoint's files; None without a league."""
+    component = component_state(info, LEAGUE_COMPONENT)
+    if component is not None:
+        return component[LEAGUE_CORE_KEY]
+    file = info.path / LEAGUE_STATE_FILE
+    if not info.single_module and file.is_file():
+        return _load_pickle(file)
+    return None
+
+
+def league_member_states(info: CheckpointInfo, ids_only: bool = False) -> dict[str, Any]:
+    """Frozen league members stored in the checkpoint: {member_id: numpy state dict of main's module}.
+
+    `League.state_dict()["members"]` is a list of {"id", "created_at", "weights"}; members without
+    weights (main itself, random, bots) are skipped. {} when the checkpoint holds no league.
+    """
+    state = league_state(info)
+    if state is None:
+        return {}
+    out: dict[str, Any] = {}
+    for member in state["members"]:
+        if member.get("weights") is not None and str(member["id"]) != MAIN:
+            out[str(member["id"])] = None if ids_only else member["weights"]
+    return out
+
+
+def _env_from_mapping(config: Any) -> str | None:
+    """`env` or `env_config.spade.env_id` of an algorithm config dict (Tune's params.json, ctor args)."""
+    if not isinstance(config, Mapping):
+        config = getattr(config, "__dict__", {})
+    env = config.get("env")
+    if isinstance(env, str) and env:
+        return env
+    env_config = config.get("env_config")
+    if isinstance(env_config, Mapping):
+        spade = env_config.get("spade")
+        if isinstance(spade, Mapping) and isinstance(spade.get("env_id"), str):
+            return spade["env_id"]
+        if isinstance(env_config.get("env_id"), str):
+            return env_config["env_id"]
+    return None
+
+
+def _env_from_run_config(directory: Path) -> str | None:
+    """env.id of the resolved `config.yaml` a spade run writes into its trial directory."""
+    file = directory / RUN_CONFIG_FILE
+    if not file.is_file():
+        return None
+    try:
+        import yaml
+
+        data = yaml.safe_load(file.read_text())
+    except Exception:  # noqa: BLE001 - metadata is best-effort
+        return None
+    env = data.get("env") if isinstance(data, Mapping) else None
+    env_id = env.get("id") if isinstance(env, Mapping) else None
+    return env_id if isinstance(env_id, str) else None
+
+
+def checkpoint_env_id(info: CheckpointInfo) -> str | None:
+    """The env id the checkpoint was trained on, from run metadata; None when nothing records it.
+
+    Looked up in order: `spade_meta.json` (checkpoint or trial dir), the run's `config.yaml`
+    (`env.id`), Tune's `params.json` (`env` or `env_config.spade.env_id`), and the algorithm's
+    pickled constructor config.
+    """
+    directories = [info.path] + ([info.trial_dir] if info.trial_dir else []) + list(info.path.parents)[:2]
+    for directory in dict.fromkeys(directories):
+        meta = directory / SPADE_META_FILE
+        if meta.is_file():
+            try:
+                env = json.loads(meta.read_text()).get("env_id")
+            except (OSError, ValueError, AttributeError):
+                env = None
+            if env:
+                return canonical_env_id(env)
+    for directory in dict.fromkeys(directories):
+        env = _env_from_run_config(directory)
+        if env:
+            return canonical_env_id(env)
+    for directory in dict.fromkeys(directories):
+        params = directory / TUNE_PARAMS_FILE
+        if params.is_file():
+            try:
+                env = _env_from_mapping(json.loads(params.read_text()))
+            except (OSError, ValueError):
+                env = None
+            if env:
+                return canonical_env_id(env)
+    ctor = info.path / CTOR_FILE
+    if not info.single_module and ctor.is_file():
+        try:
+            data = _read_pickle(str(ctor), _stamp(ctor))
+            env = _env_from_mapping(data["ctor_args_and_kwargs"][0][0])
+        except Exception:  # noqa: BLE001 - metadata is best-effort
+            env = None
+        if env:
+            return canonical_env_id(env)
+    return None

@@ -1,0 +1,193 @@
+"""`EpisodeOutcome`: the one typed record of a finished episode, and the ids every floor shares.
+
+The env runner (`rllib/runner.py`) and the curriculum wrapper (`curriculum/wrapper.py`) write it
+with `EpisodeOutcome.from_final_info`; the league, the curriculum strategies, the held-out
+evaluation and the console line read it. "How did the learner score" is answered here once
+(`learner_result`, `learner_score`, `learner_return`); nobody else maps winner letters to seats.
+
+Ground floor: no import from the rest of the package, no Ray, no torch.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Optional
+
+MAIN = "main"
+"""Module id of the trained main policy (RLlib module id, league member id, checkpoint directory)."""
+TEAM_LETTERS = ("A", "B", "C", "D")
+"""Team index -> the letter envs report as `winner` (MazeRace and CaptureTheFlag use the first two)."""
+DRAW = "draw"
+COUNTER_NAMES = ("tags", "flag_pickups", "captures")
+"""Per-team integer counters an env may report in its final info, each a dict team letter -> int."""
+RESULTS = ("win", "draw", "loss")
+SCORES = {"win": 1.0, "draw": 0.5, "loss": 0.0}
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """One finished episode, seen from its learner (the trained module whose experience it recorded).
+
+    winner:        "A" | "B" | "draw"; None for single-team envs (nobody to win against).
+    reason:        why it ended ("flag", "both_flag", "timeout", "terminal", "unknown", ...).
+    length:        env steps.
+    learner_team:  the learner's team index; None when no learner sat at the table (a curriculum
+                   wrapper used outside the trainer): results then read from team A's side.
+    learner:       module id of the learner (MAIN, or an exploiter such as "main_exploiter_0").
+    opponent:      who played the other seats: a league member id ("main_v3", "random"), a bot
+                   ("bot:rusher"), "mirror" (the learner itself); None when there was no opponent.
+    opponent_swapped: the opponent's weight slot was reloaded with another member mid-episode, so
+                   two policies played that seat (the league ignores such games).
+    level:         what the level was: the env's knobs, `level_id`, `difficulty` (one place; {} if unknown).
+    level_spec:    the curriculum's replayable spec of the level (`LevelSpec.to_dict()`), only when
+                   the curriculum chose the level; read it to rebuild the level, not for its difficulty.
+    heldout_level: name of the held-out map played (held-out evaluation), else None.
+    returns:       mean per-agent return of each team, by team index.
+    counters:      counter name (COUNTER_NAMES) -> per-team ints, by team index; only those the env reported.
+    positive_value_loss: PLR's score of the episode, when the glue computed one.
+    """
+
+    winner: Optional[str]
+    reason: str = "unknown"
+    length: int = 0
+    learner_team: Optional[int] = 0
+    learner: str = MAIN
+    opponent: Optional[str] = None
+    opponent_swapped: bool = False
+    level: Mapping[str, Any] = field(default_factory=dict)
+    level_spec: Optional[Mapping[str, Any]] = None
+    heldout_level: Optional[str] = None
+    returns: tuple[float, ...] = ()
+    counters: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    positive_value_loss: Optional[float] = None
+
+    def __post_init__(self):
+        if self.winner is not None and self.winner != DRAW and self.winner not in TEAM_LETTERS:
+            raise ValueError(f"outcome winner = {self.winner!r} is not valid; allowed: 'A', 'B', 'draw' or None")
+        if self.learner_team is not None and not 0 <= int(self.learner_team) < len(TEAM_LETTERS):
+            raise ValueError(f"outcome learner_team = {self.learner_team!r} is not valid; allowed: 0..{len(TEAM_LETTERS) - 1} or None")
+
+    # ------------------------------------------------------------------ the learner's view
+    @property
+    def learner_letter(self) -> str:
+        """The learner's team letter (team A when no learner sat at the table)."""
+        return TEAM_LETTERS[self.learner_team or 0]
+
+    @property
+    def learner_result(self) -> Optional[str]:
+        """"win" | "draw" | "loss" for the learner's team; None when nobody could win (one team)."""
+        if self.winner is None:
+            return None
+        if self.winner == DRAW:
+            return "draw"
+        return "win" if self.winner == self.learner_letter else "loss"
+
+    @property
+    def learner_score(self) -> Optional[float]:
+        """1 for a win, 0.5 for a draw, 0 for a loss (None when nobody could win)."""
+        result = self.learner_result
+        return None if result is None else SCORES[result]
+
+    @property
+    def learner_return(self) -> float:
+        """The learner team's mean return, else +1 win / 0 draw / -1 loss."""
+        team = self.learner_team or 0
+        if team < len(self.returns) and not math.isnan(self.returns[team]):
+            return float(self.returns[team])
+        return {"win": 1.0, "loss": -1.0}.get(self.learner_result or "", 0.0)
+
+    def counter(self, name: str) -> tuple[int, int]:
+        """(learner's team, opponents' teams together) for one of COUNTER_NAMES; (0, 0) when not reported."""
+        per_team = self.counters.get(name, ())
+        team = self.learner_team or 0
+        mine = int(per_team[team]) if team < len(per_team) else 0
+        return mine, int(sum(per_team)) - mine
+
+    # ------------------------------------------------------------------ the level
+    @property
+    def difficulty(self) -> Optional[float]:
+        value = self.level.get("difficulty")
+        return None if value is None else float(value)
+
+    @property
+    def level_id(self) -> Optional[str]:
+        return self.level.get("level_id") or None
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_final_info(cls, info: Optional[Mapping[str, Any]], *, team_returns: tuple[float, ...] = (),
+                        length: int = 0, truncated: bool = False, **fields: Any) -> "EpisodeOutcome":
+        """The record of an episode from the env's final info (`winner`, `reason`, `episode_length`,
+        `level`, COUNTER_NAMES) and what only the caller knows (`learner_team`, `opponent`, ...).
+        Without a `winner` in the info, the team returns decide; with one team there is no winner."""
+        info = info or {}
+        returns = tuple(float(r) for r in team_returns)
+        winner = info.get("winner")
+        if winner is None and len(returns) >= 2:
+            winner = winner_from_returns(returns)
+        counters = {name: tuple(int(value.get(letter, 0)) for letter in TEAM_LETTERS[: max(2, len(returns))])
+                    for name in COUNTER_NAMES if isinstance(value := info.get(name), Mapping)}
+        level = dict(info.get("level") or {})
+        spec = fields.get("level_spec")
+        if spec:  # the curriculum's id and difficulty, when the env did not report them
+            for key in ("level_id", "difficulty"):
+                if level.get(key) is None and spec.get(key) is not None:
+                    level[key] = spec[key]
+        return cls(winner=winner, reason=str(info.get("reason") or ("timeout" if truncated else "terminal")),
+                   length=int(info.get("episode_length", length)), level=level, returns=returns,
+                   counters=counters, **fields)
+
+    @classmethod
+    def of(cls, record: "EpisodeOutcome | Mapping[str, Any]") -> "EpisodeOutcome":
+        """`record` itself, or the record a hand-written dict in the documented vocabulary stands for
+        (keys as the fields, `main_team` for `learner_team`, `returns` as {letter: value}, `return`
+        for the learner's return). Tests and notebooks write dicts; the code passes records."""
+        if isinstance(record, EpisodeOutcome):
+            return record
+        if not isinstance(record, Mapping):
+            raise TypeError(f"an episode outcome must be an EpisodeOutcome or a mapping, got {type(record).__name__}")
+        team = record.get("main_team", record.get("learner_team"))
+        team = None if team is None else int(team)
+        raw_returns = record.get("returns") or {}
+        if isinstance(raw_returns, Mapping):
+            n = max([TEAM_LETTERS.index(k) + 1 for k in raw_returns if k in TEAM_LETTERS] or [0])
+            returns = [float(raw_returns.get(TEAM_LETTERS[t], math.nan)) for t in range(n)]
+        else:
+            returns = [float(r) for r in raw_returns]
+        if record.get("return") is not None:  # the learner's own return wins over the team table
+            t = team or 0
+            returns += [math.nan] * (t + 1 - len(returns))
+            returns[t] = float(record["return"])
+        counters = {name: tuple(int(value.get(letter, 0)) for letter in TEAM_LETTERS[:2])
+                    for name in COUNTER_NAMES if isinstance(value := record.get(name), Mapping)}
+        level = dict(record.get("level") or {})
+        spec = record.get("level_spec") or None
+        for key in ("level_id", "difficulty"):
+            if level.get(key) is None:
+                value = record.get(key) if key == "level_id" else None
+                if value is None and spec:
+                    value = spec.get(key)
+                if value is not None:
+                    level[key] = value
+        opponent = record.get("opponent")
+        pvl = record.get("positive_value_loss")
+        return cls(winner=record.get("winner"), reason=str(record.get("reason") or "unknown"),
+                   length=int(record.get("length", 0) or 0), learner_team=team,
+                   learner=str(record.get("learner") or MAIN), opponent=None if opponent is None else str(opponent),
+                   opponent_swapped=bool(record.get("opponent_swapped", False)), level=level, level_spec=spec,
+                   heldout_level=record.get("heldout_level"), returns=tuple(returns), counters=counters,
+                   positive_value_loss=None if pvl is None else float(pvl))
+
+    def with_fields(self, **changes: Any) -> "EpisodeOutcome":
+        """A copy with some fields replaced (records are frozen)."""
+        return replace(self, **changes)
+
+
+def winner_from_returns(team_returns: tuple[float, ...]) -> str:
+    """The winner letter by highest team return, "draw" on a tie at the top."""
+    best = max(team_returns)
+    leaders = [t for t, r in enumerate(team_returns) if r == best]
+    return TEAM_LETTERS[leaders[0]] if len(leaders) == 1 else DRAW
+
+
+__all__ = ["COUNTER_NAMES", "DRAW", "EpisodeOutcome", "MAIN", "RESULTS", "SCORES", "TEAM_LETTERS", "winner_from_returns"]
