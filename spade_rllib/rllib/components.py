@@ -35,12 +35,12 @@ class EnvInfo:
     """What components may need to know about the env (computed once on the driver)."""
 
     env_id: str
-    kind: str  # "mazerace" | "pettingzoo" | "gymnasium"
+    kind: str  # "level" | "pettingzoo" | "gymnasium" (spade_rllib.env_ids.EnvKind)
     teams: tuple  # agent ids per team, index 0 = team A
     num_actions: int
     obs_size: int
     mask_size: int
-    window_shape: Optional[tuple] = None  # MazeRace only
+    window_shape: Optional[tuple] = None  # level games only
 
 
 @dataclass
