@@ -16,18 +16,23 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from spade_rllib.env_ids import MAZERACE_ID, is_level_game
 from spade_rllib.policy import Policy, load_policy
 
-MAZERACE_ENV_ID = "MazeRace-v0"
-MAZERACE_BOTS = ("random", "rusher", "rusher_tagger")
+MAZERACE_ENV_ID = MAZERACE_ID
 GENERIC_BOTS = ("random",)
 BOT_KIND = "bot"
 MODULE_KIND = "module"
 
 
 def bots_for_env(env_id: str) -> tuple[str, ...]:
-    """The scripted reference players of an env: MazeRace's three bots, `random` elsewhere."""
-    return MAZERACE_BOTS if env_id == MAZERACE_ENV_ID else GENERIC_BOTS
+    """The scripted reference players of an env: a level game's own bots
+    (`spade_rllib.bots.bot_names`: MazeRace's three, CTF's ladder), `random` elsewhere."""
+    if is_level_game(env_id):
+        from spade_rllib.bots import bot_names
+
+        return bot_names(env_id)
+    return GENERIC_BOTS
 
 
 @dataclass(frozen=True)
@@ -75,16 +80,17 @@ class RandomPlayer:
 
 
 class BotPlayer:
-    """A MazeRace scripted bot from `spade_rllib.bots`, re-seeded every game."""
+    """A level game's scripted bot from `spade_rllib.bots`, re-seeded every game."""
 
-    def __init__(self, spec: PlayerSpec):
+    def __init__(self, spec: PlayerSpec, env_id: str = MAZERACE_ID):
         self.spec = spec
+        self.env_id = env_id
         self._bot = None
 
     def new_game(self, seed: int) -> None:
         from spade_rllib.bots import make_bot
 
-        self._bot = make_bot(self.spec.name, seed=int(seed))
+        self._bot = make_bot(self.spec.name, seed=int(seed), env_id=self.env_id)
 
     def act(self, env, agent, obs, action_mask, rng) -> int:
         if self._bot is None:
@@ -125,8 +131,9 @@ def build_player(spec: PlayerSpec, env_id: str, num_actions: int) -> Player:
         return ModulePlayer(spec, cached_policy(spec.checkpoint, spec.name))
     if spec.kind != BOT_KIND:
         raise ValueError(f"player kind = {spec.kind!r} is unknown; allowed: {BOT_KIND}, {MODULE_KIND}")
-    if spec.name == "random" and env_id != MAZERACE_ENV_ID:
+    if spec.name == "random" and not is_level_game(env_id):
         return RandomPlayer(spec, num_actions)
-    if env_id != MAZERACE_ENV_ID:
-        raise ValueError(f"bot {spec.name!r} only plays {MAZERACE_ENV_ID}; {env_id} has: {', '.join(GENERIC_BOTS)}")
-    return BotPlayer(spec)
+    bots = bots_for_env(env_id)
+    if spec.name not in bots:
+        raise ValueError(f"bot {spec.name!r} does not play {env_id}; {env_id} has: {', '.join(bots)}")
+    return BotPlayer(spec, env_id)

@@ -57,6 +57,7 @@ from spade_rllib.rllib.components import (
     DriverUpdate,
     EnvInfo,
     SelfPlayComponent,
+    counter_means,
     placeholder_win_rates,
     win_rates,
 )
@@ -327,7 +328,9 @@ class SpadePPO(PPO):
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
         # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
-        metrics.update(win_rates([o for o in outcomes if o.learner == MAIN], "train"))
+        main_outcomes = [o for o in outcomes if o.learner == MAIN]
+        metrics.update(win_rates(main_outcomes, "train"))
+        metrics.update(counter_means(main_outcomes))  # CTF: counters/tags, counters/captures, ... (main's side)
         ctx = DriverContext(
             iteration=self.iteration + 1,
             env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),

@@ -147,6 +147,22 @@ def win_rates(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
     return out
 
 
+def counter_means(outcomes: Iterable[EpisodeOutcome], prefix: str = "counters") -> dict:
+    """Per-episode means of the env's counters (CTF: tags, flag_pickups, captures), learner's side and
+    the opponents': {prefix/<name>, prefix/<name>_opponent}; only counters some episode reported."""
+    sums: dict[str, list[float]] = {}
+    n = 0
+    for outcome in map(EpisodeOutcome.of, outcomes):
+        n += 1
+        for name in outcome.counters:
+            mine, theirs = outcome.counter(name)
+            row = sums.setdefault(name, [0.0, 0.0])
+            row[0] += mine
+            row[1] += theirs
+    return {k: v for name, (mine, theirs) in sums.items()
+            for k, v in ((f"{prefix}/{name}", mine / n), (f"{prefix}/{name}_opponent", theirs / n))}
+
+
 def placeholder_win_rates(opponents: list, prefix: str) -> dict:
     """NaN entries for every opponent so progress.csv has the columns from iteration 1."""
     out = {}
@@ -164,6 +180,7 @@ __all__ = [
     "EnvInfo",
     "SelfPlayComponent",
     "make_self_play_component",
+    "counter_means",
     "outcome_summary",
     "placeholder_win_rates",
     "win_rates",

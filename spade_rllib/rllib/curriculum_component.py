@@ -88,7 +88,7 @@ def make_component(cfg: RunConfig, info: EnvInfo) -> Optional[CurriculumComponen
     if not cfg.curriculum.enabled:
         return None
     if info.kind != LEVEL_KIND:
-        raise ConfigError(f"curriculum.enabled = true needs a level game ({', '.join(spade_env_ids())}); env kind is {info.kind!r}")
+        raise ConfigError(f"curriculum.enabled = true needs a level-driven env ({', '.join(spade_env_ids())}); env kind is {info.kind!r}")
     config = cfg.curriculum.to_core()
     if info.teams:  # the env decides the team size
         config = dataclasses.replace(config, agents_per_team=len(info.teams[0]))
