@@ -442,6 +442,8 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"self_play.opponent_mix = {cfg.self_play.opponent_mix!r}: out of range, the weights must sum to <= 1")
     for i, opp in enumerate(cfg.evaluation.opponents):
         _check_opponent_id(opp, f"evaluation.opponents[{i}]", cfg.env.id)
+    for i, name in enumerate(cfg.league.bots):  # scripted pool members: the game's own bots
+        _check_opponent_id(BOT_PREFIX + name, f"league.bots[{i}]", cfg.env.id)
     if cfg.agent.minibatch_size > cfg.agent.train_batch_size * 2:
         raise ConfigError(
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
@@ -462,6 +464,13 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.
     cfg.evaluation.heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.heldout_levels]
+    if cfg.evaluation.heldout_levels:  # the maps must be this game's (a MazeRace map cannot play CTF)
+        from spade_rllib.curriculum.heldout_levels import load_heldout_levels  # noqa: PLC0415
+
+        try:
+            load_heldout_levels(cfg.evaluation.heldout_levels, max_unfairness=None, env_id=cfg.env.id)
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"evaluation.heldout_levels = {cfg.evaluation.heldout_levels!r}: {e}") from e
 
 
 BOT_PREFIX = "bot:"
@@ -484,7 +493,8 @@ def _check_opponent_id(opp: str, key: str, env_id: str) -> None:
             raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {_level_ids()}")
         name = opp[len(BOT_PREFIX):]
         if name not in bots:
-            raise ConfigError(f"{key} = {opp!r}: not allowed{did_you_mean(name, list(bots))}; allowed bots of {env_id}: "
+            hint = did_you_mean(name, bots).replace("'", "'" + BOT_PREFIX, 1)  # compare names, show ids
+            raise ConfigError(f"{key} = {opp!r}: not allowed{hint}; allowed bots of {env_id}: "
                               f"{', '.join(BOT_PREFIX + b for b in bots)}")
         return
     allowed = [*BUILTIN_OPPONENTS, *(BOT_PREFIX + b for b in bots or bot_names(MAZERACE_ID))]

@@ -69,8 +69,9 @@ def load_heldout_specs(paths=None) -> dict[str, LevelSpec]:
     return specs
 
 
-def load_heldout_levels(paths=None, max_unfairness: int | None = 0) -> dict:
-    """name -> `Level` (MazeRace or CTF map), parsed and checked (fairness spread <= max_unfairness; None = no check)."""
+def load_heldout_levels(paths=None, max_unfairness: int | None = 0, env_id: str | None = None) -> dict:
+    """name -> `Level` (MazeRace or CTF map), parsed and checked (fairness spread <= max_unfairness; None = no check).
+    With `env_id`, a map of another game is a `LevelError` too."""
     from spade_rllib.envs import Level, LevelError
 
     levels = {}
@@ -79,6 +80,10 @@ def load_heldout_levels(paths=None, max_unfairness: int | None = 0) -> dict:
             levels[name] = Level.from_ascii(spec.ascii, max_unfairness=max_unfairness)
         except LevelError as e:
             raise type(e)(f"held-out map {name!r}: {e}") from e
+        game = "CaptureTheFlag-v0" if levels[name].is_ctf else "MazeRace-v0"  # 'a'/'b' bases or an 'F' flag
+        if env_id is not None and game != env_id:
+            raise LevelError(f"held-out map {name!r} is a {game} map; this run plays {env_id} "
+                             f"(its shipped maps: {heldout_dir(env_id) if env_id in HELDOUT_DIRS else 'none'})")
     return levels
 
 

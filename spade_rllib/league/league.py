@@ -116,6 +116,8 @@ class League:
             self.state.last_snapshot_iteration[learner] = start_iteration
         if self.config.include_random:
             self._add_member(Member(RANDOM, start_iteration))
+        for name in self.config.bots:
+            self._add_member(Member(MemberId.bot(name), start_iteration))
 
     # ------------------------------------------------------------------------------------------
     # members
@@ -334,6 +336,10 @@ class League:
             newest = self.newest_snapshot(MAIN)
             probabilities = mix_latest(probabilities, None if newest is None else pool.index(newest),
                                        self.config.latest_ratio)
+            mirror = self.config.self_play_ratio
+            if mirror > 0:  # main against itself (the runner's "mirror"), the pool shares the rest
+                out = {member: float(p) * (1.0 - mirror) for member, p in zip(pool, probabilities) if p > 0}
+                return {MAIN: mirror, **out}
         return {member: float(p) for member, p in zip(pool, probabilities) if p > 0}
 
     def learner_shares(self) -> dict[MemberId, float]:

@@ -32,6 +32,9 @@ class LeagueConfig:
     # -- opponent sampling ----------------------------------------------------------------------
     latest_ratio: float = 0.5
     """Share of main's games against its newest snapshot (ML-Agents' play_against_latest_model_ratio)."""
+    self_play_ratio: float = 0.0
+    """Share of main's games against itself at its current weights (mirror; AlphaStar's self-play part);
+    the pool (newest snapshot and PFSP) gets the rest. Mirror games move no rating."""
     sampling: str = "pfsp"
     """How the remaining games pick from the pool: 'uniform' or 'pfsp'."""
     pfsp_weighting: str = "hard"
@@ -49,6 +52,9 @@ class LeagueConfig:
     """Never evict main's first snapshot."""
     include_random: bool = True
     """The uniform-random opponent is a pool member."""
+    bots: tuple[str, ...] = ()
+    """Scripted bots of the game (e.g. CTF's ladder: rusher, defender, raider, hybrid) that join the pool as
+    fixed, rated members: PFSP draws them like snapshots, and they anchor the Elo scale."""
     num_opponent_slots: int = 4
     """K: opponent weight slots each env runner holds; the plan maps snapshots onto them."""
     # -- AlphaStar roles --------------------------------------------------------------------------
@@ -76,6 +82,9 @@ class LeagueConfig:
             raise ConfigError("league.win_rate_threshold = None: out of range while league.every_n_iterations is "
                               "None too (both None); set at least one so that snapshots can happen")
         _check_range("latest_ratio", self.latest_ratio, 0.0, 1.0, "0 <= value <= 1")
+        _check_range("self_play_ratio", self.self_play_ratio, 0.0, 1.0, "0 <= value < 1")
+        if self.self_play_ratio >= 1.0:
+            _fail("self_play_ratio", self.self_play_ratio, "0 <= value < 1 (1 leaves no games for the pool)")
         _check_choice("sampling", self.sampling, SAMPLING_MODES)
         _check_choice("pfsp_weighting", self.pfsp_weighting, PFSP_WEIGHTINGS)
         _check_int("pfsp_window", self.pfsp_window, 1)
@@ -84,6 +93,12 @@ class LeagueConfig:
         _check_choice("eviction", self.eviction, EVICTION_RULES)
         _check_bool("keep_first", self.keep_first)
         _check_bool("include_random", self.include_random)
+        if isinstance(self.bots, str) or not isinstance(self.bots, (list, tuple)):
+            raise wrong_type("league.bots", self.bots, "a list of bot names")
+        object.__setattr__(self, "bots", tuple(self.bots))  # YAML gives a list; frozen and hashable as a tuple
+        for i, name in enumerate(self.bots):
+            if not isinstance(name, str) or not name or name in ("random", "main") or name in self.bots[:i]:
+                _fail(f"bots[{i}]", name, "a scripted bot's name, once ('random' is include_random)")
         _check_int("num_opponent_slots", self.num_opponent_slots, 1)
         _check_int("main_exploiters", self.main_exploiters, 0)
         _check_int("league_exploiters", self.league_exploiters, 0)

@@ -94,10 +94,10 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
     """Play main (numpy state dict `main_weights`) on every held-out map in this process; flat metrics.
 
     `algo_config` is the run's `AlgorithmConfig` (from `build_algo_config`); `opponents` maps metric
-    names to runner opponent ids (default `HELDOUT_OPPONENTS`)."""
+    names to runner opponent ids (default `heldout_opponents(env_id)`)."""
     from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
 
-    opponents = dict(opponents or HELDOUT_OPPONENTS)
+    opponents = dict(opponents or heldout_opponents(algo_config.env_config["spade"]["env_id"]))
     config = algo_config.copy(copy_frozen=False)
     config.env_runners(num_envs_per_env_runner=max(1, min(int(lanes), int(config.num_envs_per_env_runner))))
     runner = SpadeEnvRunner(config=config, worker_index=0, num_workers=0)
