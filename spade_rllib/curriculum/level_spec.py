@@ -22,7 +22,7 @@ import numpy as np
 
 from spade_rllib.outcome import TEAM_LETTERS, EpisodeOutcome
 
-COMPLETED_REASONS = frozenset({"flag", "both_flag"})
+COMPLETED_REASONS = frozenset({"flag", "both_flag", "capture"})  # MazeRace; CaptureTheFlag
 
 
 def _canonical_json(obj: Any) -> str:
