@@ -150,6 +150,14 @@ def test_curriculum_builds_ctf_levels(strategy):
     assert not maze.level_source().reset_options((0, 0, 0))["level"].is_ctf
 
 
+def test_a_capture_completes_an_episode():
+    from spade_rllib.curriculum.level_spec import outcome_completed
+    from spade_rllib.outcome import EpisodeOutcome
+
+    assert outcome_completed(EpisodeOutcome.of({"winner": "A", "reason": "capture"}))
+    assert not outcome_completed(EpisodeOutcome.of({"winner": "draw", "reason": "timeout"}))
+
+
 def test_curriculum_wrapper_uses_the_wrapped_game():
     from spade_rllib.curriculum import AdaptiveCurriculum, CurriculumConfig, make_strategy
     from spade_rllib.envs import CaptureTheFlag
