@@ -105,8 +105,8 @@ def test_counter_means():
     from spade_rllib.outcome import EpisodeOutcome
     from spade_rllib.rllib.components import counter_means
 
-    a = EpisodeOutcome.of({"winner": "A", "main_team": 0, "counters": {"tags": [2, 1], "captures": [1, 0]}})
-    b = EpisodeOutcome.of({"winner": "draw", "main_team": 1, "counters": {"tags": [0, 3], "captures": [0, 0]}})
+    a = EpisodeOutcome.of({"winner": "A", "main_team": 0, "tags": {"A": 2, "B": 1}, "captures": {"A": 1, "B": 0}})
+    b = EpisodeOutcome.of({"winner": "draw", "main_team": 1, "tags": {"A": 0, "B": 3}, "captures": {"A": 0, "B": 0}})
     m = counter_means([a, b])
     assert m == {"counters/tags": 2.5, "counters/tags_opponent": 0.5, "counters/captures": 0.5,
                  "counters/captures_opponent": 0.0}
