@@ -114,3 +114,17 @@ def test_deterministic_given_seed(name):
     assert games[0] == games[1]
     other = play({"player_0": make_bot(name, 5, ENV_ID), "player_1": make_bot(name, 6, ENV_ID)}, seed=0)
     assert other[1] != games[0][1]  # the seed matters: random tie-breaks differ
+
+
+def test_run_config_accepts_connect_four_bots():
+    from spade_rllib.config import ConfigError, parse_config
+
+    cfg = parse_config({"env": {"id": ENV_ID}, "self_play": {"opponent_mix": {"bot:tactical": 0.2}},
+                        "evaluation": {"opponents": ["random", "bot:tactical", "bot:lookahead"]}})
+    assert cfg.evaluation.opponents[2] == "bot:lookahead"
+    with pytest.raises(ConfigError, match="unknown opponent.*'bot:lookahead'"):
+        parse_config({"env": {"id": ENV_ID}, "evaluation": {"opponents": ["bot:rusher"]}})
+    with pytest.raises(ConfigError, match="unknown opponent.*'bot:rusher'"):
+        parse_config({"evaluation": {"opponents": ["bot:tactical"]}})  # MazeRace has other bots
+    with pytest.raises(ConfigError, match="did you mean 'bot:rusher'"):
+        parse_config({"self_play": {"opponent_mix": {"bot:rushr": 0.1}}})
