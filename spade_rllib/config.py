@@ -125,13 +125,16 @@ class LeagueConfig:
     min_iterations_between: int = _f(1, help="Never two snapshots closer than this many iterations.")
     latest_ratio: float = _f(0.5, help="Share of main's games against its newest snapshot.")
     sampling: str = _f("pfsp", help="How the other games pick from the pool: 'uniform' or 'pfsp'.")
-    pfsp_weighting: str = _f("hard", help="PFSP weight of main's win rate p: 'hard' (1-p)^2, 'variance' p(1-p), 'linear' 1-p.")
+    pfsp_weighting: str = _f("hard", help="PFSP weight of main's win rate p: 'hard' (1-p)^2, 'variance' p(1-p), 'linear' 1-p, 'linear_capped' min(0.5, 1-p).")
+    exploiter_pfsp_weighting: str = _f("variance", help="PFSP weighting of league exploiters (same choices as pfsp_weighting).")
+    reference_floor: float = _f(0.0, help="Least share of main's games against the fixed references (random, bots) together, whatever PFSP says; 0 = off.")
     pfsp_window: int = _f(200, help="Recent games per member that estimate p for PFSP.")
     pfsp_prior_games: float = _f(1.0, help="Pseudo-games at p = 0.5 added to every member's PFSP record.")
     max_size: int = _f(20, help="Most frozen snapshots kept (random does not count).")
     eviction: str = _f("oldest", help="Which snapshot leaves a full pool: 'oldest' or 'lowest_rated'.")
     keep_first: bool = _f(True, help="Never evict main's first snapshot.")
     include_random: bool = _f(True, help="The uniform-random player is a pool member.")
+    bots: list[str] = _f(help="Scripted bots of the env (e.g. [tactical, lookahead] for connect four) in the pool as fixed references.", factory=list)
     num_opponent_slots: int = _f(4, help="K: opponent weight slots per env runner (memory does not grow with the league).")
     main_exploiters: int = _f(0, help="AlphaStar main exploiters: trained modules that play only live main; reset after each snapshot.")
     league_exploiters: int = _f(0, help="AlphaStar league exploiters: trained modules that play the whole pool (PFSP).")
@@ -433,6 +436,8 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"self_play.opponent_mix = {cfg.self_play.opponent_mix!r}: out of range, the weights must sum to <= 1")
     for i, opp in enumerate(cfg.evaluation.opponents):
         _check_opponent_id(opp, f"evaluation.opponents[{i}]", cfg.env.id)
+    for i, name in enumerate(cfg.league.bots):
+        _check_opponent_id(f"{BOT_PREFIX}{name}", f"league.bots[{i}]", cfg.env.id)
     if cfg.agent.minibatch_size > cfg.agent.train_batch_size * 2:
         raise ConfigError(
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
