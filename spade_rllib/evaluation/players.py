@@ -19,7 +19,6 @@ import numpy as np
 from spade_rllib.policy import Policy, load_policy
 
 MAZERACE_ENV_ID = "MazeRace-v0"
-MAZERACE_BOTS = ("random", "rusher", "rusher_tagger")
 GENERIC_BOTS = ("random",)
 BOT_KIND = "bot"
 MODULE_KIND = "module"
