@@ -195,7 +195,7 @@ class ResourcesConfig:
 class EvaluationConfig:
     interval: int = _f(5, help="Evaluate main every N iterations (and at the end); 0 turns evaluation off.", min=0)
     games: int = _f(40, help="Games per opponent per evaluation (seats alternate).", min=1)
-    opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (MazeRace).", factory=lambda: ["random"])
+    opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (MazeRace, connect four).", factory=lambda: ["random"])
     greedy: bool = _f(False, help="Evaluate with argmax actions instead of sampling.")
     target_win_rate: float = _f(0.9, help="The summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
     heldout_levels: list[str] = _f(help="Held-out ASCII maps (files or directories of *.txt, e.g. spade_rllib/levels/heldout): every `interval` iterations main plays each vs rusher, rusher_tagger and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
@@ -435,13 +435,15 @@ def _cross_check(cfg: RunConfig) -> None:
     if kind != "gymnasium" and cfg.self_play.mode == "none":
         raise ConfigError(f"self_play.mode = 'none': multi-agent env {cfg.env.id!r} needs 'mirror' or 'vs_random'")
     for opp, w in cfg.self_play.opponent_mix.items():
-        _check_opponent_id(opp, f"self_play.opponent_mix.{opp}", kind)
+        _check_opponent_id(opp, f"self_play.opponent_mix.{opp}", cfg.env.id)
         if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
             raise ConfigError(f"self_play.opponent_mix.{opp} = {w!r}: out of range, allowed a number >= 0")
     if sum(cfg.self_play.opponent_mix.values()) > 1.0 + 1e-9:
         raise ConfigError(f"self_play.opponent_mix = {cfg.self_play.opponent_mix!r}: out of range, the weights must sum to <= 1")
     for i, opp in enumerate(cfg.evaluation.opponents):
-        _check_opponent_id(opp, f"evaluation.opponents[{i}]", kind)
+        _check_opponent_id(opp, f"evaluation.opponents[{i}]", cfg.env.id)
+    for i, name in enumerate(cfg.league.bots):
+        _check_opponent_id(f"{BOT_PREFIX}{name}", f"league.bots[{i}]", cfg.env.id)
     if cfg.agent.minibatch_size > cfg.agent.train_batch_size * 2:
         raise ConfigError(
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
@@ -468,15 +470,19 @@ BOT_PREFIX = "bot:"
 BUILTIN_OPPONENTS = ("random", "mirror")
 
 
-def _check_opponent_id(opp: str, key: str, kind: str) -> None:
+def _check_opponent_id(opp: str, key: str, env_id: str) -> None:
     if opp in BUILTIN_OPPONENTS:
         return
+    from spade_rllib.bots import BOTS_BY_ENV, bot_names  # noqa: PLC0415
+
+    bots = [BOT_PREFIX + name for name in bot_names(env_id)]
     if isinstance(opp, str) and opp.startswith(BOT_PREFIX):
-        if kind != "mazerace":
-            raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {MAZERACE_ID!r}")
-        return
-    allowed = [*BUILTIN_OPPONENTS, "bot:rusher", "bot:rusher_tagger"]
-    raise ConfigError(f"{key} = {opp!r}: unknown opponent{did_you_mean(opp, allowed)}; allowed: 'random', 'mirror', 'bot:<name>'")
+        if not bots:
+            raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {', '.join(map(repr, BOTS_BY_ENV))}")
+        if opp in bots:
+            return
+    allowed = [*BUILTIN_OPPONENTS, *bots]
+    raise ConfigError(f"{key} = {opp!r}: unknown opponent{did_you_mean(opp, allowed)}; allowed: {', '.join(map(repr, allowed))}")
 
 
 # ----------------------------------------------------------------------------------------------

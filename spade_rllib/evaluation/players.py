@@ -19,15 +19,16 @@ import numpy as np
 from spade_rllib.policy import Policy, load_policy
 
 MAZERACE_ENV_ID = "MazeRace-v0"
-MAZERACE_BOTS = ("random", "rusher", "rusher_tagger")
 GENERIC_BOTS = ("random",)
 BOT_KIND = "bot"
 MODULE_KIND = "module"
 
 
 def bots_for_env(env_id: str) -> tuple[str, ...]:
-    """The scripted reference players of an env: MazeRace's three bots, `random` elsewhere."""
-    return MAZERACE_BOTS if env_id == MAZERACE_ENV_ID else GENERIC_BOTS
+    """The scripted reference players of an env (`spade_rllib.bots`); `random` for an env without bots."""
+    from spade_rllib.bots import bot_names
+
+    return bot_names(env_id) or GENERIC_BOTS
 
 
 @dataclass(frozen=True)
@@ -75,16 +76,17 @@ class RandomPlayer:
 
 
 class BotPlayer:
-    """A MazeRace scripted bot from `spade_rllib.bots`, re-seeded every game."""
+    """A scripted bot from `spade_rllib.bots`, re-seeded every game."""
 
-    def __init__(self, spec: PlayerSpec):
+    def __init__(self, spec: PlayerSpec, env_id: str = MAZERACE_ENV_ID):
         self.spec = spec
+        self.env_id = env_id
         self._bot = None
 
     def new_game(self, seed: int) -> None:
         from spade_rllib.bots import make_bot
 
-        self._bot = make_bot(self.spec.name, seed=int(seed))
+        self._bot = make_bot(self.spec.name, seed=int(seed), env_id=self.env_id)
 
     def act(self, env, agent, obs, action_mask, rng) -> int:
         if self._bot is None:
@@ -127,6 +129,6 @@ def build_player(spec: PlayerSpec, env_id: str, num_actions: int) -> Player:
         raise ValueError(f"player kind = {spec.kind!r} is unknown; allowed: {BOT_KIND}, {MODULE_KIND}")
     if spec.name == "random" and env_id != MAZERACE_ENV_ID:
         return RandomPlayer(spec, num_actions)
-    if env_id != MAZERACE_ENV_ID:
-        raise ValueError(f"bot {spec.name!r} only plays {MAZERACE_ENV_ID}; {env_id} has: {', '.join(GENERIC_BOTS)}")
-    return BotPlayer(spec)
+    if spec.name not in bots_for_env(env_id):
+        raise ValueError(f"bot {spec.name!r} does not play {env_id}; {env_id} has: {', '.join(bots_for_env(env_id))}")
+    return BotPlayer(spec, env_id)

@@ -424,7 +424,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         if bot is None:
             from spade_rllib.bots import make_bot  # noqa: PLC0415
 
-            bot = make_bot(name, seed=int(self._rng.integers(2**31)))
+            bot = make_bot(name, seed=int(self._rng.integers(2**31)), env_id=self.spade["env_id"])
             self._bots[name] = bot
         return bot
 
