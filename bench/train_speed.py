@@ -42,6 +42,8 @@ and the ceilings, measured on one core each in this process:
                                otherwise (one core does both in turn) 1 / (1/runner + 1/learner);
   ceiling_ratio                train_sps / ceiling_sps: the share of the reachable rate we get, which
                                stays comparable when other jobs load the machine.
+After every row a 2-second env-only probe (`env_only_probe_after`) shows whether other jobs' load
+moved during the run (then compare rows only with their own probes).
 Scaling rows (`--scaling`): env runners 0/1/2; league of 1/20/100 snapshots; difficulty 4/6/8/10
 (levels 9x9/11x11/13x13/15x15, train and env-only); 2v2. The last line is one JSON object.
 """
@@ -361,9 +363,18 @@ def main() -> None:
     ray.init(num_cpus=cfg.resources.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
     out: dict = {}
 
-    def say(name: str, res: dict) -> None:
+    probes: dict = {}
+
+    def probe(name: str) -> None:
+        # Env-only rate for 2 s right after a row: if it moved a lot from env_only_sps, other jobs'
+        # load changed during the run and that row's ratio to the ceilings is not to be trusted.
+        probes[name] = _r(env_only(cfg, 2.0)[0])
+
+    def say(name: str, res: dict, key: str) -> None:
+        probe(key)
         extra = f"| sample {res['sample_sps']:9,.0f} " if not math.isnan(res.get("sample_sps", float("nan"))) else ""
-        print(f"{name:<22} train {res['train_sps']:9,.0f} env steps/s {extra}| {res['detail']}", flush=True)
+        print(f"{name:<22} train {res['train_sps']:9,.0f} env steps/s {extra}| {res['detail']} | env-only probe "
+              f"{probes[key]:,.0f}", flush=True)
 
     # ceilings first (cheap), then the algorithms
     env_sps, obs = env_only(cfg, max(3.0, args.seconds / 4))
@@ -373,7 +384,7 @@ def main() -> None:
     print(f"{'inference_only':<22} {inf_sps:9,.0f} env steps/s ({rows_sps:,.0f} rows/s at batch {obs.shape[0]}, one thread)", flush=True)
 
     res = ours(cfg, args.seconds, learner=True)
-    say("ours", res)
+    say("ours", res, "train")
     runner_ceiling = 1.0 / (1.0 / env_sps + 1.0 / inf_sps)
     ceil = ceiling(runner_ceiling, res["learner_only_sps"], cfg)
     print(f"{'learner_only':<22} {res['learner_only_sps']:9,.0f} env steps/s | runner ceiling {runner_ceiling:,.0f} | "
@@ -387,16 +398,16 @@ def main() -> None:
     if not args.skip_sync:
         sync_cfg = load_config(args.config, [*overrides, "training.sample_ahead=false"])
         sync = ours(sync_cfg, args.seconds, sample=False)
-        say("ours, sample_ahead off", sync)
+        say("ours, sample_ahead off", sync, "sync")
         out["sync_train_sps"] = _r(sync["train_sps"])
 
     if not args.skip_league:
         lg = ours(load_config(args.config, [*overrides, *LEAGUE_ON]), args.seconds, sample=False)
-        say("league", lg)
+        say("league", lg, "league")
         diff = cfg.env.difficulty if cfg.env.difficulty is not None else 5.0
         lc_cfg = load_config(args.config, [*overrides, *LEAGUE_ON, *curriculum_on(diff)])
         lc = ours(lc_cfg, args.seconds, sample=False)
-        say("league + curriculum", lc)
+        say("league + curriculum", lc, "league_curriculum")
         out.update(league_train_sps=_r(lg["train_sps"]), league_overhead=_r(1 - lg["train_sps"] / res["train_sps"], 3),
                    league_curriculum_train_sps=_r(lc["train_sps"]),
                    league_curriculum_overhead=_r(1 - lc["train_sps"] / res["train_sps"], 3),
@@ -405,9 +416,9 @@ def main() -> None:
 
     if not args.skip_stock:
         eq = stock(cfg, args.seconds, equal=True)
-        say("stock, equal settings", eq)
+        say("stock, equal settings", eq, "stock_equal")
         de = stock(cfg, args.seconds, equal=False)
-        say("stock, PPO defaults", de)
+        say("stock, PPO defaults", de, "stock_default")
         out.update(stock_equal_train_sps=_r(eq["train_sps"]), stock_equal_sample_sps=_r(eq["sample_sps"]),
                    stock_default_train_sps=_r(de["train_sps"]), stock_default_sample_sps=_r(de["sample_sps"]),
                    equal_settings_ratio=_r(res["train_sps"] / eq["train_sps"], 2),
@@ -418,7 +429,7 @@ def main() -> None:
     if "runners" in scaling:
         for n in (0, 1, 2):
             r = ours(load_config(args.config, [*overrides, f"training.num_env_runners={n}"]), args.seconds, sample=False)
-            say(f"{n} env runners", r)
+            say(f"{n} env runners", r, f"runners_{n}")
             scale[f"runners_{n}"] = _r(r["train_sps"])
     if "league" in scaling:
         no_auto = ("league.enabled=true", "league.every_n_iterations=null", "league.win_rate_threshold=1.0",
@@ -426,7 +437,7 @@ def main() -> None:
         for n in (1, 20, 100):
             r = ours(load_config(args.config, [*overrides, *no_auto, f"league.max_size={max(2, n)}"]), args.seconds,
                      sample=False, prefill_league=n)
-            say(f"league of {n}", r)
+            say(f"league of {n}", r, f"league_{n}")
             scale[f"league_{n}"] = _r(r["train_sps"])
     if "levels" in scaling:
         for d in (4, 6, 8, 10):
@@ -434,16 +445,17 @@ def main() -> None:
             e, _ = env_only(lcfg, max(3.0, args.seconds / 4))
             r = ours(lcfg, args.seconds, sample=False)
             size = 5 + 2 * (d // 2)
-            say(f"{size}x{size} (difficulty {d})", r)
+            say(f"{size}x{size} (difficulty {d})", r, f"level_{size}")
             scale[f"level_{size}"] = {"train_sps": _r(r["train_sps"]), "env_only_sps": _r(e)}
     if "2v2" in scaling:
         vcfg = load_config(args.config, [*overrides, "env.kwargs={agents_per_team: 2}"])
         e, _ = env_only(vcfg, max(3.0, args.seconds / 4))
         r = ours(vcfg, args.seconds, sample=False)
-        say("2v2", r)
+        say("2v2", r, "2v2")
         scale["2v2"] = {"train_sps": _r(r["train_sps"]), "env_only_sps": _r(e)}
     if scale:
         out["scaling"] = scale
+    out["env_only_probe_after"] = probes
 
     ray.shutdown()
     import torch
