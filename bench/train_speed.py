@@ -42,6 +42,8 @@ and the ceilings, measured on one core each in this process:
                                otherwise (one core does both in turn) 1 / (1/runner + 1/learner);
   ceiling_ratio                train_sps / ceiling_sps: the share of the reachable rate we get, which
                                stays comparable when other jobs load the machine.
+`--variant KEY=VALUE` adds a row with one more override right after train_sps (to try a setting,
+e.g. `training.torch_threads=2`, against the same moment's load).
 After every row a 2-second env-only probe (`env_only_probe_after`) shows whether other jobs' load
 moved during the run (then compare rows only with their own probes).
 Scaling rows (`--scaling`): env runners 0/1/2; league of 1/20/100 snapshots; difficulty 4/6/8/10
@@ -347,6 +349,8 @@ def main() -> None:
     ap.add_argument("--skip-stock", "--skip-baseline", dest="skip_stock", action="store_true")
     ap.add_argument("--skip-league", action="store_true", help="skip the league and league+curriculum rows")
     ap.add_argument("--skip-sync", action="store_true", help="skip the sample_ahead=false row")
+    ap.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra row: the config with this override (e.g. training.torch_threads=2), right after train_sps")
     ap.add_argument("--scaling", default="", help=f"comma list of {', '.join(SCALING)} (or 'all')")
     args = ap.parse_args()
     scaling = set(SCALING) if args.scaling == "all" else {s for s in args.scaling.split(",") if s}
@@ -394,6 +398,14 @@ def main() -> None:
                inference_only_sps=_r(inf_sps), inference_rows_sps=_r(rows_sps), learner_only_sps=_r(res["learner_only_sps"]),
                runner_ceiling_sps=_r(runner_ceiling), ceiling_sps=_r(ceil), ceiling_ratio=_r(res["train_sps"] / ceil, 3),
                train_detail=res["detail"])
+
+    variants: dict = {}
+    for v in args.variant:  # right after the main row: same load, so the two compare
+        r = ours(load_config(args.config, [*overrides, v]), args.seconds, sample=False)
+        say(f"variant {v}", r, f"variant {v}")
+        variants[v] = _r(r["train_sps"])
+    if variants:
+        out["variants"] = variants
 
     if not args.skip_sync:
         sync_cfg = load_config(args.config, [*overrides, "training.sample_ahead=false"])
