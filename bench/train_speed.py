@@ -38,7 +38,8 @@ and the ceilings, measured on one core each in this process:
   runner_ceiling_sps           1 / (1/env_only + 1/inference_only): one runner core doing nothing
                                but stepping envs and acting;
   ceiling_sps                  with sample-ahead and >= 1 remote runner (runner and learner on
-                               separate cores): min(runner_ceiling x runners, learner_only);
+                               separate cores): min(runner_ceiling x runners (at most
+                               CPUs - 1 of them), learner_only);
                                otherwise (one core does both in turn) 1 / (1/runner + 1/learner);
   ceiling_ratio                train_sps / ceiling_sps: the share of the reachable rate we get, which
                                stays comparable when other jobs load the machine.
@@ -332,10 +333,18 @@ def inference_only(cfg, obs: np.ndarray, seconds: float, agents_per_step: int) -
     return rows, rows / agents_per_step
 
 
+def _registered_ids() -> list:
+    from spade_rllib.envs import ENV_IDS
+
+    return list(ENV_IDS)
+
+
 def ceiling(runner_sps: float, learner_sps: float, cfg) -> float:
     t = cfg.training
     if t.sample_ahead and t.num_env_runners >= 1:
-        return min(runner_sps * t.num_env_runners, learner_sps)  # different cores, overlapped
+        # Overlapped on different cores; runners beyond the cores the learner leaves add nothing.
+        runner_cores = max(1, min(t.num_env_runners, (cfg.resources.num_cpus or os.cpu_count() or 2) - 1))
+        return min(runner_sps * runner_cores, learner_sps)
     return 1.0 / (1.0 / runner_sps + 1.0 / learner_sps)  # one core does both in turn
 
 
@@ -426,7 +435,10 @@ def main() -> None:
                    league_curriculum_ceiling_ratio=_r(lc["train_sps"] / ceil, 3),
                    league_curriculum_target_sps=TARGET_SPS, league_curriculum_detail=lc["detail"])
 
-    if not args.skip_stock:
+    if not args.skip_stock and cfg.env.id not in _registered_ids():
+        print(f"stock rows skipped: {cfg.env.id!r} is not one of spade_rllib's registered games", flush=True)
+        out["stock_skipped"] = cfg.env.id
+    elif not args.skip_stock:
         eq = stock(cfg, args.seconds, equal=True)
         say("stock, equal settings", eq, "stock_equal")
         de = stock(cfg, args.seconds, equal=False)
