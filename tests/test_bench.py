@@ -22,8 +22,8 @@ def test_league_curriculum_overrides_validate_and_keep_the_level_size():
     cfg = load_config(QUICKSTART, [*LEAGUE_ON, *curriculum_on(4.0)])
     assert cfg.league.enabled and cfg.curriculum.enabled and cfg.curriculum.strategy == "threshold"
     th = cfg.curriculum.threshold
-    assert th["min"] == 4.0 and th["initial"] == 4.0
-    assert 5 + 2 * (int(th["max"]) // 2) == 9  # the band of difficulty 4: 9x9 levels only
+    assert th.min == 4.0 and th.initial == 4.0
+    assert 5 + 2 * (int(th.max) // 2) == 9  # the band of difficulty 4: 9x9 levels only
 
 
 def test_ceiling_overlapped_vs_serial():
