@@ -95,7 +95,7 @@ def _forward_cat(parent):
 def install_runner_timers(t: SelfTimers, runner_cls) -> None:
     """Timers on everything the env runner does (classes patched in the calling process)."""
     from spade_rllib.envs.maze_race import MazeRace
-    from spade_rllib.rllib import games
+    from spade_rllib.rllib import env_adapters as games
     from spade_rllib.rllib.module import SpadeModule
     from spade_rllib.rllib.packed import PackedEpisodes
 

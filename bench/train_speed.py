@@ -241,7 +241,7 @@ def stock(cfg, seconds: float, equal: bool) -> dict:
 def _make_games(cfg, n: int) -> tuple[list, list | None]:
     """n copies of the runner's `Game` adapter, plus the MazeRace level pool the runner would draw from."""
     from spade_rllib.rllib.algorithm import env_kwargs_for
-    from spade_rllib.rllib.games import make_game_factory
+    from spade_rllib.rllib.env_adapters import make_game_factory
 
     kwargs = env_kwargs_for(cfg)
     make = make_game_factory(cfg.env.id, kwargs)
