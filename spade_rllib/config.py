@@ -462,6 +462,9 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.
     cfg.evaluation.heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.heldout_levels]
+    from spade_rllib.preflight import check_config  # noqa: PLC0415 - bots, maps, env kwargs, stop metric (issue 16)
+
+    check_config(cfg)
 
 
 BOT_PREFIX = "bot:"

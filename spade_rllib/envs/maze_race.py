@@ -372,8 +372,8 @@ class MazeRace(ParallelEnv):
     def step(self, actions: dict[str, int]):
         if self.level is None:
             raise RuntimeError("step() before reset(): call reset() first")
-        if not self.agents:  # kept from v0 (tested): stepping a finished episode returns empty dicts
-            return {}, {}, {}, {}, {}
+        if not self.agents:  # as CaptureTheFlag and PettingZoo's own envs: a finished episode is not stepped
+            raise RuntimeError("step() after the episode ended (env.agents is empty): call reset() first")
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict agent -> int, got {type(actions).__name__}")
         for a in actions:
