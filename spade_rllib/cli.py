@@ -51,6 +51,8 @@ def one_line(exc: BaseException, limit: int = 400) -> str:
     lines = [ln for ln in lines if not ln.startswith(("ray::", "Traceback", "File \"", "^"))] or lines
     text = lines[-1] if lines and type(exc).__name__.startswith("RayTaskError") else (lines[0] if lines else "")
     name = type(exc).__name__
+    if type(exc).__module__.startswith("spade_rllib.") and text:
+        return text if len(text) <= limit else text[: limit - 3] + "..."  # our own errors are written for users
     msg = f"{name}: {text}" if text else name
     return msg if len(msg) <= limit else msg[: limit - 3] + "..."
 

@@ -262,6 +262,19 @@ def check_storage_path(path: str, key: str = "experiment.storage_path") -> None:
         raise ConfigError(f"{key} = {path!r}: {probe} is not writable")
 
 
+def check_output_path(path: str, key: str, *, directory: bool) -> None:
+    """An output file (or directory) can be written: not under a regular file, not a directory where
+    a file goes (or the reverse), a writable parent. Nothing is created."""
+    p = Path(os.path.expanduser(str(path))).absolute()
+    if p.exists() and directory and not p.is_dir():
+        raise ConfigError(f"{key} = {path!r}: {p} is a file, not a directory")
+    if p.exists() and not directory and p.is_dir():
+        raise ConfigError(f"{key} = {path!r}: {p} is a directory, expected a file name")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ConfigError(f"{key} = {path!r}: {p} is not writable")
+    check_storage_path(str(p if directory else p.parent), key=key)
+
+
 def required_resources(cfg) -> dict:
     """{"CPU": n, "GPU": g} a run of `cfg` asks Ray for: the trial's driver (with the local learner),
     each remote env runner and each remote learner (RLlib's `default_resource_request` bundles)."""
@@ -290,8 +303,8 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
     """An embedded Ray gets `resources.num_cpus` (or every CPU here) and this machine's GPUs; a run that
     asks for more never starts (Tune waits silently), so refuse it now."""
     have_cpu = float(cpus if cpus is not None else (cfg.resources.num_cpus or os.cpu_count() or 1))
-    have_gpu = float(gpus if gpus is not None else machine_gpus())
     need_cpu, need_gpu = float(required.get("CPU", 0)), float(required.get("GPU", 0))
+    have_gpu = float(gpus if gpus is not None else (machine_gpus() if need_gpu > 0 else 0))  # torch only when asked
     r, t = cfg.resources, cfg.training
     if need_cpu > have_cpu + 1e-9:
         source = f"resources.num_cpus = {cfg.resources.num_cpus}" if cfg.resources.num_cpus else f"this machine has {have_cpu:g} CPUs"
@@ -306,6 +319,6 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_bots", "check_config", "check_env", "check_env_kwargs", "check_heldout_levels", "check_launch",
+__all__ = ["check_bots", "check_config", "check_env", "check_env_kwargs", "check_heldout_levels", "check_launch", "check_output_path",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]
