@@ -61,6 +61,7 @@ from spade_rllib.rllib.components import (
     win_rates,
 )
 from spade_rllib.rllib.env_adapters import make_game_factory
+from spade_rllib.rllib.health import check_losses, check_weights
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.runner import SpadeEnvRunner
 
@@ -324,6 +325,7 @@ class SpadePPO(PPO):
         t0 = time.perf_counter()
         trained_with = self.learner_hyperparams()  # read before the update: the values it trains with
         results = super().step()
+        check_losses(results.get("learners") or {}, self.iteration + 1)  # NaN stops here (issue 16)
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
         # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
@@ -479,6 +481,11 @@ class SpadePPO(PPO):
         # RLlib re-applies the config's lr only after the next update, so the first iteration after a
         # restore would train with the old lr (e.g. a PBT donor's). Re-apply this run's lr now.
         self.learner_group.foreach_learner(_reapply_config_lr)
+
+    def save_checkpoint(self, checkpoint_dir):
+        """Refuse to write a checkpoint whose trained weights hold NaN/inf (issue 16)."""
+        check_weights({m: self.module_weights(m) for m in learner_module_ids(self.run_config)}, self.iteration)
+        return super().save_checkpoint(checkpoint_dir)
 
     def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
         state = super().get_state(components, not_components=not_components, **kwargs)

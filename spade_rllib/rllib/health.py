@@ -1,0 +1,71 @@
+"""A diverged run stops with a clear error instead of writing a NaN checkpoint.
+
+`SpadePPO.step` checks the learner's losses after every update (`non_finite_losses`), and
+`SpadePPO.save_checkpoint` checks the trained modules' weights before anything is written
+(`non_finite_weights`). Both are cheap: a few floats per iteration, one pass over the weights per
+checkpoint. No Ray import.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+LOSS_KEYS = ("total_loss", "policy_loss", "vf_loss", "entropy", "mean_kl_loss")
+"""Per-module learner results that must stay finite."""
+ADVICE = "training diverged; lower agent.lr or set agent.grad_clip, then --resume from the last checkpoint"
+
+
+class NonFiniteError(FloatingPointError):
+    """NaN or infinity in a loss or a weight; the message is one line naming module, key and iteration."""
+
+
+def _bad(value: Any) -> bool:
+    try:
+        return not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def non_finite_losses(learner_results: Mapping[str, Any]) -> list[str]:
+    """"<module>/<key> = <value>" for every non-finite loss in `result["learners"]` (modules only)."""
+    found = []
+    for module_id, stats in (learner_results or {}).items():
+        if module_id.startswith("__") or not isinstance(stats, Mapping):
+            continue
+        for key in LOSS_KEYS:
+            if key in stats and _bad(stats[key]):
+                found.append(f"{module_id}/{key} = {float(stats[key])}")
+    return found
+
+
+def non_finite_weights(state: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Names of tensors/arrays (nested state dicts walked) holding NaN or infinity."""
+    found = []
+    for name, value in (state or {}).items():
+        key = f"{prefix}{name}"
+        if isinstance(value, Mapping):
+            found += non_finite_weights(value, key + ".")
+            continue
+        arr = value.detach().cpu().numpy() if hasattr(value, "detach") else value
+        if isinstance(arr, np.ndarray) and arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            found.append(key)
+    return found
+
+
+def check_losses(learner_results: Mapping[str, Any], iteration: int) -> None:
+    bad = non_finite_losses(learner_results)
+    if bad:
+        raise NonFiniteError(f"iteration {iteration}: learners/{bad[0]} ({len(bad)} non-finite losses); {ADVICE}")
+
+
+def check_weights(weights_by_module: Mapping[str, Mapping[str, Any]], iteration: int) -> None:
+    for module_id, state in weights_by_module.items():
+        bad = non_finite_weights(state)
+        if bad:
+            raise NonFiniteError(f"iteration {iteration}: module {module_id!r} has NaN/inf weights ({bad[0]}, "
+                                 f"{len(bad)} tensors); checkpoint not written; {ADVICE}")
+
+
+__all__ = ["NonFiniteError", "check_losses", "check_weights", "non_finite_losses", "non_finite_weights"]
