@@ -2,11 +2,12 @@
 
     python bench/probe_inputs.py [--only train,export] [--timeout 120] [--verbose]
 
-Each probe runs `python -m spade_rllib.<cli> ...` as a subprocess in a scratch working directory
+Each probe runs `python -m spade_rllib.<cli> ...` (through a launcher that makes `ray.init` exit 99,
+so a probe that is not refused never starts a cluster) as a subprocess in a scratch working directory
 (with a tiny checkpoint, a truncated copy, a copy with a symlink leading out, bad maps, a regular
 file and a read-only directory to aim at). A probe is *clean* when it exits 2 within the timeout, its
 output (stdout + stderr, blank lines and `note:` lines aside) is one line without a traceback
-(argparse's own `usage:` + `error:` pair counts as one), and no file appeared in the scratch
+(argparse's own usage lines + `error:` line count as one message), and no file appeared in the scratch
 directory. Ends with one JSON line: {"tried": N, "clean": M, "by_kind": {...}, "failed": [...]}.
 """
 from __future__ import annotations
@@ -25,6 +26,20 @@ ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")
 AS_USER = hasattr(os, "geteuid") and os.geteuid() != 0
 """Read-only directories only stop a non-root user; as root those probes are left out."""
+
+
+LAUNCHER = """
+import runpy, sys
+import ray
+def _refuse(*args, **kwargs):  # a probe that gets this far was not refused up front
+    print("probe: reached ray.init", file=sys.stderr)
+    raise SystemExit(99)
+ray.init = _refuse
+module = sys.argv.pop(1)
+sys.argv[0] = module
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+"""Runs a CLI like `python -m` but never starts Ray: reaching `ray.init` exits 99 (a failed probe)."""
 
 
 def make_fixtures(work: Path) -> dict:
@@ -170,7 +185,7 @@ def judge(rc: int, text: str) -> tuple[bool, str]:
         return False, "traceback"
     if rc != 2:
         return False, f"exit {rc}"
-    if len(lines) == 2 and lines[0].startswith("usage:") and ": error:" in lines[1]:
+    if lines and lines[0].startswith("usage:") and ": error:" in lines[-1] and all(ln[:1].isspace() for ln in lines[1:-1]):
         return True, "argparse"
     if len(lines) != 1:
         return False, f"{len(lines)} lines"
@@ -197,7 +212,7 @@ def main(argv=None) -> int:
                 if only and cli not in only:
                     continue
                 before = snapshot(work)
-                cmd = [sys.executable, "-m", f"spade_rllib.{cli}", *cli_args]
+                cmd = [sys.executable, "-c", LAUNCHER, f"spade_rllib.{cli}", *cli_args]
                 try:
                     res = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=args.timeout,
                                          stdin=subprocess.DEVNULL)

@@ -549,6 +549,8 @@ def load_raw(path: Optional[str]) -> dict:
         raw = read_yaml(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"--config = {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
+    except UnicodeDecodeError as e:  # binary junk (issue 16)
+        raise ConfigError(f"--config = {str(path)!r}: not a UTF-8 text file (byte {e.start}: {e.reason})") from e
     if raw is None:
         return {}
     if not isinstance(raw, dict):

@@ -250,6 +250,8 @@ def check_storage_path(path: str, key: str = "experiment.storage_path") -> None:
     """The storage directory can be created and written: no regular file on the way, no read-only parent."""
     if "://" in str(path):  # s3://, gs://: checked by the storage itself
         return
+    if "\x00" in str(path):
+        raise ConfigError(f"{key} = {path!r}: not allowed, a path cannot hold a NUL byte")
     p = Path(os.path.expanduser(str(path))).absolute()
     probe = p
     while not probe.exists():

@@ -287,3 +287,38 @@ def test_health_checks_name_module_and_key():
     with pytest.raises(NonFiniteError, match="module 'main' has NaN/inf weights \\(vf.0.bias"):
         check_weights({"main": w}, 3)
     check_weights({"main": {"a": np.zeros(3)}}, 3)
+
+
+@pytest.mark.ray
+def test_nan_weights_stop_the_run_instead_of_a_nan_checkpoint(ray_session, tmp_path):
+    from test_train import tiny
+
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    cfg = parse_config(tiny("MazeRace-v0", evaluation={"interval": 0}))
+    algo = build_algo_config(cfg).build_algo()
+    try:
+        algo.train()
+        good = tmp_path / "good"
+        algo.save_checkpoint(str(good))  # finite weights: written as usual
+
+        def poison(learner):
+            import torch
+
+            with torch.no_grad():
+                for p in learner.module["main"].parameters():
+                    p.fill_(float("nan"))
+
+        algo.learner_group.foreach_learner(poison)
+        bad = tmp_path / "bad"
+        bad.mkdir()
+        with pytest.raises(NonFiniteError, match="module 'main' has NaN/inf weights"):
+            algo.save_checkpoint(str(bad))
+        assert list(bad.iterdir()) == []  # nothing written
+        with pytest.raises(NonFiniteError, match=r"iteration 2: learners/main/\w+ = nan"):
+            algo.train()  # the update with NaN weights gives NaN losses: the step stops
+    finally:
+        algo.stop()
+    from spade_rllib.checkpoint_layout import checkpoint_problem
+
+    assert checkpoint_problem(good) is None
