@@ -322,3 +322,40 @@ def test_nan_weights_stop_the_run_instead_of_a_nan_checkpoint(ray_session, tmp_p
     from spade_rllib.checkpoint_layout import checkpoint_problem
 
     assert checkpoint_problem(good) is None
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("fault, expect", [
+    ("raise", r"env MazeRace-v0 \(copy \d+\), agent \['player_0', 'player_1'\], step \d+: step raised RuntimeError: boom"),
+    ("nan_obs", r"env MazeRace-v0 \(copy \d+\), agent 'player_1', step \d+: observation holds NaN/inf"),
+    ("nan_reward", r"env MazeRace-v0 \(copy \d+\), agent 'player_0', step \d+: reward is nan"),
+])
+def test_env_faults_name_env_agent_and_step(fault, expect):
+    from test_train import tiny
+
+    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.health import EnvFault
+    from spade_rllib.rllib.runner import SpadeEnvRunner
+
+    cfg = parse_config(tiny("MazeRace-v0", evaluation={"interval": 0}))
+    runner = SpadeEnvRunner(config=build_algo_config(cfg), worker_index=0, num_workers=0)
+    try:
+        runner.sample(num_timesteps=64)  # healthy first
+        for game in runner.games:
+            real = game.raw_env.step
+
+            def faulty(actions, real=real):
+                if fault == "raise":
+                    raise RuntimeError("boom")
+                obs, rew, term, trunc, info = real(actions)
+                if fault == "nan_obs" and "player_1" in obs:
+                    obs["player_1"] = np.full_like(obs["player_1"], np.nan)
+                if fault == "nan_reward" and "player_0" in rew:
+                    rew["player_0"] = float("nan")
+                return obs, rew, term, trunc, info
+
+            game.raw_env.step = faulty
+        with pytest.raises(EnvFault, match=expect):
+            runner.sample(num_timesteps=256)
+    finally:
+        runner.stop()

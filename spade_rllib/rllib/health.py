@@ -68,4 +68,21 @@ def check_weights(weights_by_module: Mapping[str, Mapping[str, Any]], iteration:
                                  f"{len(bad)} tensors); checkpoint not written; {ADVICE}")
 
 
-__all__ = ["NonFiniteError", "check_losses", "check_weights", "non_finite_losses", "non_finite_weights"]
+
+
+class EnvFault(RuntimeError):
+    """An env raised or produced NaN/inf inside an env runner; one line naming env, agent and step."""
+
+
+def env_fault(env_id: str, lane: int, step: int, agent: Any, what: str) -> EnvFault:
+    return EnvFault(f"env {env_id} (copy {lane}), agent {agent!r}, step {step}: {what}")
+
+
+def first_non_finite_row(obs: np.ndarray) -> int:
+    """Index of the first row of a 2-D float batch holding NaN/inf, -1 when all are finite."""
+    ok = np.isfinite(obs).all(axis=tuple(range(1, obs.ndim))) if obs.ndim > 1 else np.isfinite(obs)
+    return -1 if ok.all() else int(np.argmin(ok))
+
+
+__all__ = ["EnvFault", "NonFiniteError", "check_losses", "check_weights", "env_fault", "first_non_finite_row",
+           "non_finite_losses", "non_finite_weights"]
