@@ -289,39 +289,77 @@ def test_health_checks_name_module_and_key():
     check_weights({"main": {"a": np.zeros(3)}}, 3)
 
 
-@pytest.mark.ray
-def test_nan_weights_stop_the_run_instead_of_a_nan_checkpoint(ray_session, tmp_path):
+@pytest.fixture(scope="module")
+def tiny_algo(ray_session):
+    """A one-process SpadePPO on MazeRace, trained one iteration (shared: building costs ~10 s)."""
     from test_train import tiny
 
     from spade_rllib.rllib.algorithm import build_algo_config
 
-    cfg = parse_config(tiny("MazeRace-v0", evaluation={"interval": 0}))
-    algo = build_algo_config(cfg).build_algo()
-    try:
-        algo.train()
-        good = tmp_path / "good"
-        algo.save_checkpoint(str(good))  # finite weights: written as usual
+    algo = build_algo_config(parse_config(tiny("MazeRace-v0", evaluation={"interval": 0}))).build_algo()
+    algo.train()
+    yield algo
+    algo.stop()
 
-        def poison(learner):
-            import torch
 
-            with torch.no_grad():
-                for p in learner.module["main"].parameters():
-                    p.fill_(float("nan"))
+@pytest.mark.ray
+def test_failed_checkpoint_write_leaves_the_previous_one_latest(tiny_algo, tmp_path, monkeypatch, capsys):
+    """A disk that fills up mid-write: a clear OSError, the half-written checkpoint is skipped,
+    the previous one is found by --resume and restores."""
+    import errno
 
-        algo.learner_group.foreach_learner(poison)
-        bad = tmp_path / "bad"
-        bad.mkdir()
-        with pytest.raises(NonFiniteError, match="module 'main' has NaN/inf weights"):
-            algo.save_checkpoint(str(bad))
-        assert list(bad.iterdir()) == []  # nothing written
-        with pytest.raises(NonFiniteError, match=r"iteration 2: learners/main/\w+ = nan"):
-            algo.train()  # the update with NaN weights gives NaN losses: the step stops
-    finally:
-        algo.stop()
+    from spade_rllib.checkpoint_layout import checkpoint_problem
+    from spade_rllib.train import find_checkpoint
+
+    trial = tmp_path / "trial"
+    first = trial / "checkpoint_000001"
+    tiny_algo.save_checkpoint(str(first))
+    before = tiny_algo.module_weights("main")
+    group = tiny_algo.learner_group
+    real = group.save_to_path
+
+    def full_disk(path, *args, **kwargs):
+        Path(path).mkdir(parents=True, exist_ok=True)
+        (Path(path) / "state.pkl").write_bytes(b"\x80\x04\x95")  # a few bytes, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(group, "save_to_path", full_disk)
+    second = trial / "checkpoint_000002"
+    with pytest.raises(OSError, match="No space left on device"):
+        tiny_algo.save_checkpoint(str(second))
+    monkeypatch.setattr(group, "save_to_path", real)
+    assert second.is_dir() and checkpoint_problem(second) is not None
+    assert find_checkpoint(str(trial)) == str(first)
+    assert "skipping incomplete checkpoint" in capsys.readouterr().err
+    tiny_algo.train()  # move on, then go back to the first checkpoint
+    tiny_algo.restore_from_path(str(first))
+    after = tiny_algo.module_weights("main")
+    assert all(np.array_equal(np.asarray(before[k]), np.asarray(after[k])) for k in before)
+
+
+@pytest.mark.ray
+def test_nan_weights_stop_the_run_instead_of_a_nan_checkpoint(tiny_algo, tmp_path):
     from spade_rllib.checkpoint_layout import checkpoint_problem
 
+    good = tmp_path / "good"
+    tiny_algo.save_checkpoint(str(good))  # finite weights: written as usual
     assert checkpoint_problem(good) is None
+
+    def poison(learner):
+        import torch
+
+        with torch.no_grad():
+            for p in learner.module["main"].parameters():
+                p.fill_(float("nan"))
+
+    tiny_algo.learner_group.foreach_learner(poison)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    with pytest.raises(NonFiniteError, match="module 'main' has NaN/inf weights"):
+        tiny_algo.save_checkpoint(str(bad))
+    assert list(bad.iterdir()) == []  # nothing written
+    with pytest.raises(NonFiniteError, match=r"iteration \d+: learners/main/\w+ = nan"):
+        tiny_algo.train()  # the update with NaN weights gives NaN losses: the step stops
 
 
 @pytest.mark.ray
