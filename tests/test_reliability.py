@@ -397,3 +397,21 @@ def test_env_faults_name_env_agent_and_step(fault, expect):
             runner.sample(num_timesteps=256)
     finally:
         runner.stop()
+
+
+def test_nothing_outside_tests_turns_token_auth_off():
+    """Token authentication stays on: no shipped file sets RAY_AUTH_MODE to anything but 'token'
+    (the refusal of a token-less client is checked on a real cluster in test_cluster_multinode)."""
+    import re
+
+    offenders = []
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        code = path.suffix in (".py", ".sh", ".yaml", ".yml", ".toml", ".cfg", ".env") or path.name in ("Dockerfile", "Makefile")
+        if not path.is_file() or rel.parts[0] in ("tests", ".git", ".venv") or not code:
+            continue
+        text = path.read_text(errors="ignore")
+        for m in re.finditer(r"RAY_AUTH_MODE[\"']?\]?\s*[=:,]\s*[\"']?([A-Za-z_]+)", text):
+            if m.group(1) != "token":
+                offenders.append(f"{rel}: {m.group(0)}")
+    assert not offenders, offenders
