@@ -185,7 +185,8 @@ def console_callback():
 
         def on_trial_error(self, iteration, trials, trial, **info):
             self.trial_path = trial.path
-            print(f"trial {trial.trial_id} failed; see {trial.path}/error.txt", flush=True)
+            error_file = Path(trial.path) / "error.txt"
+            print(f"trial {trial.trial_id} failed" + (f"; see {error_file}" if error_file.is_file() else ""), flush=True)
 
     return SpadeConsole()
 

@@ -415,3 +415,24 @@ def test_nothing_outside_tests_turns_token_auth_off():
             if m.group(1) != "token":
                 offenders.append(f"{rel}: {m.group(0)}")
     assert not offenders, offenders
+
+
+def test_failed_run_summary_names_the_cause_and_only_existing_files(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from ray.exceptions import RayTaskError
+
+    from spade_rllib.train import print_summary
+
+    cause = ValueError("bad map in x.txt at line 2, column 3")
+    error = RayTaskError("SpadePPO.train", "Traceback (most recent call last): ...", cause).as_instanceof_cause()
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    result = SimpleNamespace(error=error, metrics={}, path=str(trial), checkpoint=None)
+    print_summary(load_config(QUICKSTART), result, SimpleNamespace(last_result=None, trial_path=None), 1.0, 0)
+    out = capsys.readouterr().out
+    assert "run FAILED: ValueError: bad map in x.txt at line 2, column 3" in out
+    assert "progress.csv" not in out and "runinfo.json" not in out and "tensorboard" not in out
+    (trial / "progress.csv").write_text("a\n1\n")
+    print_summary(load_config(QUICKSTART), result, SimpleNamespace(last_result=None, trial_path=None), 1.0, 0)
+    assert f"progress.csv:  {trial / 'progress.csv'}" in capsys.readouterr().out
