@@ -32,10 +32,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def rss_mib(pid: int) -> float:
-    """Resident set size of a process in MiB (Linux /proc)."""
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """Resident set size of a process in MiB (Linux /proc). `field` "RssAnon" is the private part
+    (heap), "RssShmem" the shared memory it touched (Ray's object store is mapped into workers)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -101,6 +102,9 @@ def main(argv=None) -> int:
                 samples.append({"t_s": round(time.time() - t0, 1), "iteration": iterations,
                                 "driver_mib": round(rss_mib(os.getpid()), 1),
                                 "runners_mib": round(sum(rss_mib(p) for p in runner_pids), 1),
+                                "driver_anon_mib": round(rss_mib(os.getpid(), "RssAnon"), 1),
+                                "runners_anon_mib": round(sum(rss_mib(p, "RssAnon") for p in runner_pids), 1),
+                                "runners_shmem_mib": round(sum(rss_mib(p, "RssShmem") for p in runner_pids), 1),
                                 "league_size": size, "snapshots": league_value(last, "snapshots_total"),
                                 "evictions": league_value(last, "evictions_total"),
                                 "difficulty": (last.get("curriculum") or {}).get("difficulty")})
@@ -115,6 +119,10 @@ def main(argv=None) -> int:
         first = warm[0]["driver_mib"] + warm[0]["runners_mib"]
         end = warm[-1]["driver_mib"] + warm[-1]["runners_mib"]
         growth = (end - first) / first
+    anon_growth = None
+    if len(warm) >= 2:
+        first = warm[0]["driver_anon_mib"] + warm[0]["runners_anon_mib"]
+        anon_growth = (warm[-1]["driver_anon_mib"] + warm[-1]["runners_anon_mib"] - first) / first
     snapshots = league_value(last, "snapshots_total", 0.0)
     checks = {
         "rss_growth_below_max": growth is not None and growth < args.max_growth,
@@ -123,6 +131,7 @@ def main(argv=None) -> int:
     }
     out = {"minutes": args.minutes, "iterations": iterations, "samples": len(samples),
            "rss_growth_after_warmup": None if growth is None else round(growth, 4),
+           "anon_rss_growth_after_warmup": None if anon_growth is None else round(anon_growth, 4),
            "driver_mib_first_last": [samples[0]["driver_mib"], samples[-1]["driver_mib"]] if samples else None,
            "runners_mib_first_last": [samples[0]["runners_mib"], samples[-1]["runners_mib"]] if samples else None,
            "snapshots": snapshots, "evictions": league_value(last, "evictions_total", 0.0),
