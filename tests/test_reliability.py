@@ -13,7 +13,7 @@ import pytest
 from spade_rllib import preflight
 from spade_rllib.cli import cli_entry, one_line, root_cause
 from spade_rllib.config import ConfigError, load_config, parse_config
-from spade_rllib.rllib.health import NonFiniteError, check_losses, check_weights, non_finite_losses
+from spade_rllib.rllib.health import NonFiniteError, check_losses, check_weights, non_finite_losses, trained_now
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")
@@ -283,6 +283,17 @@ def test_health_checks_name_module_and_key():
     with pytest.raises(NonFiniteError, match=r"iteration 7: learners/main/total_loss = nan"):
         check_losses(results, 7)
     check_losses({"main": {"total_loss": 0.5}}, 1)
+    # Only modules updated this iteration count: a dropped batch reports NaN losses, not a divergence.
+    seen: dict = {}
+    first = {"main": {"num_module_steps_trained_lifetime": 100, "total_loss": 0.1},
+             "main_exploiter_0": {"num_module_steps_trained_lifetime": 50, "total_loss": 0.2}}
+    assert set(trained_now(first, seen)) == {"main", "main_exploiter_0"}
+    second = {"main": {"num_module_steps_trained_lifetime": 200, "total_loss": 0.1},
+              "main_exploiter_0": {"num_module_steps_trained_lifetime": 50, "total_loss": float("nan")}}
+    assert set(trained_now(second, seen)) == {"main"}
+    third = {"main": {"num_module_steps_trained_lifetime": 300, "total_loss": float("nan")}}
+    with pytest.raises(NonFiniteError):
+        check_losses(trained_now(third, seen), 3)
     w = {"pi.0.weight": np.ones((2, 2), np.float32), "vf.0.bias": np.array([np.inf], np.float32)}
     with pytest.raises(NonFiniteError, match="module 'main' has NaN/inf weights \\(vf.0.bias"):
         check_weights({"main": w}, 3)

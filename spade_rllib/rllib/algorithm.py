@@ -61,7 +61,7 @@ from spade_rllib.rllib.components import (
     win_rates,
 )
 from spade_rllib.rllib.env_adapters import make_game_factory
-from spade_rllib.rllib.health import check_losses, check_weights
+from spade_rllib.rllib.health import check_losses, check_weights, trained_now
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.runner import SpadeEnvRunner
 
@@ -325,7 +325,8 @@ class SpadePPO(PPO):
         t0 = time.perf_counter()
         trained_with = self.learner_hyperparams()  # read before the update: the values it trains with
         results = super().step()
-        check_losses(results.get("learners") or {}, self.iteration + 1)  # NaN stops here (issue 16)
+        lifetime = self.__dict__.setdefault("_trained_lifetime", {})  # NaN stops here (issue 16)
+        check_losses(trained_now(results.get("learners") or {}, lifetime), self.iteration + 1)
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
         # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
@@ -495,6 +496,7 @@ class SpadePPO(PPO):
 
     def set_state(self, state: dict) -> None:
         super().set_state(state)
+        self._trained_lifetime = {}  # the restored counters may be lower: start the NaN check afresh
         saved = state.get(COMPONENTS_STATE_KEY)
         if saved:
             for comp in self.components:

@@ -54,6 +54,24 @@ def non_finite_weights(state: Mapping[str, Any], prefix: str = "") -> list[str]:
     return found
 
 
+def trained_now(learner_results: Mapping[str, Any], lifetime: dict) -> dict:
+    """The modules of `result["learners"]` that were updated this iteration (their lifetime count of
+    trained steps grew; `lifetime` remembers it between calls). A module that got no batch (an
+    exploiter whose batch was dropped after a reset) still reports losses, as NaN: not a divergence."""
+    out = {}
+    for module_id, stats in (learner_results or {}).items():
+        if module_id.startswith("__") or not isinstance(stats, Mapping):
+            continue
+        try:
+            steps = float(stats.get("num_module_steps_trained_lifetime", math.nan))
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(steps) and steps > lifetime.get(module_id, 0.0):
+            out[module_id] = stats
+            lifetime[module_id] = steps
+    return out
+
+
 def check_losses(learner_results: Mapping[str, Any], iteration: int) -> None:
     bad = non_finite_losses(learner_results)
     if bad:
@@ -85,4 +103,4 @@ def first_non_finite_row(obs: np.ndarray) -> int:
 
 
 __all__ = ["EnvFault", "NonFiniteError", "check_losses", "check_weights", "env_fault", "first_non_finite_row",
-           "non_finite_losses", "non_finite_weights"]
+           "non_finite_losses", "non_finite_weights", "trained_now"]
