@@ -156,13 +156,15 @@ def test_train_refuses_before_ray_and_creates_nothing(tmp_path, monkeypatch, cap
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("x")
     monkeypatch.setattr(preflight, "machine_gpus", lambda: 0)
+    import ray
+
+    started = []
+    monkeypatch.setattr(ray, "init", lambda *a, **k: started.append(1))  # must not be reached
     args = ["--config", QUICKSTART] + [a for s in sets for a in ("--set", s)]
     assert train.main(args) == 2
     assert "config error:" in _one_line(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
-    import sys
-
-    assert "ray" not in sys.modules or not __import__("ray").is_initialized()
+    assert not started
 
 
 def test_cli_entry_one_line_and_debug(capsys):
