@@ -464,6 +464,9 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.
     cfg.evaluation.heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.heldout_levels]
+    from spade_rllib.preflight import check_config  # noqa: PLC0415 - bots, maps, env kwargs, stop metric (issue 16)
+
+    check_config(cfg)
 
 
 BOT_PREFIX = "bot:"
@@ -552,6 +555,8 @@ def load_raw(path: Optional[str]) -> dict:
         raw = read_yaml(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"--config = {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
+    except UnicodeDecodeError as e:  # binary junk (issue 16)
+        raise ConfigError(f"--config = {str(path)!r}: not a UTF-8 text file (byte {e.start}: {e.reason})") from e
     if raw is None:
         return {}
     if not isinstance(raw, dict):
