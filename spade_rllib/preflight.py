@@ -1,7 +1,7 @@
 """Checks that need more than the schema but not Ray: run before anything starts, one-line `ConfigError`s.
 
-* `check_config(cfg)` (called by `config.parse_config`, machine independent): scripted bots exist
-  for the env (`bots.bot_names(env id)`), maps parse (`env.level_file`, `evaluation.heldout_levels`;
+* `check_config(cfg)` (called by `config.parse_config`, machine independent; bot names are checked
+  per env by `config._check_opponent_id`): maps parse (`env.level_file`, `evaluation.heldout_levels`;
   the message names file, line and column), `env.kwargs` fit the env constructor, a
   `training.stop.metric` is a key a run reports.
 * `check_launch(cfg, address=None)` (called by the `train` and `tune` CLIs, about this machine):
@@ -14,12 +14,11 @@ import inspect
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Optional
 
 from spade_rllib.env_ids import env_kind
 from spade_rllib.validation import ConfigError, did_you_mean
 
-BOT_PREFIX = "bot:"
 
 # ----------------------------------------------------------------------------------------------
 # Machine-independent checks
@@ -28,33 +27,9 @@ BOT_PREFIX = "bot:"
 
 def check_config(cfg) -> None:
     """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`."""
-    check_bots(cfg)
     check_env(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
-
-
-def _opponent_ids(cfg) -> Iterable[tuple[str, Any]]:
-    for opp in cfg.self_play.opponent_mix:
-        yield f"self_play.opponent_mix.{opp}", opp
-    for i, opp in enumerate(cfg.evaluation.opponents):
-        yield f"evaluation.opponents[{i}]", opp
-
-
-def check_bots(cfg) -> None:
-    """`bot:<name>` must name a scripted bot of this env (not only carry the prefix)."""
-    from spade_rllib.bots import bot_names  # noqa: PLC0415
-
-    names = bot_names(cfg.env.id)
-    for key, opp in _opponent_ids(cfg):
-        if isinstance(opp, str) and opp.startswith(BOT_PREFIX):
-            name = opp[len(BOT_PREFIX):]
-            if not names:
-                raise ConfigError(f"{key} = {opp!r}: not allowed, {cfg.env.id!r} has no scripted bots")
-            if name not in names:
-                allowed = [BOT_PREFIX + n for n in names]
-                raise ConfigError(f"{key} = {opp!r}: not allowed{did_you_mean(opp, allowed)}; allowed: "
-                                  f"{', '.join(repr(a) for a in allowed)}")
 
 
 def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
@@ -321,6 +296,6 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_bots", "check_config", "check_env", "check_env_kwargs", "check_heldout_levels", "check_launch", "check_output_path",
+__all__ = ["check_config", "check_env", "check_env_kwargs", "check_heldout_levels", "check_launch", "check_output_path",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]

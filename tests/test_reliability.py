@@ -33,7 +33,7 @@ def _err(overrides, path=QUICKSTART) -> str:
 # ------------------------------------------------------------------------------------------------
 
 def test_bot_names_are_checked_per_env():
-    assert "'bot:nobody': not allowed" in _err(["evaluation.opponents=[bot:nobody]"])
+    assert "'bot:nobody': unknown opponent" in _err(["evaluation.opponents=[bot:nobody]"])
     assert "did you mean 'bot:rusher'" in _err(["self_play.opponent_mix={'bot:rushr': 0.1}"])
     assert load_config(QUICKSTART, ["evaluation.opponents=[bot:rusher_tagger]"]).evaluation.opponents == ["bot:rusher_tagger"]
 
