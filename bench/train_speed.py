@@ -1,42 +1,91 @@
-"""Training speed on MazeRace 1v1 with the quickstart model: ours vs stock RLlib, same machine, one run.
+"""Training speed of spade_rllib vs stock RLlib (defaults and configured like ours), with same-run ceilings.
 
-    python bench/train_speed.py [--config tune_configs/quickstart.yaml] [--seconds 30] [--skip-baseline]
+    python bench/train_speed.py [--config tune_configs/quickstart.yaml] [--env-id MazeRace-v0]
+                                [--set key=value ...] [--seconds 20] [--skip-stock] [--skip-league]
+                                [--scaling runners,league,levels,2v2]
 
-Measures, each after a warm-up, on one algorithm per setup:
-  train_sps            env steps/s of full `SpadePPO.train()` iterations (sample + learn + weight sync)
-                       with the quickstart config (mirror self-play + 20% vs random, 1 env runner of
-                       64 envs, sample-ahead);
-  sample_sps           env steps/s of the same algorithm's env runners sampling train batches with
-                       no learning in between (same processes, the weights training ended with,
-                       results shipped to the driver), measured right after;
-  baseline_train_sps   stock RLlib: `ParallelPettingZooEnv` over the same MazeRace levels, the default
-                       `MultiAgentEnvRunner`, PPO defaults (2 env runners x 1 env, batch 4000,
-                       minibatch 128, 30 epochs), every agent mapped to one shared policy, same MLP
-                       widths;
-  baseline_sample_sps  the stock algorithm's env runners sampling with no learning, measured the same way;
-  league_train_sps     the same as train_sps with the league on (a snapshot every 2 iterations,
-                       latest + PFSP over the pool, opponents in the runner's slots), and
-  league_overhead      1 - league_train_sps / train_sps (target <= 0.10).
-The last line of output is one JSON object with the keys train_sps, sample_sps, ratio,
-baseline_train_sps, baseline_sample_sps, league_train_sps, league_overhead (plus details).
+Every figure is measured in this one process after a warm-up, one algorithm at a time, so all rows
+share the machine's load at nearly the same moment. Rows (env steps/s, "env step" = one `step()` of
+one env copy with every live agent acting):
+
+  train_sps                    full `SpadePPO.train()` iterations with the config (quickstart: mirror
+                               self-play + 20% vs random, 1 env runner x 64 envs, sample-ahead);
+  sample_sps                   the same algorithm's runners sampling train batches, no learning;
+  sync_train_sps               the same with `training.sample_ahead=false` (exact synchronous PPO);
+  league_train_sps             + league (a snapshot every 2 iterations, latest + PFSP);
+  league_curriculum_train_sps  + league (as above) AND the threshold curriculum, its difficulty kept
+                               inside the config's level-size band (quickstart: 9x9), so the row
+                               differs from train_sps only by the two components;
+  stock_equal_train_sps        stock RLlib configured like ours: `ParallelPettingZooEnv` over the
+                               same game and levels, the stock `MultiAgentEnvRunner` vectorizing the
+                               same number of env copies (`num_envs_per_env_runner`, gymnasium
+                               "sync" mode, the only one RLlib 2.60 has for multi-agent envs), same
+                               env runners, train batch, minibatch, epochs, lr/gamma/lambda/clip/
+                               entropy, MLP widths, activation and trunk sharing; every agent mapped
+                               to one policy (pure mirror: stock has no in-runner random opponent),
+                               synchronous (stock has no sample-ahead: compare with sync_train_sps);
+  stock_default_train_sps      stock RLlib with PPO's defaults (2 env runners x 1 env, batch 4000,
+                               minibatch 128, 30 epochs), same game, MLP widths;
+and the ceilings, measured on one core each in this process:
+  env_only_sps                 the game alone: `Game.step` (the runner's adapter: flat float32 obs)
+                               over the same number of env copies with random actions, resets drawn
+                               like the runner's (level pool or fresh levels);
+  inference_only_sps           main's forward pass + action sampling (as the runner does it) at the
+                               runner's batch (num_envs x agents rows), as env steps/s (every seat
+                               acting through a network, as with league opponents);
+  learner_only_sps             `learner_group.update` (GAE connector + epochs x minibatches) on one
+                               sampled train batch, as env steps of that batch per second;
+  runner_ceiling_sps           1 / (1/env_only + 1/inference_only): one runner core doing nothing
+                               but stepping envs and acting;
+  ceiling_sps                  with sample-ahead and >= 1 remote runner (runner and learner on
+                               separate cores): min(runner_ceiling x runners (at most
+                               CPUs - 1 of them), learner_only);
+                               otherwise (one core does both in turn) 1 / (1/runner + 1/learner);
+  ceiling_ratio                train_sps / ceiling_sps: the share of the reachable rate we get, which
+                               stays comparable when other jobs load the machine.
+`--variant KEY=VALUE` adds a row with one more override right after train_sps (to try a setting,
+e.g. `training.torch_threads=2`, against the same moment's load).
+After every row a 2-second env-only probe (`env_only_probe_after`) shows whether other jobs' load
+moved during the run (then compare rows only with their own probes).
+Scaling rows (`--scaling`): env runners 0/1/2; league of 1/20/100 snapshots; difficulty 4/6/8/10
+(levels 9x9/11x11/13x13/15x15, train and env-only); 2v2. The last line is one JSON object.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
 # The league-on row: same config, plus a league that snapshots main every 2 iterations.
 LEAGUE_ON = ("league.enabled=true", "league.every_n_iterations=2", "league.min_iterations_between=1")
+TARGET_SPS = 20_000  # issue 17: league + curriculum, 1v1, 2 CPUs, no other load
+SCALING = ("runners", "league", "levels", "2v2")
 
 
+def curriculum_on(difficulty: float) -> tuple[str, ...]:
+    """Overrides for the threshold curriculum (tune_configs/curriculum.yaml's rule) kept inside the
+    level-size band of `difficulty` (size = 5 + 2*floor(d/2)), so levels stay as big as without it."""
+    lo = float(difficulty)
+    hi = min(10.0, 2 * math.floor(lo / 2) + 1.99)
+    return ("curriculum.enabled=true", "curriculum.strategy=threshold",
+            f"curriculum.threshold={{signal: completion, initial: {lo}, min: {lo}, max: {hi}, window: 400, "
+            "min_episodes: 400, up_threshold: 0.9, down_threshold: 0.3, up_factor: 1.1, down_factor: 0.9}")
+
+
+def _r(x: float, nd: int = 1):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), nd)
+
+
+# ---------------------------------------------------------------------------- measuring algorithms
 def measure_group_sample(algo, seconds: float) -> float:
     """Sample-only env steps/s of the algorithm's own env runners (same processes, same weights,
     results shipped to the driver), with no learning in between."""
@@ -66,96 +115,382 @@ def measure_train(algo, seconds: float, warmup_iters: int = 1) -> tuple[float, d
         r = algo.train()
         steps += int(r["env_runners"]["num_env_steps_sampled"])
         iters += 1
+    elapsed = time.perf_counter() - t0
     timers = r.get("timers", {})
-    detail = {"iterations": iters, "sampling_wait_s": timers.get("env_runner_sampling_timer"),
-              "learner_s": timers.get("learner_update_timer")}
+    detail = {"iterations": iters, "ms_per_iter": round(1000 * elapsed / iters, 1),
+              "sampling_wait_s": _r(timers.get("env_runner_sampling_timer"), 4),
+              "learner_s": _r(timers.get("learner_update_timer"), 4)}
     if "league" in r:
         detail["league_size"] = r["league"].get("size")
-    return steps / (time.perf_counter() - t0), detail
+    if "curriculum" in r:
+        detail["difficulty"] = r["curriculum"].get("difficulty")
+    return steps / elapsed, detail
 
 
-def ours(cfg, seconds: float, sample: bool = True) -> dict:
+def _set_learner_threads(cfg) -> int:
+    """The learner's torch threads, as SpadePPO sets them; applied before stock builds too, so every
+    row's learner (in this driver process) uses the same number."""
+    import torch
+
+    threads = cfg.training.torch_threads or min(4, os.cpu_count() or 1)
+    torch.set_num_threads(threads)
+    return threads
+
+
+def learner_only(algo, cfg, seconds: float) -> float:
+    """Env steps/s the learner alone consumes: `learner_group.update` on one train batch sampled by
+    the driver's local runner (GAE connector + all epochs and minibatches)."""
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, NUM_MODULE_STEPS_TRAINED_LIFETIME
+
+    runner = algo.env_runner
+    if runner is None:
+        return float("nan")
+    batch = int(algo.config.total_train_batch_size)
+    episodes = runner.sample(num_timesteps=batch)  # >= batch env steps (whole lock-step rounds)
+    _set_learner_threads(cfg)  # sample() acted single-threaded; the learner runs as in training
+    ts = {NUM_ENV_STEPS_SAMPLED_LIFETIME: 0, NUM_MODULE_STEPS_TRAINED_LIFETIME: 0}
+    kw = dict(timesteps=ts, num_epochs=algo.config.num_epochs, minibatch_size=algo.config.minibatch_size,
+              shuffle_batch_per_epoch=algo.config.shuffle_batch_per_epoch)
+    algo.learner_group.update(episodes=episodes, **kw)  # warm-up
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds or n < 3:
+        algo.learner_group.update(episodes=episodes, **kw)
+        n += 1
+    return batch * n / (time.perf_counter() - t0)
+
+
+def ours(cfg, seconds: float, sample: bool = True, learner: bool = False, prefill_league: int = 0) -> dict:
     from spade_rllib.rllib.algorithm import build_algo_config
 
+    _set_learner_threads(cfg)
     algo = build_algo_config(cfg).build_algo()
     try:
+        if prefill_league:
+            fill_league(algo, prefill_league)
         train_sps, detail = measure_train(algo, seconds)
         sample_sps = measure_group_sample(algo, seconds) if sample else float("nan")
+        learner_sps = learner_only(algo, cfg, max(3.0, seconds / 4)) if learner else float("nan")
     finally:
         algo.stop()
     detail["num_env_runners"] = cfg.training.num_env_runners
-    return {"sample_sps": sample_sps, "train_sps": train_sps, "detail": detail}
+    return {"sample_sps": sample_sps, "train_sps": train_sps, "learner_only_sps": learner_sps, "detail": detail}
 
 
-def baseline(cfg, seconds: float) -> dict:
+def fill_league(algo, n: int, seed: int = 0) -> None:
+    """Put n snapshots (main's weights, slightly perturbed: distinct arrays) into the league and
+    broadcast its plan (as bench/league_memory.py does)."""
+    (league,) = [c for c in algo.components if c.name == "league"]
+    rng = np.random.default_rng(seed)
+    base = algo._main_weights()
+    for _ in range(n):
+        league.league.add_snapshot({k: (v + rng.normal(0.0, 1e-3, v.shape)).astype(v.dtype) for k, v in base.items()},
+                                   iteration=0)
+    league._set_plan(league.league.plan(0))
+    algo._broadcast(full=False)
+
+
+def stock(cfg, seconds: float, equal: bool) -> dict:
+    """Stock RLlib PPO on the same game: with PPO's defaults, or configured like ours (`equal`)."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
     from ray.tune.registry import register_env
 
-    from spade_rllib.envs import make_env
+    from spade_rllib.envs import ENV_IDS, make_env
     from spade_rllib.rllib.algorithm import env_kwargs_for
 
-    kwargs = env_kwargs_for(cfg)
-    register_env("mazerace_stock", lambda _: ParallelPettingZooEnv(make_env("MazeRace-v0", **kwargs)))
-    m = cfg.agent.model
+    if cfg.env.id not in ENV_IDS:
+        raise ValueError(f"stock rows support spade_rllib's registered games only, not {cfg.env.id!r}")
+    kwargs, env_id = env_kwargs_for(cfg), cfg.env.id
+    register_env("spade_stock", lambda _: ParallelPettingZooEnv(make_env(env_id, **kwargs)))
+    m, a, t = cfg.agent.model, cfg.agent, cfg.training
     config = (
         PPOConfig()
-        .environment("mazerace_stock")
+        .environment("spade_stock")
         .multi_agent(policies={"main"}, policy_mapping_fn=lambda aid, ep, **kw: "main")
-        .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(m.hidden), fcnet_activation=m.activation))
         .debugging(seed=cfg.experiment.seed, log_level="ERROR")
     )
+    if equal:
+        config = (
+            config.env_runners(num_env_runners=t.num_env_runners, num_envs_per_env_runner=t.num_envs_per_runner,
+                               rollout_fragment_length="auto", gym_env_vectorize_mode="sync")
+            .training(lr=a.lr, gamma=a.gamma, lambda_=a.lambda_, clip_param=a.clip, vf_clip_param=a.vf_clip,
+                      entropy_coeff=a.entropy, vf_loss_coeff=a.vf_coeff, grad_clip=a.grad_clip,
+                      grad_clip_by="global_norm", num_epochs=a.epochs, minibatch_size=a.minibatch_size,
+                      train_batch_size_per_learner=a.train_batch_size)
+            .learners(num_learners=0)
+            .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(m.hidden), fcnet_activation=m.activation,
+                                                       vf_share_layers=m.vf_share_layers))
+        )
+    else:
+        config = config.rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(m.hidden), fcnet_activation=m.activation))
+    _set_learner_threads(cfg)
     algo = config.build_algo()
     try:
         train_sps, detail = measure_train(algo, seconds)
-        sample_sps = measure_group_sample(algo, seconds)
+        sample_sps = measure_group_sample(algo, max(5.0, seconds / 2))
     finally:
         algo.stop()
-    detail["num_env_runners"] = config.num_env_runners
+    detail.update(num_env_runners=config.num_env_runners, num_envs_per_env_runner=config.num_envs_per_env_runner,
+                  train_batch=config.train_batch_size_per_learner, minibatch=config.minibatch_size,
+                  epochs=config.num_epochs, model="mlp " + "x".join(map(str, m.hidden)))  # stock: its own MLP
     return {"sample_sps": sample_sps, "train_sps": train_sps, "detail": detail}
 
 
+# ---------------------------------------------------------------------------- ceilings (this process)
+def _make_games(cfg, n: int) -> tuple[list, list | None]:
+    """n copies of the runner's `Game` adapter, plus the MazeRace level pool the runner would draw from."""
+    from spade_rllib.rllib.algorithm import env_kwargs_for
+    from spade_rllib.rllib.env_adapters import make_game_factory
+
+    kwargs = env_kwargs_for(cfg)
+    make = make_game_factory(cfg.env.id, kwargs)
+    games = [make() for _ in range(n)]
+    pool = None
+    if games[0].is_level_game and cfg.env.level_pool and kwargs.get("level") is None and not cfg.curriculum.enabled:
+        from spade_rllib.envs import knobs_for_difficulty, level_generator
+
+        generate_level = level_generator(cfg.env.id)
+
+        knobs = knobs_for_difficulty(float(kwargs.get("difficulty", 5.0)), family=kwargs.get("family"),
+                                     agents_per_team=int(kwargs.get("agents_per_team") or 1))
+        seeds = np.random.default_rng(0).integers(2**31 - 1, size=cfg.env.level_pool)
+        pool = [generate_level(knobs, int(s)) for s in seeds]
+    return games, pool
+
+
+def env_only(cfg, seconds: float, seed: int = 0) -> tuple[float, np.ndarray]:
+    """Env steps/s of `Game.step` over num_envs copies with random actions (one core), and a batch
+    of real observations (one per acting agent and env) for the inference ceiling."""
+    games, pool = _make_games(cfg, cfg.training.num_envs_per_runner)
+    rng = np.random.default_rng(seed)
+    n_act = games[0].num_actions
+
+    def reset(i: int, g, first: bool = False):
+        opts = {"level": pool[int(rng.integers(len(pool)))]} if pool else None
+        return g.reset(seed=seed + i if first else None, options=opts)
+
+    pending = [reset(i, g, True) for i, g in enumerate(games)]
+    obs_batch = np.stack([o for p in pending for o in p.values()])
+    masked = bool(games[0].mask_size)
+    acts = rng.integers(0, n_act, size=(4096, 8)).tolist()  # drawn up front: the RNG is not measured
+    k = steps = 0
+    t0 = time.perf_counter()
+    while True:
+        for i, g in enumerate(games):
+            row = acts[k % 4096]
+            k += 1
+            if masked:
+                a = {ag: int(rng.choice(g.legal_actions(o))) for ag, o in pending[i].items()}
+            else:
+                a = {ag: row[j] for j, ag in enumerate(pending[i])}
+            res = g.step(a)
+            pending[i] = reset(i, g) if res.done else res.obs
+        steps += len(games)
+        if time.perf_counter() - t0 >= seconds:
+            break
+    for g in games:
+        close = getattr(g.raw_env, "close", None)
+        if close:
+            close()
+    agents = max(1, obs_batch.shape[0] // len(games))
+    full = np.resize(obs_batch, (len(games) * agents, obs_batch.shape[1])).astype(np.float32)
+    return steps / (time.perf_counter() - t0), full
+
+
+def inference_only(cfg, obs: np.ndarray, seconds: float, agents_per_step: int) -> tuple[float, float]:
+    """(rows/s, env steps/s) of main's forward pass + action sampling at the runner's batch, one thread."""
+    import torch
+
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    spec = build_algo_config(cfg).get_multi_rl_module_spec(inference_only=True)
+    module = spec.rl_module_specs["main"].build()
+    module.eval()
+    rng = np.random.default_rng(0)
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)  # runners act on one thread
+    x = torch.from_numpy(obs)
+
+    def act():
+        with torch.no_grad():
+            logits = module.logits(x).numpy()
+        g = -np.log(-np.log(rng.random(logits.shape, dtype=np.float32) + 1e-20) + 1e-20)
+        a = (logits + g).argmax(axis=1)
+        mx = logits.max(axis=1, keepdims=True)
+        return logits[np.arange(len(a)), a] - (mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1)))
+
+    try:
+        for _ in range(20):
+            act()
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(50):
+                act()
+            n += 50
+        dt = time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(prev)
+    rows = n * obs.shape[0] / dt
+    return rows, rows / agents_per_step
+
+
+def _registered_ids() -> list:
+    from spade_rllib.envs import ENV_IDS
+
+    return list(ENV_IDS)
+
+
+def ceiling(runner_sps: float, learner_sps: float, cfg) -> float:
+    t = cfg.training
+    if t.sample_ahead and t.num_env_runners >= 1:
+        # Overlapped on different cores; runners beyond the cores the learner leaves add nothing.
+        runner_cores = max(1, min(t.num_env_runners, (cfg.resources.num_cpus or os.cpu_count() or 2) - 1))
+        return min(runner_sps * runner_cores, learner_sps)
+    return 1.0 / (1.0 / runner_sps + 1.0 / learner_sps)  # one core does both in turn
+
+
+# ---------------------------------------------------------------------------- main
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(ROOT / "tune_configs" / "quickstart.yaml"))
+    ap.add_argument("--env-id", default="MazeRace-v0", help="game (env.id); the flagship becomes CaptureTheFlag-v0")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
-    ap.add_argument("--seconds", type=float, default=30.0, help="measuring time per figure (after warm-up)")
-    ap.add_argument("--skip-baseline", action="store_true")
-    ap.add_argument("--skip-league", action="store_true")
+    ap.add_argument("--seconds", type=float, default=20.0, help="measuring time per figure (after warm-up)")
+    ap.add_argument("--skip-stock", "--skip-baseline", dest="skip_stock", action="store_true")
+    ap.add_argument("--skip-league", action="store_true", help="skip the league and league+curriculum rows")
+    ap.add_argument("--skip-sync", action="store_true", help="skip the sample_ahead=false row")
+    ap.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra row: the config with this override (e.g. training.torch_threads=2), right after train_sps")
+    ap.add_argument("--scaling", default="", help=f"comma list of {', '.join(SCALING)} (or 'all')")
     args = ap.parse_args()
+    scaling = set(SCALING) if args.scaling == "all" else {s for s in args.scaling.split(",") if s}
+    if scaling - set(SCALING):
+        ap.error(f"--scaling: unknown {sorted(scaling - set(SCALING))}; allowed {', '.join(SCALING)}")
 
     import ray
 
     from spade_rllib.config import load_config
 
-    cfg = load_config(args.config, args.overrides)
+    overrides = [f"env.id={args.env_id}", *args.overrides]
+    cfg = load_config(args.config, overrides)
+    load_start = os.getloadavg()[0]
     ray.init(num_cpus=cfg.resources.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
-    ours_res = ours(cfg, args.seconds)
-    print(f"ours:     sample {ours_res['sample_sps']:9,.0f} env steps/s | train {ours_res['train_sps']:9,.0f} env steps/s | {ours_res['detail']}", flush=True)
-    base = {"sample_sps": float("nan"), "train_sps": float("nan"), "detail": {}}
-    if not args.skip_baseline:
-        base = baseline(cfg, args.seconds)
-        print(f"baseline: sample {base['sample_sps']:9,.0f} env steps/s | train {base['train_sps']:9,.0f} env steps/s | {base['detail']}", flush=True)
-    league = {"train_sps": float("nan"), "detail": {}}
+    out: dict = {}
+
+    probes: dict = {}
+
+    def probe(name: str) -> None:
+        # Env-only rate for 2 s right after a row: if it moved a lot from env_only_sps, other jobs'
+        # load changed during the run and that row's ratio to the ceilings is not to be trusted.
+        probes[name] = _r(env_only(cfg, 2.0)[0])
+
+    def say(name: str, res: dict, key: str) -> None:
+        probe(key)
+        extra = f"| sample {res['sample_sps']:9,.0f} " if not math.isnan(res.get("sample_sps", float("nan"))) else ""
+        print(f"{name:<22} train {res['train_sps']:9,.0f} env steps/s {extra}| {res['detail']} | env-only probe "
+              f"{probes[key]:,.0f}", flush=True)
+
+    # ceilings first (cheap), then the algorithms
+    env_sps, obs = env_only(cfg, max(3.0, args.seconds / 4))
+    agents = max(1, obs.shape[0] // cfg.training.num_envs_per_runner)
+    rows_sps, inf_sps = inference_only(cfg, obs, max(3.0, args.seconds / 4), agents)
+    print(f"{'env_only':<22} {env_sps:9,.0f} env steps/s ({cfg.training.num_envs_per_runner} envs, one core)", flush=True)
+    print(f"{'inference_only':<22} {inf_sps:9,.0f} env steps/s ({rows_sps:,.0f} rows/s at batch {obs.shape[0]}, one thread)", flush=True)
+
+    res = ours(cfg, args.seconds, learner=True)
+    say("ours", res, "train")
+    runner_ceiling = 1.0 / (1.0 / env_sps + 1.0 / inf_sps)
+    ceil = ceiling(runner_ceiling, res["learner_only_sps"], cfg)
+    print(f"{'learner_only':<22} {res['learner_only_sps']:9,.0f} env steps/s | runner ceiling {runner_ceiling:,.0f} | "
+          f"ceiling {ceil:,.0f} | ceiling_ratio {res['train_sps'] / ceil:.3f}", flush=True)
+    out.update(train_sps=_r(res["train_sps"]), sample_sps=_r(res["sample_sps"]),
+               ratio=_r(res["train_sps"] / res["sample_sps"], 3), env_only_sps=_r(env_sps),
+               inference_only_sps=_r(inf_sps), inference_rows_sps=_r(rows_sps), learner_only_sps=_r(res["learner_only_sps"]),
+               runner_ceiling_sps=_r(runner_ceiling), ceiling_sps=_r(ceil), ceiling_ratio=_r(res["train_sps"] / ceil, 3),
+               train_detail=res["detail"])
+
+    variants: dict = {}
+    for v in args.variant:  # right after the main row: same load, so the two compare
+        r = ours(load_config(args.config, [*overrides, v]), args.seconds, sample=False)
+        say(f"variant {v}", r, f"variant {v}")
+        variants[v] = _r(r["train_sps"])
+    if variants:
+        out["variants"] = variants
+
+    if not args.skip_sync:
+        sync_cfg = load_config(args.config, [*overrides, "training.sample_ahead=false"])
+        sync = ours(sync_cfg, args.seconds, sample=False)
+        say("ours, sample_ahead off", sync, "sync")
+        out["sync_train_sps"] = _r(sync["train_sps"])
+
     if not args.skip_league:
-        league_cfg = load_config(args.config, [*args.overrides, *LEAGUE_ON])
-        league = ours(league_cfg, args.seconds, sample=False)
-        print(f"league:   train {league['train_sps']:9,.0f} env steps/s | {league['detail']}", flush=True)
+        lg = ours(load_config(args.config, [*overrides, *LEAGUE_ON]), args.seconds, sample=False)
+        say("league", lg, "league")
+        diff = cfg.env.difficulty if cfg.env.difficulty is not None else 5.0
+        lc_cfg = load_config(args.config, [*overrides, *LEAGUE_ON, *curriculum_on(diff)])
+        lc = ours(lc_cfg, args.seconds, sample=False)
+        say("league + curriculum", lc, "league_curriculum")
+        out.update(league_train_sps=_r(lg["train_sps"]), league_overhead=_r(1 - lg["train_sps"] / res["train_sps"], 3),
+                   league_curriculum_train_sps=_r(lc["train_sps"]),
+                   league_curriculum_overhead=_r(1 - lc["train_sps"] / res["train_sps"], 3),
+                   league_curriculum_ceiling_ratio=_r(lc["train_sps"] / ceil, 3),
+                   league_curriculum_target_sps=TARGET_SPS, league_curriculum_detail=lc["detail"])
+
+    if not args.skip_stock and cfg.env.id not in _registered_ids():
+        print(f"stock rows skipped: {cfg.env.id!r} is not one of spade_rllib's registered games", flush=True)
+        out["stock_skipped"] = cfg.env.id
+    elif not args.skip_stock:
+        eq = stock(cfg, args.seconds, equal=True)
+        say("stock, equal settings", eq, "stock_equal")
+        de = stock(cfg, args.seconds, equal=False)
+        say("stock, PPO defaults", de, "stock_default")
+        out.update(stock_equal_train_sps=_r(eq["train_sps"]), stock_equal_sample_sps=_r(eq["sample_sps"]),
+                   stock_default_train_sps=_r(de["train_sps"]), stock_default_sample_sps=_r(de["sample_sps"]),
+                   equal_settings_ratio=_r(res["train_sps"] / eq["train_sps"], 2),
+                   baseline_train_sps=_r(de["train_sps"]), baseline_sample_sps=_r(de["sample_sps"]),
+                   stock_equal_detail=eq["detail"])
+
+    scale: dict = {}
+    if "runners" in scaling:
+        for n in (0, 1, 2):
+            r = ours(load_config(args.config, [*overrides, f"training.num_env_runners={n}"]), args.seconds, sample=False)
+            say(f"{n} env runners", r, f"runners_{n}")
+            scale[f"runners_{n}"] = _r(r["train_sps"])
+    if "league" in scaling:
+        no_auto = ("league.enabled=true", "league.every_n_iterations=null", "league.win_rate_threshold=1.0",
+                   "league.window=1000000")
+        for n in (1, 20, 100):
+            r = ours(load_config(args.config, [*overrides, *no_auto, f"league.max_size={max(2, n)}"]), args.seconds,
+                     sample=False, prefill_league=n)
+            say(f"league of {n}", r, f"league_{n}")
+            scale[f"league_{n}"] = _r(r["train_sps"])
+    if "levels" in scaling:
+        for d in (4, 6, 8, 10):
+            lcfg = load_config(args.config, [*overrides, f"env.difficulty={d}"])
+            e, _ = env_only(lcfg, max(3.0, args.seconds / 4))
+            r = ours(lcfg, args.seconds, sample=False)
+            size = 5 + 2 * (d // 2)
+            say(f"{size}x{size} (difficulty {d})", r, f"level_{size}")
+            scale[f"level_{size}"] = {"train_sps": _r(r["train_sps"]), "env_only_sps": _r(e)}
+    if "2v2" in scaling:
+        vcfg = load_config(args.config, [*overrides, "env.kwargs={agents_per_team: 2}"])
+        e, _ = env_only(vcfg, max(3.0, args.seconds / 4))
+        r = ours(vcfg, args.seconds, sample=False)
+        say("2v2", r, "2v2")
+        scale["2v2"] = {"train_sps": _r(r["train_sps"]), "env_only_sps": _r(e)}
+    if scale:
+        out["scaling"] = scale
+    out["env_only_probe_after"] = probes
+
     ray.shutdown()
-    out = {
-        "train_sps": round(ours_res["train_sps"], 1),
-        "sample_sps": round(ours_res["sample_sps"], 1),
-        "ratio": round(ours_res["train_sps"] / ours_res["sample_sps"], 3),
-        "baseline_train_sps": round(base["train_sps"], 1),
-        "baseline_sample_sps": round(base["sample_sps"], 1),
-        "league_train_sps": round(league["train_sps"], 1),
-        "league_overhead": round(1.0 - league["train_sps"] / ours_res["train_sps"], 3),
-        "config": str(args.config),
-        "overrides": args.overrides,
-        "cpus": os.cpu_count(),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
-    }
+    import torch
+
+    out.update(env_id=cfg.env.id, config=os.path.relpath(args.config, ROOT) if os.path.isabs(args.config) else args.config,
+               overrides=args.overrides, seconds=args.seconds, cpus=os.cpu_count(),
+               learner_torch_threads=cfg.training.torch_threads or min(4, os.cpu_count() or 1),
+               torch_version=torch.__version__, load_avg_1m_start=round(load_start, 2),
+               load_avg_1m=round(os.getloadavg()[0], 2))
     print(json.dumps(out))
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from spade_rllib import checkpoint_guard as _guard
 from spade_rllib.env_ids import canonical_env_id
 from spade_rllib.outcome import MAIN
 
@@ -90,6 +91,12 @@ def _is_module_dir(path: Path) -> bool:
     return (path / CTOR_FILE).is_file() and any(path.glob(MODULE_STATE_STEM + ".*"))
 
 
+def checkpoint_problem(path: str | Path) -> str | None:
+    """None when `path` is a whole algorithm checkpoint whose symlinks stay inside it, else why not
+    (`checkpoint_guard`; nothing is unpickled)."""
+    return _guard.checkpoint_problem(path, (ALGORITHM_STATE_FILE, "rllib_checkpoint.json"), RL_MODULE_SUBPATH)
+
+
 def _checkpoint_number(path: Path) -> int:
     digits = re.findall(r"\d+", path.name)
     return int(digits[-1]) if digits else -1
@@ -118,11 +125,15 @@ def resolve_checkpoint(checkpoint: str | Path) -> CheckpointInfo:
             f"(the one holding {RL_MODULE_SUBPATH}/)"
         )
     path = path.resolve()
+    escape = _guard.symlink_escape(path)  # issue 16: a copied checkpoint may not lead the loader elsewhere
+    if escape is not None:
+        raise PolicyLoadError(f"refused: {escape} is a symbolic link to {escape.resolve()}, outside the checkpoint {path}")
     if not (path / RL_MODULE_SUBPATH).is_dir() and not _is_module_dir(path):
         nested = sorted(
             (p for p in path.glob("checkpoint_*") if (p / RL_MODULE_SUBPATH).is_dir()),
             key=_checkpoint_number,
         )
+        nested = [p for p in nested if checkpoint_problem(p) is None] or nested  # a half-written one is not the latest
         if nested:
             path = nested[-1]
     if (path / RL_MODULE_SUBPATH).is_dir():

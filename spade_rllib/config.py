@@ -195,7 +195,7 @@ class ResourcesConfig:
 class EvaluationConfig:
     interval: int = _f(5, help="Evaluate main every N iterations (and at the end); 0 turns evaluation off.", min=0)
     games: int = _f(40, help="Games per opponent per evaluation (seats alternate).", min=1)
-    opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the level game: spade_rllib.bots.bot_names(env_id)).", factory=lambda: ["random"])
+    opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
     greedy: bool = _f(False, help="Evaluate with argmax actions instead of sampling.")
     target_win_rate: float = _f(0.9, help="The summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
     heldout_levels: list[str] = _f(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
@@ -442,8 +442,8 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"self_play.opponent_mix = {cfg.self_play.opponent_mix!r}: out of range, the weights must sum to <= 1")
     for i, opp in enumerate(cfg.evaluation.opponents):
         _check_opponent_id(opp, f"evaluation.opponents[{i}]", cfg.env.id)
-    for i, name in enumerate(cfg.league.bots):  # scripted pool members: the game's own bots
-        _check_opponent_id(BOT_PREFIX + name, f"league.bots[{i}]", cfg.env.id)
+    for i, name in enumerate(cfg.league.bots):
+        _check_opponent_id(f"{BOT_PREFIX}{name}", f"league.bots[{i}]", cfg.env.id)
     if cfg.agent.minibatch_size > cfg.agent.train_batch_size * 2:
         raise ConfigError(
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
@@ -464,13 +464,9 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.
     cfg.evaluation.heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.heldout_levels]
-    if cfg.evaluation.heldout_levels:  # the maps must be this game's (a MazeRace map cannot play CTF)
-        from spade_rllib.curriculum.heldout_levels import load_heldout_levels  # noqa: PLC0415
+    from spade_rllib.preflight import check_config  # noqa: PLC0415 - bots, maps, env kwargs, stop metric (issue 16)
 
-        try:
-            load_heldout_levels(cfg.evaluation.heldout_levels, max_unfairness=None, env_id=cfg.env.id)
-        except (OSError, ValueError) as e:
-            raise ConfigError(f"evaluation.heldout_levels = {cfg.evaluation.heldout_levels!r}: {e}") from e
+    check_config(cfg)
 
 
 BOT_PREFIX = "bot:"
@@ -483,22 +479,18 @@ def _level_ids() -> str:
 
 
 def _check_opponent_id(opp: str, key: str, env_id: str) -> None:
-    from spade_rllib.bots import bot_names  # noqa: PLC0415 - pure core, a floor below
-
     if opp in BUILTIN_OPPONENTS:
         return
-    bots = bot_names(env_id) if env_kind(env_id) == LEVEL_KIND else ()
+    from spade_rllib.bots import BOTS_BY_ENV, bot_names  # noqa: PLC0415
+
+    bots = [BOT_PREFIX + name for name in bot_names(env_id)]
     if isinstance(opp, str) and opp.startswith(BOT_PREFIX):
         if not bots:
-            raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {_level_ids()}")
-        name = opp[len(BOT_PREFIX):]
-        if name not in bots:
-            hint = did_you_mean(name, bots).replace("'", "'" + BOT_PREFIX, 1)  # compare names, show ids
-            raise ConfigError(f"{key} = {opp!r}: not allowed{hint}; allowed bots of {env_id}: "
-                              f"{', '.join(BOT_PREFIX + b for b in bots)}")
-        return
-    allowed = [*BUILTIN_OPPONENTS, *(BOT_PREFIX + b for b in bots or bot_names(MAZERACE_ID))]
-    raise ConfigError(f"{key} = {opp!r}: unknown opponent{did_you_mean(opp, allowed)}; allowed: 'random', 'mirror', 'bot:<name>'")
+            raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {', '.join(map(repr, BOTS_BY_ENV))}")
+        if opp in bots:
+            return
+    allowed = [*BUILTIN_OPPONENTS, *bots]
+    raise ConfigError(f"{key} = {opp!r}: unknown opponent{did_you_mean(opp, allowed)}; allowed: {', '.join(map(repr, allowed))}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -568,6 +560,8 @@ def load_raw(path: Optional[str]) -> dict:
         raw = read_yaml(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"--config = {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
+    except UnicodeDecodeError as e:  # binary junk (issue 16)
+        raise ConfigError(f"--config = {str(path)!r}: not a UTF-8 text file (byte {e.start}: {e.reason})") from e
     if raw is None:
         return {}
     if not isinstance(raw, dict):

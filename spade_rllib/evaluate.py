@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
+from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.env_ids import canonical_env_id
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
@@ -103,6 +104,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of argmax")
     p.add_argument("--no-progress", action="store_false", dest="progress")
     p.add_argument("--top", type=int, default=10)
+    add_debug_flag(p)
     args = p.parse_args(argv)
     bots = None
     if args.bots is not None:
@@ -126,6 +128,9 @@ def validate(cfg: EvalConfig) -> None:
         value = getattr(cfg, name)
         if value < 0:
             raise ValueError(f"--{name} = {value}: must be >= 0")
+    from spade_rllib.preflight import check_output_path  # noqa: PLC0415
+
+    check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after (issue 16)
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,6 +272,7 @@ def evaluate(cfg: EvalConfig) -> dict:
             "players": players, "summary": summary, "console": report.console_table(rating_rows, cfg.top)}
 
 
+@cli_entry(user_errors=(PolicyLoadError,))
 def main(argv: Sequence[str] | None = None) -> int:
     from spade_rllib.evaluation.schedule import ScheduleError
 

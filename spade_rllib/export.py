@@ -22,9 +22,12 @@ from typing import Sequence
 
 import numpy as np
 
+from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.policy import DEFAULT_MODULE_ID, Policy, PolicyLoadError, load_policy
 
 OPSET = 17
+MIN_OPSET, MAX_OPSET = 9, 20
+"""Opsets the TorchScript exporter handles for our modules (torch 2.x: 7..20; below 9 our ops have no export)."""
 INPUT_NAME = "obs"
 MASK_INPUT_NAME = "action_mask"
 OUTPUT_NAME = "logits"
@@ -108,6 +111,7 @@ def torch_logits(policy: Policy, *inputs: np.ndarray) -> np.ndarray:
         return _wrapper(policy)(*(torch.from_numpy(x) for x in inputs)).numpy()
 
 
+@cli_entry(user_errors=(PolicyLoadError,))
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m spade_rllib.export", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True, help="algorithm checkpoint or trial directory")
@@ -116,7 +120,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--opset", type=int, default=OPSET)
     p.add_argument("--no-check", action="store_false", dest="check",
                    help="skip comparing onnxruntime's logits with torch's")
+    add_debug_flag(p)
     args = p.parse_args(argv)
+    if not MIN_OPSET <= args.opset <= MAX_OPSET:
+        print(f"error: --opset = {args.opset}: out of range, allowed {MIN_OPSET}..{MAX_OPSET}", file=sys.stderr)
+        return 2
+    from spade_rllib.preflight import check_output_path  # noqa: PLC0415
+
+    check_output_path(args.out, "--out", directory=False)  # before loading anything (issue 16)
     try:
         policy = load_policy(args.checkpoint, args.module)
     except PolicyLoadError as e:

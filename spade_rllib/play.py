@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
+from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.env_ids import canonical_env_id, is_level_game
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
@@ -184,6 +185,7 @@ def play_game(policy: Policy, env_id: str, read: Reader = input, write: Writer =
     raise PolicyLoadError(f"play supports CaptureTheFlag-v0, MazeRace-v0 and connect_four_v3, not {env_id}")
 
 
+@cli_entry(user_errors=(PolicyLoadError,))
 def main(argv: Sequence[str] | None = None, read: Reader = input, write: Writer = print) -> int:
     p = argparse.ArgumentParser(prog="python -m spade_rllib.play", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
@@ -193,7 +195,11 @@ def main(argv: Sequence[str] | None = None, read: Reader = input, write: Writer 
     p.add_argument("--difficulty", type=float, default=3.0, help="level games: generated level difficulty 1-10")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--human-seat", type=int, choices=(0, 1), default=0)
+    add_debug_flag(p)
     args = p.parse_args(argv)
+    if not 1.0 <= args.difficulty <= 10.0:  # refused before the checkpoint loads (issue 16)
+        print(f"error: --difficulty = {args.difficulty:g}: out of range, allowed 1..10", file=sys.stderr)
+        return 2
     try:
         info = resolve_checkpoint(args.checkpoint)
         env_id = canonical_env_id(args.env) or known_env_id(checkpoint_env_id(info))

@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from spade_rllib.checkpoint_layout import LEAGUE_CSV, RL_MODULE_SUBPATH, RUN_CONFIG_FILE, module_dir
+from spade_rllib.checkpoint_layout import CheckpointError, LEAGUE_CSV, RL_MODULE_SUBPATH, RUN_CONFIG_FILE, module_dir
+from spade_rllib.cli import add_debug_flag, cli_entry, one_line
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
@@ -200,7 +201,8 @@ def console_callback():
 
         def on_trial_error(self, iteration, trials, trial, **info):
             self.trial_path = trial.path
-            print(f"trial {trial.trial_id} failed; see {trial.path}/error.txt", flush=True)
+            error_file = Path(trial.path) / "error.txt"
+            print(f"trial {trial.trial_id} failed" + (f"; see {error_file}" if error_file.is_file() else ""), flush=True)
 
     return SpadeConsole()
 
@@ -229,16 +231,28 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
 
 
 def find_checkpoint(path: str) -> str:
-    """The newest Tune/RLlib checkpoint directory at or under `path`."""
+    """The newest whole Tune/RLlib checkpoint directory at or under `path`. A checkpoint cut short
+    (killed driver, full disk) or one whose symlinks leave it is skipped with a note, never taken as
+    the latest; pointing at such a checkpoint directly is a `ConfigError`."""
+    from spade_rllib.checkpoint_layout import checkpoint_problem  # noqa: PLC0415
+
     p = Path(os.path.expanduser(path)).resolve()
     if not p.exists():
         raise ConfigError(f"--resume = {path!r}: file not found (cwd: {os.getcwd()})")
-    if (p / RL_MODULE_SUBPATH).is_dir():
+    if (p / RL_MODULE_SUBPATH).is_dir() or (p / "algorithm_state.pkl").exists():
+        problem = checkpoint_problem(p)
+        if problem:
+            raise ConfigError(f"--resume = {path!r}: not a usable checkpoint: {problem}")
         return str(p)
-    candidates = [c for c in p.rglob("checkpoint_*") if (c / RL_MODULE_SUBPATH).is_dir()]
+    candidates = [c for c in p.rglob("checkpoint_*") if c.is_dir()]
     if not candidates:
         raise ConfigError(f"--resume = {path!r}: no checkpoint (a directory with {RL_MODULE_SUBPATH}/) found under it")
-    return str(max(candidates, key=lambda c: (c.stat().st_mtime, c.name)))
+    for c in sorted(candidates, key=lambda c: (c.stat().st_mtime, c.name), reverse=True):
+        problem = checkpoint_problem(c)
+        if problem is None:
+            return str(c)
+        print(f"note: skipping incomplete checkpoint {c}: {problem}", file=sys.stderr)
+    raise ConfigError(f"--resume = {path!r}: every checkpoint under it is incomplete or damaged (see the notes above)")
 
 
 def saved_config_for(checkpoint: str) -> Optional[str]:
@@ -288,6 +302,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--final-eval-games", type=int, default=FINAL_EVAL_GAMES, help="Games per opponent in the final evaluation (0: skip).")
     ap.add_argument("--print-config", action="store_true", help="Print the resolved config and exit (no Ray).")
     ap.add_argument("--help-config", action="store_true", help="List every config key with its help text and exit.")
+    add_debug_flag(ap)
     return ap.parse_args(argv)
 
 
@@ -303,6 +318,7 @@ def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
     return cfg, checkpoint
 
 
+@cli_entry(user_errors=(CheckpointError,))
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.help_config:
@@ -320,6 +336,13 @@ def main(argv=None) -> int:
 
         print(dump_config(cfg), end="")
         return 0
+    try:  # about this machine: stop condition, storage, CPUs/GPUs (issue 16)
+        from spade_rllib.preflight import check_launch  # noqa: PLC0415
+
+        check_launch(cfg, address=args.address)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
 
     from spade_rllib.runinfo import collect_runinfo  # noqa: PLC0415
 
@@ -353,7 +376,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     ckpt = result.checkpoint.path if (result is not None and result.checkpoint) else None
     print("=" * 78)
     if result is not None and result.error is not None:
-        print(f"run FAILED: {result.error.__class__.__name__}: {str(result.error).splitlines()[0] if str(result.error) else ''}")
+        print(f"run FAILED: {one_line(result.error)}")  # the cause from inside Ray's wrapper
     steps = result_value(last, "env_runners/num_env_steps_sampled_lifetime", 0)
     ttot = float(last.get("time_total_s", wall) or wall)
     print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
@@ -398,9 +421,14 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         tp = Path(trial_path)
         events = sorted(tp.glob("events.out.tfevents*"))
         print(f"trial dir:     {tp}")
-        print(f"progress.csv:  {tp / 'progress.csv'}")
-        print(f"tensorboard:   tensorboard --logdir {tp.parent}" + ("" if events else "  (no event files found)"))
-        print(f"run info:      {tp / 'runinfo.json'}  (+ config.yaml)")
+        if (tp / "progress.csv").is_file():  # point only at files that exist (a run that failed early has none)
+            print(f"progress.csv:  {tp / 'progress.csv'}")
+        if events:
+            print(f"tensorboard:   tensorboard --logdir {tp.parent}")
+        if (tp / "runinfo.json").is_file():
+            print(f"run info:      {tp / 'runinfo.json'}  (+ config.yaml)")
+        if (tp / "error.txt").is_file():
+            print(f"error trace:   {tp / 'error.txt'}")
         if (tp / LEAGUE_CSV).is_file():  # written by the league component at the end of the run
             from spade_rllib.league import format_table, read_table  # noqa: PLC0415
 

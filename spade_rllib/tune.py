@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.config import ConfigError
 from spade_rllib.sweeps.sweep_spec import (
     SweepSpec,
@@ -55,6 +56,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="Override a base training-config value for every trial, e.g. --set training.stop.iterations=5.")
     ap.add_argument("--dry-run", action="store_true", help="Validate, print the plan and each trial's resource request, then exit (no Ray).")
     ap.add_argument("--list", action="store_true", help="List the available sweeps and exit.")
+    add_debug_flag(ap)
     return ap.parse_args(argv)
 
 
@@ -215,6 +217,7 @@ def experiment_dir(storage: str, spec: SweepSpec) -> str:
     return f"{storage.rstrip('/')}/{spec.experiment_name}"
 
 
+@cli_entry()
 def main(argv=None) -> int:
     args = parse_args(argv)
     import logging  # noqa: PLC0415
@@ -229,6 +232,9 @@ def main(argv=None) -> int:
         spec, base = resolve(args)
         storage = storage_root(args, base)
         exp_dir = experiment_dir(storage, spec)
+        from spade_rllib.preflight import check_storage_path  # noqa: PLC0415
+
+        check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune (issue 16)
         if args.dry_run:
             print_plan(spec, base, trial_template(spec, base, args), storage)
             return 0

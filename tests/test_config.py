@@ -117,8 +117,11 @@ def test_missing_files(tmp_path):
     with pytest.raises(ConfigError, match=r"--config = '.*missing.yaml': file not found"):
         load_config(str(tmp_path / "missing.yaml"))
     level = tmp_path / "lvl.txt"
-    level.write_text("#####\n#A.B#\n#####\n")
+    level.write_text("#####\n#AFB#\n#####\n")
     assert parse_config({"env": {"level_file": str(level)}}).env.level_file == str(level)
+    # A map without a flag used to pass here and fail inside Ray (issue 16): now refused up front.
+    level.write_text("#####\n#A.B#\n#####\n")
+    assert "line 1, column 1" in _err({"env": {"level_file": str(level)}})
 
 
 def test_cross_field_rules():

@@ -415,7 +415,7 @@ def test_mazerace_refuses_ctf_maps():
         env.reset(options={"level": Level.from_ascii(MAP)})
 
 
-def test_mazerace_has_the_same_strict_checks_but_one():
+def test_mazerace_has_the_same_strict_checks():
     env = MazeRace(difficulty=3)
     with pytest.raises(RuntimeError, match="before reset"):
         env.step({P0: 0})
@@ -430,4 +430,5 @@ def test_mazerace_has_the_same_strict_checks_but_one():
     env = MazeRace(difficulty=3, max_steps=1)
     env.reset(seed=0)
     env.step({})
-    assert env.step({}) == ({}, {}, {}, {}, {})  # MazeRace v0 keeps this (CTF raises)
+    with pytest.raises(RuntimeError, match="after the episode ended"):  # as CTF (issue 16)
+        env.step({})

@@ -55,11 +55,11 @@ def test_config_allows_level_options_and_checks_bots_per_game():
                             self_play={"opponent_mix": {"bot:hybrid": 0.2}},
                             evaluation={"interval": 1, "opponents": ["bot:defender"], "heldout_levels": SMALL_MAPS}))
     assert cfg.env.difficulty == 3.0 and cfg.curriculum.enabled
-    with pytest.raises(ConfigError, match=r"evaluation.opponents\[0\] = 'bot:rusher_tagger': not allowed .*allowed bots of CaptureTheFlag-v0"):
+    with pytest.raises(ConfigError, match=r"evaluation.opponents\[0\] = 'bot:rusher_tagger': unknown opponent.*'bot:hybrid'"):
         parse_config(tiny(evaluation={"opponents": ["bot:rusher_tagger"]}))
     with pytest.raises(ConfigError, match=r"self_play.opponent_mix.bot:hybrd = .*did you mean 'bot:hybrid'"):
         parse_config(tiny(self_play={"opponent_mix": {"bot:hybrd": 0.1}}))
-    with pytest.raises(ConfigError, match="'bot:hybrid': not allowed; allowed bots of MazeRace-v0"):
+    with pytest.raises(ConfigError, match="'bot:hybrid': unknown opponent.*; allowed: 'random', 'mirror', 'bot:random', 'bot:rusher', 'bot:rusher_tagger'$"):
         parse_config({"env": {"id": MAZERACE_ID}, "evaluation": {"opponents": ["bot:hybrid"]}})
     with pytest.raises(ConfigError, match="is a MazeRace-v0 map; this run plays CaptureTheFlag-v0"):
         parse_config(tiny(evaluation={"heldout_levels": [str(HELDOUT_DIR)]}))

@@ -213,7 +213,10 @@ def test_timeout_is_a_draw_with_truncation():
     assert all(trunc.values()) and not any(term.values()) and rew == {P0: 0.0, P1: 0.0}
     assert info[P1]["winner"] == "draw" and info[P1]["reason"] == "timeout" and info[P1]["episode_length"] == 3
     assert env.agents == []
-    assert env.step({P0: NOOP}) == ({}, {}, {}, {}, {})
+    # Stepping a finished episode used to return empty dicts, which hid runner bugs that kept
+    # stepping dead envs; it is refused now, like CaptureTheFlag and PettingZoo's own envs (issue 16).
+    with pytest.raises(RuntimeError, match="after the episode ended"):
+        env.step({P0: NOOP})
 
 
 TEAM = """\

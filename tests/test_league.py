@@ -191,12 +191,8 @@ def test_self_play_ratio_and_bot_members():
     restored = League(config, seed=1)
     restored.load_state_dict(league.state_dict())
     assert restored.pool() == league.pool() and restored.rating(hybrid) == league.rating(hybrid)
-    for bad, needle in (({"self_play_ratio": 1.0}, "self_play_ratio = 1.0: out of range"),
-                        ({"bots": "rusher"}, "league.bots = 'rusher': wrong type"),
-                        ({"bots": ["rusher", "rusher"]}, r"league.bots\[1\] = 'rusher': out of range"),
-                        ({"bots": ["random"]}, r"league.bots\[0\] = 'random': out of range")):
-        with pytest.raises(ValueError, match=needle):
-            LeagueConfig(every_n_iterations=1, **bad)
+    with pytest.raises(ValueError, match="self_play_ratio = 1.0: out of range"):
+        LeagueConfig(every_n_iterations=1, self_play_ratio=1.0)
 
 
 def test_hard_pfsp_against_fully_beaten_pool_falls_back_to_uniform():

@@ -222,6 +222,8 @@ class MazeRace(ParallelEnv):
 
         # which team size: explicit, else from the level / knobs, else 1
         implied = level.agents_per_team if level is not None else (knobs.agents_per_team if knobs is not None else None)
+        if implied is not None and implied not in (1, 2):  # a 3v3 map: refused like agents_per_team=3 (issue 16)
+            raise ValueError(f"the level has {implied} agents per team; MazeRace plays 1 or 2 per team")
         if agents_per_team is not None and implied is not None and implied != agents_per_team:
             raise ValueError(f"agents_per_team={agents_per_team} but the level/knobs have {implied} per team")
         apt = int(agents_per_team or implied or 1)
@@ -372,8 +374,8 @@ class MazeRace(ParallelEnv):
     def step(self, actions: dict[str, int]):
         if self.level is None:
             raise RuntimeError("step() before reset(): call reset() first")
-        if not self.agents:  # kept from v0 (tested): stepping a finished episode returns empty dicts
-            return {}, {}, {}, {}, {}
+        if not self.agents:  # as CaptureTheFlag and PettingZoo's own envs: a finished episode is not stepped
+            raise RuntimeError("step() after the episode ended (env.agents is empty): call reset() first")
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict agent -> int, got {type(actions).__name__}")
         for a in actions:

@@ -26,13 +26,10 @@ MODULE_KIND = "module"
 
 
 def bots_for_env(env_id: str) -> tuple[str, ...]:
-    """The scripted reference players of an env: a level game's own bots
-    (`spade_rllib.bots.bot_names`: MazeRace's three, CTF's ladder), `random` elsewhere."""
-    if is_level_game(env_id):
-        from spade_rllib.bots import bot_names
+    """The scripted reference players of an env (`spade_rllib.bots`); `random` for an env without bots."""
+    from spade_rllib.bots import bot_names
 
-        return bot_names(env_id)
-    return GENERIC_BOTS
+    return bot_names(env_id) or GENERIC_BOTS
 
 
 @dataclass(frozen=True)
@@ -80,9 +77,9 @@ class RandomPlayer:
 
 
 class BotPlayer:
-    """A level game's scripted bot from `spade_rllib.bots`, re-seeded every game."""
+    """A scripted bot from `spade_rllib.bots`, re-seeded every game."""
 
-    def __init__(self, spec: PlayerSpec, env_id: str = MAZERACE_ID):
+    def __init__(self, spec: PlayerSpec, env_id: str = MAZERACE_ENV_ID):
         self.spec = spec
         self.env_id = env_id
         self._bot = None
@@ -133,7 +130,6 @@ def build_player(spec: PlayerSpec, env_id: str, num_actions: int) -> Player:
         raise ValueError(f"player kind = {spec.kind!r} is unknown; allowed: {BOT_KIND}, {MODULE_KIND}")
     if spec.name == "random" and not is_level_game(env_id):
         return RandomPlayer(spec, num_actions)
-    bots = bots_for_env(env_id)
-    if spec.name not in bots:
-        raise ValueError(f"bot {spec.name!r} does not play {env_id}; {env_id} has: {', '.join(bots)}")
+    if spec.name not in bots_for_env(env_id):
+        raise ValueError(f"bot {spec.name!r} does not play {env_id}; {env_id} has: {', '.join(bots_for_env(env_id))}")
     return BotPlayer(spec, env_id)

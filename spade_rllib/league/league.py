@@ -20,7 +20,10 @@ Conventions
   exploiters). ``max_size`` bounds the snapshots with weights; random and bots are free.
 - **Main's opponents**: ``latest_ratio`` on its newest snapshot, the rest ``uniform`` or ``pfsp``
   over the whole pool (the newest included). No snapshot yet: the pool only. Empty pool:
-  mirror self-play (opponent ``main``).
+  mirror self-play (opponent ``main``). Then ``reference_floor``: the fixed references (random,
+  ``bots``) together keep at least that share (each an even part of it), for main and league
+  exploiters alike. Main uses ``pfsp_weighting``, league exploiters ``exploiter_pfsp_weighting``.
+  Last, ``self_play_ratio`` of main's games go to main itself (mirror), the pool keeps the rest.
 - **Exploiters** (off by default): every learner gets an equal share of episodes; a main exploiter
   always meets live ``main`` and must be reset by the glue after each of its snapshots
   (:meth:`League.resets_after_snapshot`); a league exploiter samples the pool like main but
@@ -41,7 +44,8 @@ from spade_rllib import ratings
 from spade_rllib.league.league_config import LeagueConfig
 from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role, learner_ids
 from spade_rllib.league.match_plan import MatchPlan, PlanEntry
-from spade_rllib.league.sampling import allocate_slots, mix_latest, normalise, pfsp_weights, win_rate_estimate
+from spade_rllib.league.sampling import (allocate_slots, mix_latest, normalise, pfsp_weights, reference_floor,
+                                         win_rate_estimate)
 from spade_rllib.outcome import DRAW, TEAM_LETTERS, EpisodeOutcome
 
 STATE_VERSION = 1
@@ -98,6 +102,11 @@ class LeagueState:
 
 
 COUNTER_NAMES = ("games", "stale_games", "snapshots", "evictions", "plans")
+
+
+def is_reference(member: MemberId) -> bool:
+    """A fixed reference opponent (random or a scripted bot): never changes, never evicted."""
+    return member.role in (Role.RANDOM, Role.BOT)
 
 
 class League:
@@ -322,7 +331,8 @@ class League:
         for member in pool:
             scores = self.state.recent_vs.get((learner, member), ())
             rates.append(win_rate_estimate(float(sum(scores)), len(scores), self.config.pfsp_prior_games))
-        return normalise(pfsp_weights(rates, self.config.pfsp_weighting))
+        weighting = self.config.pfsp_weighting if learner == MAIN else self.config.exploiter_pfsp_weighting
+        return normalise(pfsp_weights(rates, weighting))
 
     def opponent_distribution(self, learner: MemberId = MAIN) -> dict[MemberId, float]:
         """This iteration's opponent probabilities for ``learner`` (before mapping onto slots)."""
@@ -336,10 +346,11 @@ class League:
             newest = self.newest_snapshot(MAIN)
             probabilities = mix_latest(probabilities, None if newest is None else pool.index(newest),
                                        self.config.latest_ratio)
-            mirror = self.config.self_play_ratio
-            if mirror > 0:  # main against itself (the runner's "mirror"), the pool shares the rest
-                out = {member: float(p) * (1.0 - mirror) for member, p in zip(pool, probabilities) if p > 0}
-                return {MAIN: mirror, **out}
+        probabilities = reference_floor(probabilities, [is_reference(m) for m in pool], self.config.reference_floor)
+        mirror = self.config.self_play_ratio if learner == MAIN else 0.0
+        if mirror > 0:  # main against itself (the runner's "mirror"), the pool shares the rest
+            out = {member: float(p) * (1.0 - mirror) for member, p in zip(pool, probabilities) if p > 0}
+            return {MAIN: mirror, **out}
         return {member: float(p) for member, p in zip(pool, probabilities) if p > 0}
 
     def learner_shares(self) -> dict[MemberId, float]:

@@ -11,7 +11,7 @@ from spade_rllib.ratings import ELO_DEFAULT_INITIAL, ELO_DEFAULT_K, OPENSKILL_MO
 from spade_rllib.validation import ConfigError, not_allowed, out_of_range, unknown_key, wrong_type
 
 SAMPLING_MODES = ("uniform", "pfsp")
-PFSP_WEIGHTINGS = ("hard", "variance", "linear")
+PFSP_WEIGHTINGS = ("hard", "variance", "linear", "linear_capped")
 EVICTION_RULES = ("oldest", "lowest_rated")
 RATING_SYSTEMS = ("elo", "openskill")
 
@@ -38,7 +38,13 @@ class LeagueConfig:
     sampling: str = "pfsp"
     """How the remaining games pick from the pool: 'uniform' or 'pfsp'."""
     pfsp_weighting: str = "hard"
-    """PFSP weight of main's win rate p: 'hard' (1-p)^2, 'variance' p(1-p), 'linear' 1-p."""
+    """PFSP weight of main's win rate p: 'hard' (1-p)^2 (AlphaStar's main agents), 'variance' p(1-p),
+    'linear' 1-p, 'linear_capped' min(0.5, 1-p)."""
+    exploiter_pfsp_weighting: str = "variance"
+    """PFSP weight for league exploiters (same choices); AlphaStar: 'variance' for exploiters."""
+    reference_floor: float = 0.0
+    """Least share of a learner's games against the fixed references (random and ``bots``) together,
+    split evenly among them, whatever PFSP and ``latest_ratio`` say; 0 = off."""
     pfsp_window: int = 200
     """How many recent games against each member estimate p."""
     pfsp_prior_games: float = 1.0
@@ -53,8 +59,8 @@ class LeagueConfig:
     include_random: bool = True
     """The uniform-random opponent is a pool member."""
     bots: tuple[str, ...] = ()
-    """Scripted bots of the game (e.g. CTF's ladder: rusher, defender, raider, hybrid) that join the pool as
-    fixed, rated members: PFSP draws them like snapshots, and they anchor the Elo scale."""
+    """Scripted bots (``spade_rllib.bots`` names of the env, e.g. 'tactical') that join the pool as
+    fixed references, like random."""
     num_opponent_slots: int = 4
     """K: opponent weight slots each env runner holds; the plan maps snapshots onto them."""
     # -- AlphaStar roles --------------------------------------------------------------------------
@@ -87,18 +93,16 @@ class LeagueConfig:
             _fail("self_play_ratio", self.self_play_ratio, "0 <= value < 1 (1 leaves no games for the pool)")
         _check_choice("sampling", self.sampling, SAMPLING_MODES)
         _check_choice("pfsp_weighting", self.pfsp_weighting, PFSP_WEIGHTINGS)
+        _check_choice("exploiter_pfsp_weighting", self.exploiter_pfsp_weighting, PFSP_WEIGHTINGS)
+        _check_range("reference_floor", self.reference_floor, 0.0, 1.0, "0 <= value <= 1")
         _check_int("pfsp_window", self.pfsp_window, 1)
         _check_range("pfsp_prior_games", self.pfsp_prior_games, 0.0, float("inf"), "value >= 0")
         _check_int("max_size", self.max_size, 1)
         _check_choice("eviction", self.eviction, EVICTION_RULES)
         _check_bool("keep_first", self.keep_first)
         _check_bool("include_random", self.include_random)
-        if isinstance(self.bots, str) or not isinstance(self.bots, (list, tuple)):
-            raise wrong_type("league.bots", self.bots, "a list of bot names")
-        object.__setattr__(self, "bots", tuple(self.bots))  # YAML gives a list; frozen and hashable as a tuple
-        for i, name in enumerate(self.bots):
-            if not isinstance(name, str) or not name or name in ("random", "main") or name in self.bots[:i]:
-                _fail(f"bots[{i}]", name, "a scripted bot's name, once ('random' is include_random)")
+        _check_bots(self.bots)
+        object.__setattr__(self, "bots", tuple(self.bots))  # YAML gives a list; keep the config hashable
         _check_int("num_opponent_slots", self.num_opponent_slots, 1)
         _check_int("main_exploiters", self.main_exploiters, 0)
         _check_int("league_exploiters", self.league_exploiters, 0)
@@ -159,6 +163,19 @@ def _check_optional_int(name, value, minimum):
 def _check_bool(name, value):
     if not isinstance(value, bool):
         raise wrong_type(f"league.{name}", value, "true/false")
+
+
+def _check_bots(value):
+    allowed = "a list of distinct bot names (lower_snake_case, not 'random': use include_random)"
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or len(set(value)) != len(value):
+        _fail("bots", value, allowed)
+    from spade_rllib.league.ids import MemberId  # noqa: PLC0415
+
+    for name in value:
+        try:
+            MemberId.bot(name)
+        except (TypeError, ValueError):
+            _fail("bots", value, allowed)
 
 
 def _check_choice(name, value, choices):

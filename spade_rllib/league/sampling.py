@@ -3,8 +3,13 @@
 Small pure functions, each checkable against its source:
 
 - AlphaStar (Vinyals et al. 2019, "Prioritized fictitious self-play"), with ``p`` the learner's
-  win rate against a member: ``hard`` (1-p)^2, ``variance`` p(1-p), ``linear`` 1-p.
+  win rate against a member: ``hard`` (1-p)^2 (main agents: focus on the opponents it still loses
+  to), ``variance`` p(1-p) (exploiters, or a main that is losing: opponents near its level),
+  ``linear_capped`` min(0.5, 1-p) (league exploiters in the pseudocode), and ``linear`` 1-p.
 - ML-Agents' ``play_against_latest_model_ratio``: :func:`mix_latest`.
+- A floor for fixed references (random, scripted bots): :func:`reference_floor`. PFSP ``hard``
+  drives a beaten opponent's weight to zero; the floor keeps weak references in the mix so that
+  blunders they punish (a missed win, an unblocked threat) stay in the training data.
 - Residual resampling onto K opponent slots: :func:`allocate_slots`.
 """
 from __future__ import annotations
@@ -16,6 +21,8 @@ import numpy as np
 PRIOR_WIN_RATE = 0.5
 """Win rate assumed before any game (with ``prior_games`` pseudo-games)."""
 HARD_EXPONENT = 2.0
+LINEAR_CAP = 0.5
+"""AlphaStar's ``linear_capped``: every member the learner scores <= 0.5 against weighs the same."""
 FLOOR_TOLERANCE = 1e-12
 """Added before flooring expected slot counts so 2.9999999 (rounding of 3) floors to 3."""
 
@@ -23,6 +30,7 @@ PFSP_WEIGHTINGS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "hard": lambda p: (1.0 - p) ** HARD_EXPONENT,
     "variance": lambda p: p * (1.0 - p),
     "linear": lambda p: 1.0 - p,
+    "linear_capped": lambda p: np.minimum(LINEAR_CAP, 1.0 - p),
 }
 
 
@@ -56,6 +64,31 @@ def mix_latest(pool_probabilities: np.ndarray, latest_index: int | None, latest_
     mixed = (1.0 - latest_ratio) * np.asarray(pool_probabilities, dtype=float)
     mixed[latest_index] += latest_ratio
     return mixed
+
+
+def reference_floor(probabilities: np.ndarray, is_reference: Sequence[bool], floor: float) -> np.ndarray:
+    """Each reference gets at least ``floor / n_references`` of the games (so ``floor`` together).
+
+    References below that share are raised to it; every other entry (references above it included)
+    is scaled by one common factor to make room, never below the share for a reference (water
+    filling). ``floor`` in [0, 1]; 0 or no reference returns the normalised input.
+    """
+    probabilities = normalise(probabilities)
+    reference = np.asarray(is_reference, dtype=bool)
+    if floor <= 0 or not reference.any():
+        return probabilities
+    share = floor / reference.sum()
+    floored = reference & (probabilities < share)
+    while True:
+        rest = probabilities[~floored].sum()
+        if rest <= 0:
+            return normalise(np.where(floored, share, 0.0))
+        scale = (1.0 - share * floored.sum()) / rest  # <= 1: the floored entries were below `share`
+        out = np.where(floored, share, probabilities * scale)
+        newly = reference & ~floored & (out < share)
+        if not newly.any():
+            return out
+        floored |= newly
 
 
 def allocate_slots(masses: np.ndarray, num_slots: int, rng: np.random.Generator) -> np.ndarray:

@@ -62,6 +62,7 @@ from spade_rllib.rllib.components import (
     win_rates,
 )
 from spade_rllib.rllib.env_adapters import make_game_factory
+from spade_rllib.rllib.health import check_losses, check_weights, trained_now
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.runner import SpadeEnvRunner
 
@@ -325,6 +326,8 @@ class SpadePPO(PPO):
         t0 = time.perf_counter()
         trained_with = self.learner_hyperparams()  # read before the update: the values it trains with
         results = super().step()
+        lifetime = self.__dict__.setdefault("_trained_lifetime", {})  # NaN stops here (issue 16)
+        check_losses(trained_now(results.get("learners") or {}, lifetime), self.iteration + 1)
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
         # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
@@ -483,6 +486,11 @@ class SpadePPO(PPO):
         # restore would train with the old lr (e.g. a PBT donor's). Re-apply this run's lr now.
         self.learner_group.foreach_learner(_reapply_config_lr)
 
+    def save_checkpoint(self, checkpoint_dir):
+        """Refuse to write a checkpoint whose trained weights hold NaN/inf (issue 16)."""
+        check_weights({m: self.module_weights(m) for m in learner_module_ids(self.run_config)}, self.iteration)
+        return super().save_checkpoint(checkpoint_dir)
+
     def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
         state = super().get_state(components, not_components=not_components, **kwargs)
         if self._check_component(COMPONENTS_STATE_KEY, components, not_components):
@@ -491,6 +499,7 @@ class SpadePPO(PPO):
 
     def set_state(self, state: dict) -> None:
         super().set_state(state)
+        self._trained_lifetime = {}  # the restored counters may be lower: start the NaN check afresh
         saved = state.get(COMPONENTS_STATE_KEY)
         if saved:
             for comp in self.components:

@@ -8,7 +8,7 @@
    member that sat in the slot when the episode *started*); opponent ids are translated by
    `league_member_of`: `main_v3` -> that snapshot, `random` -> `random`, `mirror` -> `main`
    (scored in the payoff, rates nobody). Ignored, and counted in `league/ignored_games_total`:
-   single-agent records (`opponent` None), scripted bots that `league.bots` does not name, and episodes whose
+   single-agent records (`opponent` None), scripted bots that are not in `league.bots`, and episodes whose
    slot was reloaded with another member while they ran (`opponent_swapped`: two policies played
    that seat, so the result belongs to neither).
 2. **Snapshot.** For every learner (main, then the exploiters): `snapshot_reason(iteration,
@@ -77,7 +77,7 @@ def league_member_of(opponent: Any) -> Optional[MemberId]:
     if text.startswith(LIVE_PREFIX):
         text = text[len(LIVE_PREFIX):]
     if text.startswith(BOT_PREFIX) or text.startswith(SLOT_PREFIX):
-        return None  # bots are not league members (unless `league.bots`: see `_member`); a bare slot id has lost its member
+        return None  # bots are not league members; a bare slot id has lost its member
     try:
         return MemberId.parse(text)
     except ValueError:
@@ -161,20 +161,20 @@ class LeagueComponent:
         self._plan_sent = True
         return DriverUpdate(opponent_plan=self.opponent_plan, slot_weights=weights or None)
 
-    # ------------------------------------------------------------------ per iteration
-    def _member(self, opponent: Any) -> Optional[MemberId]:
-        """`league_member_of`, plus the scripted bots that `league.bots` made members ("bot:hybrid")."""
-        text = "" if opponent is None else str(opponent)
-        if text.startswith(BOT_PREFIX):
-            bot = MemberId.bot(text[len(BOT_PREFIX):])
-            return bot if bot in self.league.state.members else None
-        return league_member_of(opponent)
+    def _bot_member(self, opponent: Any) -> Optional[MemberId]:
+        """`bot:<name>` -> that bot when it is in the league's pool (`league.bots`), else None."""
+        text = str(opponent)
+        if not text.startswith(BOT_PREFIX):
+            return None
+        member = MemberId.bot(text[len(BOT_PREFIX):])
+        return member if member in self.league.state.members else None
 
+    # ------------------------------------------------------------------ per iteration
     def record_outcomes(self, outcomes: list[EpisodeOutcome]) -> dict[MemberId, dict[MemberId, int]]:
         """Record the league games among `outcomes`; returns {learner: {opponent member: games}}."""
         counts: dict[MemberId, dict[MemberId, int]] = {}
         for outcome in map(EpisodeOutcome.of, outcomes):
-            member = self._member(outcome.opponent)
+            member = league_member_of(outcome.opponent) or self._bot_member(outcome.opponent)
             learner = league_member_of(outcome.learner)
             if member is None or learner is None or outcome.winner is None or outcome.learner_team is None:
                 self.counters["ignored_games"] += 1

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import uuid
 from collections import deque
 from typing import Any, Callable, Optional
@@ -61,6 +62,7 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
 from spade_rllib.rllib.env_adapters import LEVEL_RESET_KEYS, Game, make_game_factory
+from spade_rllib.rllib.health import env_fault, first_non_finite_row
 from spade_rllib.rllib.packed import PackedEpisodes
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
 
@@ -455,6 +457,10 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                     actions[i][agent] = int(bot.act(lanes.games[i].raw_env, agent))
             else:
                 obs = np.stack([lanes.pending[i][agent] for i, agent in members])
+                bad = first_non_finite_row(obs)  # NaN in, NaN loss out: name the env, agent and step instead
+                if bad >= 0:
+                    i, agent = members[bad]
+                    raise env_fault(self.spade["env_id"], i, lanes.length[i], agent, "observation holds NaN/inf")
                 acts, logp, logits = self._policy_actions(who, obs, greedy)
                 for j, (i, agent) in enumerate(members):
                     a = int(acts[j])
@@ -477,11 +483,17 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                         tr.logp.append(lp)
                         tr.logits.append(lg)
                         tr.rewards.append(0.0)
-            res = lanes.games[i].step(actions[i])
+            try:
+                res = lanes.games[i].step(actions[i])
+            except Exception as e:  # the env's own error, with where it happened (issue 16)
+                raise env_fault(self.spade["env_id"], i, lanes.length[i], sorted(actions[i]) or None,
+                                f"step raised {e.__class__.__name__}: {' '.join(str(e).split())}") from e
             env_steps += 1
             lanes.length[i] += 1
             ret = lanes.agent_return[i]
             for agent, r in res.rewards.items():
+                if not math.isfinite(r):
+                    raise env_fault(self.spade["env_id"], i, lanes.length[i], agent, f"reward is {r}")
                 if agent in ret:
                     ret[agent] += r
                 if lanes.record:

@@ -1,0 +1,301 @@
+"""Checks that need more than the schema but not Ray: run before anything starts, one-line `ConfigError`s.
+
+* `check_config(cfg)` (called by `config.parse_config`, machine independent; bot names are checked
+  per env by `config._check_opponent_id`): maps parse (`env.level_file`, `evaluation.heldout_levels`;
+  the message names file, line and column), `env.kwargs` fit the env constructor, a
+  `training.stop.metric` is a key a run reports.
+* `check_launch(cfg, address=None)` (called by the `train` and `tune` CLIs, about this machine):
+  at least one stop condition, a writable storage path, and CPU/GPU requests this machine can meet
+  (an embedded Ray waits forever for CPUs it does not have).
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from pathlib import Path
+from typing import Optional
+
+from spade_rllib.env_ids import env_kind
+from spade_rllib.validation import ConfigError, did_you_mean
+
+
+# ----------------------------------------------------------------------------------------------
+# Machine-independent checks
+# ----------------------------------------------------------------------------------------------
+
+
+def check_config(cfg) -> None:
+    """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`."""
+    check_env(cfg)
+    check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
+    check_stop_metric(cfg.training.stop.metric)
+
+
+def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
+    """Parse an ASCII map file into a `Level`; `ConfigError` naming key, file, line and column."""
+    from spade_rllib.envs import Level, LevelError  # noqa: PLC0415
+
+    p = Path(os.path.expanduser(path))
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{key} = {path!r}: cannot read the map ({e.__class__.__name__}: {e})") from e
+    try:
+        return Level.from_ascii(text, max_unfairness=max_unfairness)
+    except LevelError as e:
+        raise ConfigError(f"{key} = {path!r}: bad map in {p}: {' '.join(str(e).split())}") from e
+
+
+def env_factory(env_id: str):
+    """The constructor of a registered env of this package (None for Gymnasium / PettingZoo ids)."""
+    from spade_rllib.envs import registry  # noqa: PLC0415
+
+    return registry._REGISTRY.get(env_id)
+
+
+def check_env_kwargs(env_id: str, kwargs: dict, factory=None, key: str = "env.kwargs") -> None:
+    """Every key of `env.kwargs` must be a parameter of the env's constructor (unless it takes **kwargs)."""
+    factory = factory if factory is not None else env_factory(env_id)
+    if factory is None:
+        factory = _foreign_factory(env_id)
+    if factory is None:
+        return
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # builtins without a signature: nothing to check against
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
+    for k in kwargs:
+        if k not in names:
+            raise ConfigError(f"{key}.{k}: unknown key{did_you_mean(k, names)} (allowed: {', '.join(names)})")
+
+
+def _foreign_factory(env_id: str):
+    """The constructor behind a Gymnasium id or a PettingZoo path, when it can be found cheaply."""
+    kind = env_kind(env_id)
+    try:
+        if kind == "gymnasium":
+            import gymnasium as gym  # noqa: PLC0415
+
+            entry = gym.spec(env_id).entry_point
+            if isinstance(entry, str):
+                mod, _, attr = entry.partition(":")
+                import importlib  # noqa: PLC0415
+
+                return getattr(importlib.import_module(mod), attr)
+            return entry
+        if kind == "pettingzoo":
+            import importlib  # noqa: PLC0415
+
+            mod, _, attr = env_id.partition(":")
+            target = getattr(importlib.import_module(mod), attr)
+            return getattr(target, "parallel_env", None) or getattr(target, "env", None)
+    except Exception:  # noqa: BLE001 - the env id itself was checked before; no signature to compare then
+        return None
+    return None
+
+
+def check_env(cfg) -> None:
+    """`env.level_file` parses (file, line, column), `env.kwargs` fit the constructor, and a package env
+    builds and resets with them, as each env runner will."""
+    env = cfg.env
+    level = read_level(env.level_file, "env.level_file") if env.level_file else None
+    factory = env_factory(env.id)
+    check_env_kwargs(env.id, env.kwargs, factory)
+    if factory is None:
+        return
+    kwargs = dict(env.kwargs)
+    if level is not None:
+        kwargs["level"] = level
+    elif env.difficulty is not None:
+        kwargs["difficulty"] = env.difficulty
+    try:
+        factory(**kwargs).reset(seed=0)
+    except (ValueError, TypeError, KeyError) as e:
+        what = "env.level_file" if level is not None and "level" in str(e).lower() else "env.kwargs"
+        shown = env.level_file if what == "env.level_file" else env.kwargs
+        raise ConfigError(f"{what} = {shown!r}: {env.id} refuses it ({e.__class__.__name__}: "
+                          f"{' '.join(str(e).split())})") from e
+
+
+def check_heldout_levels(paths: list, env_id: str) -> None:
+    """Each held-out map loads as the held-out evaluation will load it; errors name the file."""
+    if not paths:
+        return
+    from spade_rllib.curriculum.heldout_levels import heldout_map_files, load_heldout_levels  # noqa: PLC0415
+
+    try:
+        files = heldout_map_files(paths)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"evaluation.heldout_levels = {paths!r}: {' '.join(str(e).split())}") from e
+    for f in files:
+        try:
+            load_heldout_levels([f], env_id=env_id)  # a MazeRace map cannot play CTF, nor the reverse
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"evaluation.heldout_levels: bad map in {f}: {' '.join(str(e).split())}") from e
+    try:
+        load_heldout_levels(paths)  # two maps of the same name, across directories
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"evaluation.heldout_levels = {paths!r}: {' '.join(str(e).split())}") from e
+
+
+# Result keys a SpadePPO run reports (Tune's "a/b/c" paths). A stop metric outside these would never
+# be reached, and Tune only says so in a warning listing every key.
+TOP_LEVEL_KEYS = ("training_iteration", "time_total_s", "time_this_iter_s", "time_since_restore",
+                  "iterations_since_restore", "num_env_steps_sampled_lifetime", "num_training_step_calls_per_iteration",
+                  "timesteps_total", "episodes_total")
+ENV_RUNNER_KEYS = ("episode_return_mean", "episode_return_max", "episode_return_min", "episode_len_mean",
+                   "episode_len_max", "episode_len_min", "episode_duration_sec_mean", "num_episodes",
+                   "num_episodes_lifetime", "num_env_steps_sampled", "num_env_steps_sampled_lifetime",
+                   "num_agent_steps_sampled", "num_agent_steps_sampled_lifetime", "num_module_steps_sampled",
+                   "num_module_steps_sampled_lifetime", "agent_episode_returns_mean", "module_episode_returns_mean",
+                   "num_env_steps_sampled_lifetime_throughput", "vs")
+LEARNER_KEYS = ("total_loss", "policy_loss", "vf_loss", "vf_loss_unclipped", "vf_explained_var", "entropy",
+                "mean_kl_loss", "curr_kl_coeff", "curr_entropy_coeff", "default_optimizer_learning_rate",
+                "gradients_default_optimizer_global_norm", "num_module_steps_trained",
+                "num_module_steps_trained_lifetime", "num_trainable_parameters", "num_env_steps_trained",
+                "num_env_steps_trained_lifetime", "weights_seq_no", "module_train_batch_size_mean", "trained_with",
+                "num_non_trainable_parameters")
+GAME_STATS = ("win_rate", "draw_rate", "loss_rate", "games", "mean_length", "score")
+FREE_ROOTS = ("league", "curriculum", "heldout", "timers", "perf", "fault_tolerance", "spade", "env_runner_group",
+              "config", "info")
+"""Roots whose keys depend on the run (league members, levels): only the root is checked."""
+
+
+def check_stop_metric(metric: Optional[str], key: str = "training.stop.metric") -> None:
+    """`metric` must be a key a run can report (see the constants above); `ConfigError` otherwise."""
+    if metric is None:
+        return
+    parts = metric.split("/")
+    if any(not p for p in parts):
+        raise ConfigError(f"{key} = {metric!r}: not allowed, a result key has no empty parts (e.g. 'env_runners/episode_return_mean')")
+    root = parts[0]
+    roots = ("env_runners", "learners", "train", "eval", *FREE_ROOTS)
+    ok = False
+    if len(parts) == 1:
+        ok = root in TOP_LEVEL_KEYS
+        suggestions = list(TOP_LEVEL_KEYS) + [f"env_runners/{k}" for k in ENV_RUNNER_KEYS]
+    elif root == "env_runners":
+        ok = parts[1] in ENV_RUNNER_KEYS
+        suggestions = [f"env_runners/{k}" for k in ENV_RUNNER_KEYS]
+    elif root == "learners":
+        ok = len(parts) >= 3 and parts[2] in LEARNER_KEYS
+        suggestions = [f"learners/main/{k}" for k in LEARNER_KEYS]
+    elif root in ("train", "eval"):
+        ok = len(parts) == 3 and parts[2] in GAME_STATS
+        suggestions = [f"{root}/random/{k}" for k in GAME_STATS]
+    else:
+        ok = root in FREE_ROOTS
+        suggestions = [*(f"{r}/..." for r in roots), *TOP_LEVEL_KEYS]
+    if not ok:
+        raise ConfigError(f"{key} = {metric!r}: not a result key a run reports{did_you_mean(metric, suggestions)}; "
+                          f"allowed: {', '.join(TOP_LEVEL_KEYS[:3])}, env_runners/<{'|'.join(ENV_RUNNER_KEYS[:3])}|...>, "
+                          f"learners/<module>/<loss...>, train|eval/<opponent>/<{'|'.join(GAME_STATS)}>, "
+                          f"{'|'.join(FREE_ROOTS[:3])}/...")
+
+
+# ----------------------------------------------------------------------------------------------
+# This machine
+# ----------------------------------------------------------------------------------------------
+
+
+def check_launch(cfg, *, address: Optional[str] = None, need_stop: bool = True,
+                 required: Optional[dict] = None) -> None:
+    """Checks about launching here: a stop condition, storage, CPUs/GPUs (the latter only for an
+    embedded Ray: a cluster has its own). `required` is the run's resource bundle total
+    ({"CPU": n, "GPU": g}); computed from the config when None."""
+    if need_stop:
+        check_stop_present(cfg)
+    check_storage_path(cfg.experiment.storage_path)
+    if address is None:
+        check_resources(cfg, required if required is not None else required_resources(cfg))
+
+
+def check_stop_present(cfg) -> None:
+    s = cfg.training.stop
+    if s.time_s is None and s.env_steps is None and s.iterations is None and s.metric is None:
+        raise ConfigError("training.stop = {}: no stop condition, the run would never end; give at least one of "
+                          "time_s, env_steps, iterations, metric+target (e.g. --set training.stop.time_s=300)")
+
+
+def check_storage_path(path: str, key: str = "experiment.storage_path") -> None:
+    """The storage directory can be created and written: no regular file on the way, no read-only parent."""
+    if "://" in str(path):  # s3://, gs://: checked by the storage itself
+        return
+    if "\x00" in str(path):
+        raise ConfigError(f"{key} = {path!r}: not allowed, a path cannot hold a NUL byte")
+    p = Path(os.path.expanduser(str(path))).absolute()
+    probe = p
+    while not probe.exists():
+        if probe.is_symlink():  # a dangling link: mkdir would fail on it
+            raise ConfigError(f"{key} = {path!r}: {probe} is a broken symbolic link")
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{key} = {path!r}: {probe} is a file, not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key} = {path!r}: {probe} is not writable")
+
+
+def check_output_path(path: str, key: str, *, directory: bool) -> None:
+    """An output file (or directory) can be written: not under a regular file, not a directory where
+    a file goes (or the reverse), a writable parent. Nothing is created."""
+    p = Path(os.path.expanduser(str(path))).absolute()
+    if p.exists() and directory and not p.is_dir():
+        raise ConfigError(f"{key} = {path!r}: {p} is a file, not a directory")
+    if p.exists() and not directory and p.is_dir():
+        raise ConfigError(f"{key} = {path!r}: {p} is a directory, expected a file name")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ConfigError(f"{key} = {path!r}: {p} is not writable")
+    check_storage_path(str(p if directory else p.parent), key=key)
+
+
+def required_resources(cfg) -> dict:
+    """{"CPU": n, "GPU": g} a run of `cfg` asks Ray for: the trial's driver (with the local learner),
+    each remote env runner and each remote learner (RLlib's `default_resource_request` bundles)."""
+    r, t = cfg.resources, cfg.training
+    cpu = 1.0 + t.num_env_runners * r.num_cpus_per_env_runner
+    gpu = 0.0
+    if r.num_learners > 0:
+        cpu += r.num_learners * r.num_cpus_per_learner
+        gpu += r.num_learners * r.num_gpus_per_learner
+    else:
+        gpu += r.num_gpus_per_learner  # the local learner takes its GPU in the driver's bundle
+    return {"CPU": cpu, "GPU": gpu}
+
+
+def machine_gpus() -> int:
+    """GPUs this machine shows to torch (0 without CUDA)."""
+    try:
+        import torch  # noqa: PLC0415
+
+        return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no torch or a broken driver: no usable GPU
+        return 0
+
+
+def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Optional[float] = None) -> None:
+    """An embedded Ray gets `resources.num_cpus` (or every CPU here) and this machine's GPUs; a run that
+    asks for more never starts (Tune waits silently), so refuse it now."""
+    have_cpu = float(cpus if cpus is not None else (cfg.resources.num_cpus or os.cpu_count() or 1))
+    need_cpu, need_gpu = float(required.get("CPU", 0)), float(required.get("GPU", 0))
+    have_gpu = float(gpus if gpus is not None else (machine_gpus() if need_gpu > 0 else 0))  # torch only when asked
+    r, t = cfg.resources, cfg.training
+    if need_cpu > have_cpu + 1e-9:
+        source = f"resources.num_cpus = {cfg.resources.num_cpus}" if cfg.resources.num_cpus else f"this machine has {have_cpu:g} CPUs"
+        raise ConfigError(
+            f"training.num_env_runners = {t.num_env_runners}: out of range, the run needs {need_cpu:g} CPUs "
+            f"(1 driver + {t.num_env_runners} env runners x {r.num_cpus_per_env_runner:g}"
+            + (f" + {r.num_learners} learners x {r.num_cpus_per_learner:g}" if r.num_learners else "")
+            + f") but {source}; lower num_env_runners or resources.num_cpus_per_env_runner")
+    if need_gpu > have_gpu + 1e-9:
+        raise ConfigError(
+            f"resources.num_gpus_per_learner = {r.num_gpus_per_learner:g}: out of range, the run needs {need_gpu:g} GPU(s) "
+            f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
+
+
+__all__ = ["check_config", "check_env", "check_env_kwargs", "check_heldout_levels", "check_launch", "check_output_path",
+           "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
+           "required_resources"]
