@@ -41,7 +41,6 @@ def test_mutations_keep_levels_valid_and_fair(game, k, level_seed, edit_seed, ed
     child = mutate(parent, np.random.default_rng(edit_seed), edits)
     if child is not None:
         assert_valid_fair_child(parent, child)
-        assert child != parent  # at least one edit took
         assert (child.walls == child.walls[::-1, ::-1]).all()  # generated levels are point-symmetric; so are children
 
 
