@@ -129,11 +129,12 @@ def make_runner(algo_config: Any, weights: Mapping[str, Any]):
 
 
 def ladder_scores(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int) -> dict[str, float]:
-    """Main's held-out score (win + draw/2, mean over the held-out maps, seats alternating) against each ladder bot."""
+    """Main's held-out score (win + draw/2, mean over the held-out maps, `games` per map and seat) against each ladder bot."""
     from spade_rllib.rllib.heldout_eval import play_heldout
 
     ladder = ladder_of(env_id)
-    out = play_heldout(algo_config, weights, heldout_paths(env_id), games=games, greedy=True, opponents=ladder)
+    # play_heldout's games are per map, seats alternating: 2 * games = `games` from each seat
+    out = play_heldout(algo_config, weights, heldout_paths(env_id), games=2 * games, greedy=True, opponents=ladder)
     return {name: float(out[f"heldout/{name}/score"]) for name in ladder}
 
 
@@ -176,7 +177,7 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
 
 def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapping[str, Any], env_id: str,
                  games: int) -> list[float]:
-    """Scores of A (1 win, 0.5 draw, 0 loss) against B on every held-out map, `games` per map, seats alternating."""
+    """Scores of A (1 win, 0.5 draw, 0 loss) against B on every held-out map, `games` per map and seat."""
     from spade_rllib.rllib.frozen_opponent import FROZEN_SLOT
     from spade_rllib.rllib.plan import DriverUpdate
 
@@ -184,7 +185,7 @@ def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapp
     try:
         runner.apply_driver_update(DriverUpdate(slot_weights={FROZEN_SLOT: {"member": "b", "weights": dict(weights_b)}}))
         levels = heldout_reset_options(heldout_paths(env_id), agents_per_team=len(runner.games[0].teams[0]))
-        records = runner.evaluate_main({"opponents": [FROZEN_SLOT], "games": games, "greedy": True, "levels": levels})
+        records = runner.evaluate_main({"opponents": [FROZEN_SLOT], "games": 2 * games, "greedy": True, "levels": levels})
     finally:
         runner.stop()
     return [float(r.learner_score) for r in records if r.learner_score is not None]
@@ -193,7 +194,7 @@ def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapp
 def over_seeds(values: Sequence[float]) -> dict[str, Any]:
     """Mean and two-sided 95% Student-t interval over seeds (`sweeps.stats.seed_interval`), with the values."""
     iv = seed_interval(values, CONFIDENCE)
-    clean = lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)  # noqa: E731
+    clean = lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)  # noqa: E731
     return {"mean": clean(iv.mean), "low": clean(iv.low), "high": clean(iv.high), "n": iv.n,
             "values": [clean(v) for v in values]}
 

@@ -83,8 +83,10 @@ def pfsp_spread(history: dict) -> float:
     return max(last) / min(last) if len(last) >= 2 else math.nan
 
 
-def exploitability(run: dict, env_id: str, seed: int, minutes: float, env_steps, games: int, overrides: list[str]) -> float:
-    """Score of a fresh learner trained `minutes` against the frozen final main, on the held-out maps."""
+def exploitability(run: dict, env_id: str, seed: int, minutes: float, env_steps, games: int,
+                   overrides: list[str]) -> tuple[float, float]:
+    """(score of a fresh learner trained `minutes` against the frozen final main, on the held-out maps;
+    its training games against that main in its last iteration, the proof that it trained against it)."""
     from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
 
     def install(algo):
@@ -92,9 +94,9 @@ def exploitability(run: dict, env_id: str, seed: int, minutes: float, env_steps,
         algo._broadcast(full=True)  # noqa: SLF001 - send the plan and the frozen weights before the first sample
 
     raw = setup_config(env_id, "mirror", 1000 + seed, overrides)  # a fresh network: another init seed
-    exploiter = train(raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install)
+    exploiter = train(raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install, keep=["train/target/games"])
     scores = head_to_head(exploiter["algo_config"], exploiter["weights"], run["weights"], env_id, games)
-    return float(np.mean(scores)) if scores else math.nan
+    return (float(np.mean(scores)) if scores else math.nan), exploiter["history"]["train/target/games"][-1]
 
 
 def round_robin(mains: list[tuple[str, dict]], env_id: str, games: int) -> dict:
@@ -152,7 +154,7 @@ def main(argv=None) -> int:
                             f"{setup} seed {seed}", keep=keep)
                 run["history"] = {k: v for k, v in run["history"].items() if any(not math.isnan(x) for x in v)}
                 run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games)
-                run["exploitability"] = exploitability(run, args.env_id, seed, args.exploit_minutes, args.env_steps,
+                run["exploitability"], run["exploiter_games"] = exploitability(run, args.env_id, seed, args.exploit_minutes, args.env_steps,
                                                        args.games, overrides)
                 runs[setup].append(run)
                 plans[setup].append(run["history"])
@@ -170,6 +172,7 @@ def main(argv=None) -> int:
             "rating": over_seeds(elos),
             "pfsp_spread": [None if math.isnan(x := pfsp_spread(r["history"])) else round(x, 3) for r in rs],
             "final_plan": [final_plan(r["history"]) for r in rs],
+            "exploiter_games_last_iter": [r["exploiter_games"] for r in rs],
             "iterations": [r["iterations"] for r in rs],
             "env_steps": [r["env_steps"] for r in rs],
         }
