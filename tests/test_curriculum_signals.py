@@ -76,3 +76,16 @@ def test_every_strategy_reports_main_score(strategy):
     s = make_strategy({"strategy": strategy}, seed=0, knobs_fn=lambda d, f, n: {"family": "open", "size": 7})
     s.update([game(ALWAYS_WIN, "win", 1), game(ALWAYS_LOSE, "loss", 0), game(HALF, "draw", 1)])
     assert s.metrics()["curriculum/main_score"] == pytest.approx(0.5)  # (1 + 0 + 0.5) / 3
+
+
+def test_mirror_games_do_not_judge_main():
+    """Main against itself scores 0.5 on average whatever the level: no signal to act on."""
+    s = make_strategy({"strategy": "threshold", "threshold": {"initial": 5.0}}, seed=0,
+                      knobs_fn=lambda d, f, n: {"family": "open", "size": 7})
+    s.update([dict(game(ALWAYS_LOSE, "loss", i % 2), opponent="mirror") for i in range(40)])
+    assert s.difficulty == 5.0 and s.mirror_outcomes == 40 and len(s.window) == 0
+    s.update([game(ALWAYS_LOSE, "loss", i % 2) for i in range(20)])  # the same results against a bot
+    assert s.difficulty == pytest.approx(4.5)
+    p = make_strategy({"strategy": "plr", "plr": {"prior": 0.0}}, seed=0)
+    p.update([dict(game(HALF, "win" if i % 2 else "loss", 0), opponent="mirror") for i in range(4)])
+    assert p.entries[0]["history"] == [] and p.entries[0]["score"] == 0.0 and p.entries[0]["plays"] == 4

@@ -1,7 +1,9 @@
 """Curriculum strategies: threshold, plr, accel, uniform, fixed. Pure Python/numpy, no Ray.
 
 Every strategy judges a level from main's side (`EpisodeOutcome.learner_score`: win 1, draw 0.5,
-loss 0, against the opponent main met there); none reads which seat won.
+loss 0, against the opponent main met there); none reads which seat won. Mirror games (main in
+every seat, opponent "mirror") score 0.5 on average by symmetry whatever the level, so the
+score-based signals (threshold's score and win_rate, PLR's learnability) skip them.
 
 Every strategy splits into an authoritative part and a sampling part:
 
@@ -233,6 +235,14 @@ class _StrategyBase:
         pass
 
 
+MIRROR_OPPONENT = "mirror"
+
+
+def judges_main(outcome: EpisodeOutcome) -> bool:
+    """Whether the outcome says how main fares on its level: not a mirror game (main on both sides)."""
+    return outcome.opponent != MIRROR_OPPONENT
+
+
 def main_score(outcome: EpisodeOutcome) -> float:
     """Main's score on the level: win 1, draw 0.5, loss 0 against the opponent it met; in a
     single-team env (nobody to win against) 1 when the level was completed, else 0."""
@@ -289,6 +299,7 @@ class ThresholdStrategy(_DifficultyStrategy):
         self.stale_outcomes = 0  # outcomes skipped because played at another difficulty
         self.changes = 0
         self.last_signal: float | None = None  # window mean at the last decision (kept across the window reset)
+        self.mirror_outcomes = 0  # mirror games skipped by the score / win_rate signals
 
     def signal_value(self, outcome: EpisodeOutcome | Mapping[str, Any]) -> float:
         outcome = EpisodeOutcome.of(outcome)
@@ -305,6 +316,9 @@ class ThresholdStrategy(_DifficultyStrategy):
         played_at = outcome.difficulty
         if played_at is not None and abs(float(played_at) - self.difficulty) > 1e-9:
             self.stale_outcomes += 1
+            return False
+        if self.params.signal in ("score", "win_rate") and not judges_main(outcome):
+            self.mirror_outcomes += 1
             return False
         self.window.append(self.signal_value(outcome))
         self.episodes_since_change += 1
@@ -334,12 +348,14 @@ class ThresholdStrategy(_DifficultyStrategy):
             (math.nan if self.last_signal is None else self.last_signal),
             "curriculum/changes": float(self.changes),
             "curriculum/stale_outcomes": float(self.stale_outcomes),
+            "curriculum/mirror_outcomes": float(self.mirror_outcomes),
         }
 
     def _state_dict(self):
         return {"difficulty": self.difficulty, "window": list(self.window),
                 "episodes_since_change": self.episodes_since_change,
-                "stale_outcomes": self.stale_outcomes, "changes": self.changes, "last_signal": self.last_signal}
+                "stale_outcomes": self.stale_outcomes, "changes": self.changes, "last_signal": self.last_signal,
+                "mirror_outcomes": self.mirror_outcomes}
 
     def _load_state_dict(self, state):
         self.difficulty = float(state["difficulty"])
@@ -348,6 +364,7 @@ class ThresholdStrategy(_DifficultyStrategy):
         self.stale_outcomes = int(state["stale_outcomes"])
         self.changes = int(state["changes"])
         self.last_signal = None if state.get("last_signal") is None else float(state["last_signal"])
+        self.mirror_outcomes = int(state.get("mirror_outcomes", 0))
 
 
 class FixedStrategy(_DifficultyStrategy):
@@ -436,9 +453,9 @@ class PLRStrategy(_StrategyBase):
     def _update_one(self, outcome: EpisodeOutcome) -> bool:
         self.episode_count += 1
         if self.params.learnability_p == "completion":
-            result = 1.0 if outcome_completed(outcome) else 0.0
-        else:
-            result = main_score(outcome)
+            result: list[float] = [1.0 if outcome_completed(outcome) else 0.0]
+        else:  # a mirror game says nothing of main's chance on the level: played, not scored
+            result = [main_score(outcome)] if judges_main(outcome) else []
         pvl = outcome.positive_value_loss
         if self.params.score == "positive_value_loss" and pvl is None:
             self.missing_values += 1
@@ -446,7 +463,7 @@ class PLRStrategy(_StrategyBase):
         index = next((i for i, e in enumerate(self.entries) if e["spec"]["level_id"] == level_id), None)
         if index is not None:
             entry = self.entries[index]
-            entry["history"] = (entry["history"] + [result])[-self.params.level_window:]
+            entry["history"] = (entry["history"] + result)[-self.params.level_window:]
             if pvl is not None:
                 entry["pvl"] = float(pvl)
             entry["timestamp"] = self.episode_count
@@ -457,7 +474,7 @@ class PLRStrategy(_StrategyBase):
         if spec is None:
             self.unreplayable += 1
             return False
-        entry = {"spec": spec.to_dict(), "history": [result], "pvl": None if pvl is None else float(pvl),
+        entry = {"spec": spec.to_dict(), "history": result, "pvl": None if pvl is None else float(pvl),
                  "timestamp": self.episode_count, "plays": 1, "score": 0.0}
         entry["score"] = self.score_entry(entry)
         self.insert(entry)
