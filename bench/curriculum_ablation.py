@@ -5,7 +5,8 @@ with 95% intervals over seeds.
         [--setups threshold,plr,accel,learnability,uniform,fixed_hardest] [--games 5] [--env-steps N]
         [--set KEY=VALUE ...] [--out-dir bench_out/curriculum] [--cpus 2]
 
-Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play, 128x128 MLP):
+Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play, 10% random and 10%
+rusher opponents in every setup, 128x128 MLP):
     threshold      difficulty follows main's score (x1.2 above 0.8, x0.9 below 0.3)
     plr            prioritized level replay, score = positive value loss (from the GAE connector)
     accel          plr plus fair edits of replayed levels (curriculum.level_edits)
@@ -57,6 +58,9 @@ SETUPS: dict[str, dict] = {
     "uniform": {"strategy": "uniform"},
     "fixed_hardest": {"strategy": "fixed", "fixed": {"difficulty": 10.0}},
 }
+# Mirror games score 0.5 by symmetry and do not judge main (docs/curriculum.md): the score-driven
+# setups read main's games against these opponents, the same mix in every setup.
+OPPONENT_MIX = {"random": 0.1, "bot:rusher": 0.1}
 ADAPTIVE = ("threshold", "plr", "accel", "learnability")
 BASELINES = ("uniform", "fixed_hardest")
 CURVES = {"curriculum/difficulty": "difficulty", "curriculum/size_mean": "level size (mean)",
@@ -66,7 +70,8 @@ CURVES = {"curriculum/difficulty": "difficulty", "curriculum/size_mean": "level 
 def setup_config(env_id: str, setup: str, seed: int, overrides: list[str]) -> dict:
     from spade_rllib.config import apply_overrides
 
-    raw = deep_update(base_config(env_id, seed), {"curriculum": {"enabled": True, **SETUPS[setup]}})
+    raw = deep_update(base_config(env_id, seed), {"curriculum": {"enabled": True, **SETUPS[setup]},
+                                                  "self_play": {"opponent_mix": dict(OPPONENT_MIX)}})
     return apply_overrides(raw, overrides)
 
 
