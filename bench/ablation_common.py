@@ -111,10 +111,12 @@ def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         weights = algo._main_weights()  # noqa: SLF001 - the learner's copy of main, as numpy
         train_s = time.perf_counter() - t0
+        trial_dir = algo.trial_dir()  # where components write their end-of-run files (league.csv)
     finally:
         algo.stop()
     return {"algo_config": algo_config, "weights": weights, "history": history, "train_s": train_s,
-            "iterations": int(result.get("training_iteration", 0)), "env_steps": steps, "cfg": cfg}
+            "iterations": int(result.get("training_iteration", 0)), "env_steps": steps, "cfg": cfg,
+            "trial_dir": trial_dir}
 
 
 def make_runner(algo_config: Any, weights: Mapping[str, Any]):

@@ -20,7 +20,8 @@ After each (setup, seed) run:
 Then every pair of final mains plays `--games` games per held-out map and seat; Bradley-Terry Elo
 (`spade_rllib.ratings`, bootstrap 95% intervals) rates every main; per setup the mean rating over
 seeds gets a 95% t-interval. PFSP's planned opponent probabilities (`league/plan/<member>`) of
-every iteration go to `<out-dir>/league_plan.json`; `pfsp_spread` is max/min planned probability
+every iteration go to `<out-dir>/league_plan.json` and each league's final `league.csv` to
+`<out-dir>/league_<setup>_seed<k>.csv`; `pfsp_spread` is max/min planned probability
 over the pool at the end (1 = uniform), `final_plan` the probabilities themselves.
 
 The LAST line is one JSON object: {"bench", "env_id", "seeds", "minutes", "exploit_minutes",
@@ -34,6 +35,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -153,6 +155,10 @@ def main(argv=None) -> int:
                 run = train(setup_config(args.env_id, setup, seed, overrides), args.minutes, args.env_steps,
                             f"{setup} seed {seed}", keep=keep)
                 run["history"] = {k: v for k, v in run["history"].items() if any(not math.isnan(x) for x in v)}
+                table = Path(run["trial_dir"] or ".") / "league.csv"
+                if setup != "mirror" and table.is_file():  # the league's final table, beside the plans
+                    args.out_dir.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(table, args.out_dir / f"league_{setup}_seed{seed}.csv")
                 run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games)
                 run["exploitability"], run["exploiter_games"] = exploitability(run, args.env_id, seed, args.exploit_minutes, args.env_steps,
                                                        args.games, overrides)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spade_rllib.curriculum import LevelSpec, make_strategy, positive_value_loss
+from spade_rllib.curriculum import LevelSpec, positive_value_loss
 from spade_rllib.outcome import EpisodeOutcome
 from spade_rllib.rllib.curriculum_component import CurriculumComponent, with_positive_value_loss
 from spade_rllib.rllib.components import DriverContext
