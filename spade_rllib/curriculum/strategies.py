@@ -179,7 +179,7 @@ class _StrategyBase:
             self.episodes += 1
             summary = {k: (None if math.isnan(v) else v) for k, v in outcome_level_summary(outcome).items()}
             self._recent.append({"completed": outcome_completed(outcome), "replay": bool(replay),
-                                 "score": main_score(outcome), **summary})
+                                 "score": main_score(outcome) if judges_main(outcome) else None, **summary})
 
     def _update_one(self, outcome: EpisodeOutcome) -> bool:
         """Update from one outcome; return whether it was a replayed level (PLR)."""
