@@ -1,184 +1,161 @@
-"""Curriculum ablation: the same training budget per setup, then held-out win rates vs rusher_tagger.
+"""Curriculum ablation: six level-selection setups, the same model, budget and seeds; held-out scores
+with 95% intervals over seeds.
 
-    .venv/bin/python bench/curriculum_ablation.py [--minutes 10] [--setups threshold,plr,uniform,none]
-        [--config tune_configs/curriculum.yaml] [--games 20] [--cpus 2] [--set KEY=VALUE ...] [--out FILE]
+    python bench/curriculum_ablation.py [--seeds 3] [--minutes 3] [--env-id CaptureTheFlag-v0]
+        [--setups threshold,plr,accel,learnability,uniform,fixed_hardest] [--games 5] [--env-steps N]
+        [--set KEY=VALUE ...] [--out-dir bench_out/curriculum] [--cpus 2]
 
-Setups (everything else from `--config`, default `tune_configs/curriculum.yaml`: MazeRace 1v1 self-play):
-    threshold   difficulty follows the completion rate (curriculum.threshold settings of the config)
-    plr         prioritized level replay over uniformly drawn levels
-    uniform     domain randomization over the knob ranges
-    none        no curriculum: every level at the hardest difficulty (strategy `fixed`, difficulty 10)
+Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play, 10% random and 10%
+rusher opponents in every setup, 128x128 MLP):
+    threshold      difficulty follows main's score (x1.2 above 0.8, x0.9 below 0.3)
+    plr            prioritized level replay, score = positive value loss (from the GAE connector)
+    accel          plr plus fair edits of replayed levels (curriculum.level_edits)
+    learnability   plr, score = p(1-p) of main's win chance ("sampling for learnability")
+    uniform        domain randomization over the knob ranges
+    fixed_hardest  no curriculum: every level at difficulty 10
 
-Each setup trains `SpadePPO` in this process (one local Ray, `--cpus` CPUs) for `--minutes` of wall
-clock, counted from the first iteration; the iteration running when the budget ends completes.
-`--env-steps N` also stops a setup at N sampled env steps: on a shared machine wall clock alone
-gives the setups unequal amounts of experience.
-Held-out evaluation is off during training (it would eat the budget). Afterwards main's final
-weights play every held-out map (`evaluation.heldout_levels`, default the shipped six) against
-rusher, rusher_tagger and itself, `--games` games per map and opponent, seats alternating
-(`spade_rllib.rllib.heldout_eval.play_heldout`, outside the budget).
+Each (setup, seed) trains for `--minutes` of wall clock (and at most `--env-steps`). Then main's final
+weights play every held-out map of the env (`spade_rllib/levels/heldout*`, never trained on) against
+each bot of the env's ladder, `--games` games per map and seat, and alone (the other team idles:
+the navigation-only solve rate). Per setup the bench reports the mean and the 95% Student-t interval
+over seeds of each number, and writes the difficulty and level-size curves as PNG (`--out-dir`).
+Default size: 6 setups x 3 seeds x 3 min, about an hour on 2 CPUs with evaluation.
 
-Output: a table of held-out win rates vs rusher_tagger per map and setup, then the training figures;
-the LAST line is one JSON object {setup: {"win_rate": mean held-out win rate vs rusher_tagger,
-"score": mean held-out score (win + draw/2) vs rusher_tagger}}. `--out` also
-writes every metric as JSON.
+The LAST line is one JSON object: {"bench", "env_id", "seeds", "minutes", "setups": {setup:
+{"ladder": {bot: {mean, low, high, n, values}}, "navigation": {...}, "iterations": [...],
+"env_steps": [...]}}, "claim": {...}, "png": [...]}. `claim` says whether some adaptive setup's
+interval lies above both uniform's and fixed_hardest's on the strongest bot or on navigation.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-SETUPS = ("threshold", "plr", "uniform", "none")
-OPPONENT = "rusher_tagger"
-DEFAULT_CONFIG = ROOT / "tune_configs" / "curriculum.yaml"
+from ablation_common import (  # noqa: E402
+    DEFAULT_ENV_ID,
+    base_config,
+    deep_update,
+    ladder_of,
+    ladder_scores,
+    navigation_solve_rate,
+    over_seeds,
+    parse_sets,
+    plot_curves,
+    separated,
+    train,
+)
+
+SETUPS: dict[str, dict] = {
+    "threshold": {"strategy": "threshold"},
+    "plr": {"strategy": "plr", "plr": {"score": "positive_value_loss"}},
+    "accel": {"strategy": "accel", "plr": {"score": "positive_value_loss"}},
+    "learnability": {"strategy": "plr", "plr": {"score": "learnability"}},
+    "uniform": {"strategy": "uniform"},
+    "fixed_hardest": {"strategy": "fixed", "fixed": {"difficulty": 10.0}},
+}
+# Mirror games score 0.5 by symmetry and do not judge main (docs/curriculum.md): the score-driven
+# setups read main's games against these opponents, the same mix in every setup.
+OPPONENT_MIX = {"random": 0.1, "bot:rusher": 0.1}
+ADAPTIVE = ("threshold", "plr", "accel", "learnability")
+BASELINES = ("uniform", "fixed_hardest")
+CURVES = {"curriculum/difficulty": "difficulty", "curriculum/size_mean": "level size (mean)",
+          "curriculum/main_score": "main's training score"}
 
 
-def setup_overrides(setup: str, minutes: float) -> list[str]:
-    """`--set` overrides that turn the base config into one setup with the given budget."""
-    strategy = {"threshold": "threshold", "plr": "plr", "uniform": "uniform", "none": "fixed"}[setup]
-    out = [
-        "curriculum.enabled=true",
-        f"curriculum.strategy={strategy}",
-        f"training.stop.time_s={minutes * 60.0}",
-        "training.stop.iterations=null",
-        "training.stop.env_steps=null",
-        "evaluation.interval=0",
-    ]
-    if setup == "none":
-        out.append("curriculum.fixed.difficulty=10.0")
+def setup_config(env_id: str, setup: str, seed: int, overrides: list[str]) -> dict:
+    from spade_rllib.config import apply_overrides
+
+    raw = deep_update(base_config(env_id, seed), {"curriculum": {"enabled": True, **SETUPS[setup]},
+                                                  "self_play": {"opponent_mix": dict(OPPONENT_MIX)}})
+    return apply_overrides(raw, overrides)
+
+
+def claim(setups: dict, ladder: list[str]) -> dict:
+    """Which adaptive setups beat both baselines with non-overlapping intervals, per measure."""
+    out = {}
+    for measure in [f"ladder/{ladder[-1]}", "navigation"] if ladder else ["navigation"]:
+        def get(s):
+            r = setups[s]
+            return r["navigation"] if measure == "navigation" else r["ladder"][measure.split("/", 1)[1]]
+        present = [b for b in BASELINES if b in setups]
+        winners = [s for s in ADAPTIVE if s in setups and present and all(separated(get(s), get(b)) for b in present)]
+        out[measure] = winners
     return out
-
-
-def train_one(setup: str, args: argparse.Namespace) -> dict:
-    """Train one setup for the budget; returns training figures and the held-out metrics."""
-    from spade_rllib.config import apply_overrides, load_raw, parse_config
-    from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR
-    from spade_rllib.rllib.algorithm import build_algo_config
-    from spade_rllib.rllib.heldout_eval import play_heldout
-
-    raw = apply_overrides(load_raw(str(args.config)), [*args.overrides, *setup_overrides(setup, args.minutes)])
-    cfg = parse_config(raw, source_path=str(args.config))
-    paths = cfg.evaluation.heldout_levels or [str(HELDOUT_DIR)]
-    algo_config = build_algo_config(cfg)
-    algo = algo_config.build_algo()
-    budget = args.minutes * 60.0
-    result: dict = {}
-    difficulties = []
-    try:
-        t0 = time.perf_counter()
-        steps = 0
-        while time.perf_counter() - t0 < budget and (args.env_steps is None or steps < args.env_steps):
-            result = algo.train()
-            steps = int((result.get("env_runners") or {}).get("num_env_steps_sampled_lifetime", 0))
-            difficulties.append(float((result.get("curriculum") or {}).get("difficulty", math.nan)))
-            print(f"  [{setup}] iter {int(result['training_iteration']):3d}  {time.perf_counter() - t0:6.0f} s  "
-                  f"difficulty {difficulties[-1]:.2f}", file=sys.stderr, flush=True)
-        train_s = time.perf_counter() - t0
-        weights = algo._main_weights()
-    finally:
-        algo.stop()
-    t1 = time.perf_counter()
-    heldout = play_heldout(algo_config, weights, paths, games=args.games, greedy=cfg.evaluation.greedy)
-    cur = result.get("curriculum") or {}
-    return {
-        "setup": setup,
-        "iterations": int(result.get("training_iteration", 0)),
-        "env_steps": int((result.get("env_runners") or {}).get("num_env_steps_sampled_lifetime", 0)),
-        "train_s": train_s,
-        "heldout_eval_s": time.perf_counter() - t1,
-        "difficulty_first": difficulties[0] if difficulties else math.nan,
-        "difficulty_last": difficulties[-1] if difficulties else math.nan,
-        "size_mean": float(cur.get("size_mean", math.nan)),
-        "completion_rate": float(cur.get("completion_rate", math.nan)),
-        "heldout": heldout,
-    }
-
-
-def level_names(heldout: dict) -> list[str]:
-    suffix = f"/{OPPONENT}/win_rate"
-    return sorted(k[len("heldout/"):-len(suffix)] for k in heldout if k.endswith(suffix) and k.count("/") == 3)
-
-
-def _markdown(head: list, rows: list) -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    return [line(head), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-
-
-def format_table(runs: list[dict]) -> str:
-    """The held-out table (win rate vs rusher_tagger per map) and the training figures, as Markdown."""
-    if not runs:
-        return ""
-    levels = level_names(runs[0]["heldout"])
-    games = runs[0]["heldout"][f"heldout/{levels[0]}/{OPPONENT}/games"] if levels else math.nan
-    head = ["setup", *levels, "mean", "mean vs rusher", "mean vs self"]
-    rows = []
-    for r in runs:
-        h = r["heldout"]
-        rows.append([r["setup"], *(f"{h[f'heldout/{lv}/{OPPONENT}/win_rate']:.2f}" for lv in levels),
-                     f"{h[f'heldout/{OPPONENT}/win_rate']:.3f}", f"{h['heldout/rusher/win_rate']:.3f}",
-                     f"{h['heldout/self/win_rate']:.3f}"])
-    out = [f"held-out win rate of main vs {OPPONENT} ({games:.0f} games per map, seats alternating)", *_markdown(head, rows), ""]
-    # On fair maps two perfect racers draw, so the score (win + draw/2) shows what win rate hides.
-    rows = [[r["setup"], *(f"{r['heldout'][f'heldout/{lv}/{OPPONENT}/score']:.2f}" for lv in levels),
-             f"{r['heldout'][f'heldout/{OPPONENT}/score']:.3f}", f"{r['heldout']['heldout/rusher/score']:.3f}",
-             f"{r['heldout']['heldout/self/score']:.3f}"] for r in runs]
-    out += [f"held-out score (win + draw/2) of main vs {OPPONENT}", *_markdown(head, rows), ""]
-    head = ["setup", "iterations", "env steps", "train s", "difficulty first -> last", "size mean", "completion"]
-    rows = [[r["setup"], r["iterations"], f"{r['env_steps']:,d}", f"{r['train_s']:.0f}",
-             f"{r['difficulty_first']:.2f} -> {r['difficulty_last']:.2f}", f"{r['size_mean']:.1f}",
-             f"{r['completion_rate']:.2f}"] for r in runs]
-    out += _markdown(head, rows)
-    return "\n".join(out)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--minutes", type=float, default=10.0, help="training budget per setup (wall clock, minutes)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds per setup (0, 1, ..., N-1)")
+    ap.add_argument("--minutes", type=float, default=3.0, help="training budget per setup and seed (wall clock)")
+    ap.add_argument("--env-id", default=DEFAULT_ENV_ID, help="MazeRace-v0 or CaptureTheFlag-v0")
     ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated subset of {','.join(SETUPS)}")
-    ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="base run config")
-    ap.add_argument("--env-steps", type=int, default=None,
-                    help="also stop each setup at this many env steps (a budget that does not depend on machine load)")
-    ap.add_argument("--games", type=int, default=20, help="held-out games per map and opponent")
-    ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
+    ap.add_argument("--games", type=int, default=5, help="held-out games per map, seat and opponent")
+    ap.add_argument("--env-steps", type=int, default=None, help="also stop each run at this many env steps")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra config override for every setup (repeatable)")
-    ap.add_argument("--out", type=Path, help="write every metric of every setup as JSON here")
+                    help="config override for every run (repeatable), e.g. agent.model.hidden=[64,64]")
+    ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / "curriculum", help="PNG and JSON go here")
+    ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
     args = ap.parse_args(argv)
     setups = [s.strip() for s in args.setups.split(",") if s.strip()]
     bad = [s for s in setups if s not in SETUPS]
-    if bad or not setups or args.minutes <= 0 or args.games < 1:
-        ap.error(f"--setups takes {', '.join(SETUPS)} (got {bad or setups}); --minutes > 0; --games >= 1")
+    if bad or not setups or args.seeds < 1 or args.minutes <= 0 or args.games < 1:
+        ap.error(f"--setups takes {', '.join(SETUPS)} (got {bad or setups}); --seeds >= 1; --minutes > 0; --games >= 1")
+    overrides = parse_sets(args.overrides)
 
     import ray
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    runs = []
+    ladder = list(ladder_of(args.env_id))
+    runs: dict[str, list[dict]] = {s: [] for s in setups}
     try:
-        for setup in setups:
-            print(f"training {setup} for {args.minutes:g} min ...", file=sys.stderr, flush=True)
-            runs.append(train_one(setup, args))
+        for seed in range(args.seeds):  # seeds outermost: a cut-short bench still compares every setup
+            for setup in setups:
+                run = train(setup_config(args.env_id, setup, seed, overrides), args.minutes, args.env_steps,
+                            f"{setup} seed {seed}", keep=list(CURVES))
+                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games)
+                run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], args.env_id, args.games, seed)
+                runs[setup].append(run)
     finally:
         ray.shutdown()
-    budget = f"{args.minutes:g} min" + (f" or {args.env_steps:,d} env steps" if args.env_steps else "")
-    print(f"curriculum ablation: {budget} per setup, {args.cpus} CPUs, config {args.config}")
-    print(format_table(runs))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(runs, indent=2, default=float))
-    # Win rate AND score: on fair maps perfect racers draw, so the win rate alone is 0 everywhere.
-    summary = {r["setup"]: {"win_rate": round(r["heldout"][f"heldout/{OPPONENT}/win_rate"], 4),
-                            "score": round(r["heldout"][f"heldout/{OPPONENT}/score"], 4)} for r in runs}
-    print(json.dumps(summary), flush=True)
+
+    summary: dict = {}
+    for setup, rs in runs.items():
+        summary[setup] = {
+            "ladder": {bot: over_seeds([r["ladder"][bot] for r in rs]) for bot in ladder},
+            "navigation": over_seeds([r["navigation"] for r in rs]),
+            "iterations": [r["iterations"] for r in rs],
+            "env_steps": [r["env_steps"] for r in rs],
+        }
+    pngs = []
+    for key, label in CURVES.items():
+        curves = {s: [r["history"][key] for r in rs] for s, rs in runs.items()}
+        png = plot_curves(curves, label, args.out_dir / f"{key.split('/')[-1]}.png",
+                          f"{args.env_id}: {label} per iteration (one line per seed)")
+        if png is not None:
+            pngs.append(str(png))
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "curves.json").write_text(json.dumps(
+        {s: [r["history"] for r in rs] for s, rs in runs.items()}, default=float))
+
+    print(f"curriculum ablation on {args.env_id}: {args.seeds} seeds x {args.minutes:g} min per setup; "
+          f"held-out maps x {args.games} games per seat; mean [95% t-interval] over seeds")
+    head = ["setup", *(f"vs {b}" for b in ladder), "navigation", "iterations"]
+    print(" | ".join(head))
+
+    def fmt(s):
+        return "n/a" if s["mean"] is None else (f"{s['mean']:.3f}" + ("" if s["low"] is None else f" [{s['low']:.3f}, {s['high']:.3f}]"))
+    for setup, s in summary.items():
+        print(" | ".join([setup, *(fmt(s["ladder"][b]) for b in ladder), fmt(s["navigation"]),
+                          ",".join(map(str, s["iterations"]))]))
+    out = {"bench": "curriculum_ablation", "env_id": args.env_id, "seeds": args.seeds, "minutes": args.minutes,
+           "games": args.games, "ladder": ladder, "setups": summary, "claim": claim(summary, ladder), "png": pngs}
+    print(json.dumps(out), flush=True)
     return 0
 
 

@@ -135,7 +135,7 @@ class CurriculumSection:
     embedded like `LeagueSection`; `strategy` may also be 'none' (the default: no curriculum)."""
 
     enabled: bool = _f(False, help="Turn the adaptive curriculum on (level games only): the driver picks every training level.")
-    strategy: str = _f(CURRICULUM_OFF, help="threshold (difficulty follows performance) | plr (prioritized level replay) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
+    strategy: str = _f(CURRICULUM_OFF, help="threshold (difficulty follows main's score) | plr (prioritized level replay) | accel (plr + fair level edits) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
     settings: CoreCurriculumConfig = _f(help="The curriculum core's settings.", factory=CoreCurriculumConfig, embedded=True)
 
     def to_core(self) -> CoreCurriculumConfig:

@@ -119,7 +119,7 @@ def test_threshold_rises_after_min_episodes_of_high_completion():
 
 
 def test_threshold_falls_on_low_completion_and_holds_in_between():
-    s = threshold(initial=5.0)
+    s = threshold(initial=5.0, signal="completion")
     play(s, 20, winner="draw")  # timeouts: completion 0 < 0.3
     assert s.difficulty == pytest.approx(4.5)
     for i in range(40):  # completion 0.5: between the thresholds -> no change
@@ -128,7 +128,7 @@ def test_threshold_falls_on_low_completion_and_holds_in_between():
 
 
 def test_threshold_clamps_to_min_and_max():
-    s = threshold(min=2.0, max=2.2, initial=2.0)
+    s = threshold(min=2.0, max=2.2, initial=2.0, signal="completion")
     play(s, 40, winner="A")
     assert s.difficulty == 2.2
     play(s, 60, winner="draw")
@@ -136,20 +136,61 @@ def test_threshold_clamps_to_min_and_max():
 
 
 def test_threshold_strict_thresholds():
-    s = threshold(up_threshold=0.5, down_threshold=0.2, min_episodes=4, window=4)
+    s = threshold(up_threshold=0.5, down_threshold=0.2, min_episodes=4, window=4, signal="completion")
     for w in ["A", "draw", "A", "draw"]:  # exactly 0.5: not above -> no change
         s.update([outcome(s.sample(), winner=w)])
     assert s.difficulty == 1.0
 
 
 def test_threshold_ignores_outcomes_from_an_older_difficulty():
-    s = threshold(min_episodes=5, window=5)
+    s = threshold(min_episodes=5, window=5, signal="completion")
     old_specs = [s.sample() for _ in range(10)]  # sampled at d=1, still "in flight"
     play(s, 5, winner="A")
     assert s.difficulty == pytest.approx(1.2)
     s.update([outcome(spec, winner="draw") for spec in old_specs])
     assert s.difficulty == pytest.approx(1.2) and len(s.window) == 0 and s.stale_outcomes == 10
     assert s.metrics()["curriculum/completion_rate"] == pytest.approx(5 / 15)
+
+
+# The default signal: main's score (win 1, draw 0.5, loss 0) against the opponent it met, from its
+# own seat. Hand-made sequences: a level main always wins, always loses, wins half the time.
+
+def test_threshold_defaults_are_the_seed_rule_on_main_score():
+    p = CurriculumConfig().threshold
+    assert (p.signal, p.up_threshold, p.down_threshold, p.up_factor, p.down_factor, p.min, p.max) == \
+        ("score", 0.8, 0.3, 1.2, 0.9, 1.0, 10.0)
+
+
+@pytest.mark.parametrize("main_team", [0, 1])
+def test_threshold_score_main_always_wins_rises(main_team):
+    s = threshold(initial=5.0)
+    winner = "AB"[main_team]
+    play(s, 20, winner=winner, main_team=main_team)
+    assert s.difficulty == pytest.approx(6.0) and s.metrics()["curriculum/signal"] == 1.0
+
+
+@pytest.mark.parametrize("main_team", [0, 1])
+def test_threshold_score_main_always_loses_falls(main_team):
+    s = threshold(initial=5.0)
+    play(s, 20, winner="AB"[1 - main_team], main_team=main_team)  # the other seat wins every flag race
+    assert s.difficulty == pytest.approx(4.5)
+    assert s.metrics()["curriculum/main_score"] == 0.0
+
+
+def test_threshold_score_half_wins_and_draws_hold():
+    s = threshold(initial=5.0)
+    for i in range(60):  # main (seat B) wins every other game, loses the rest: score 0.5
+        s.update([outcome(s.sample(), winner="B" if i % 2 else "A", main_team=1)])
+    assert s.difficulty == 5.0
+    play(s, 60, winner="draw", main_team=1)  # all draws: 0.5 too (completion would read 0 and fall)
+    assert s.difficulty == 5.0 and s.signal_value(outcome(winner="draw")) == 0.5
+
+
+def test_threshold_completion_reads_both_seats_so_it_cannot_fall_in_mirror_play():
+    """Why completion was replaced: main losing every race still completes every level."""
+    s = threshold(initial=5.0, signal="completion")
+    play(s, 20, winner="B", main_team=0)
+    assert s.difficulty == pytest.approx(6.0)
 
 
 def test_threshold_win_rate_and_return_signals():
@@ -166,7 +207,8 @@ def test_threshold_win_rate_and_return_signals():
 
 
 def test_threshold_batch_equals_one_by_one():
-    a, b = threshold(min_episodes=3, window=5), threshold(min_episodes=3, window=5)
+    a, b = (threshold(min_episodes=3, window=5, signal="completion"),
+            threshold(min_episodes=3, window=5, signal="completion"))
     winners = ["A"] * 7 + ["draw", "A"] * 4 + ["draw"] * 8 + ["B", "A", "draw"] * 3
     outcomes = [outcome(winner=w) for w in winners]  # no level difficulty: every outcome counts
     for o in outcomes:

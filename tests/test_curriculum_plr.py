@@ -127,7 +127,7 @@ def test_learnability_draws_and_completion_mode():
 def test_level_window_forgets_old_games():
     s = plr(prior=0.0, level_window=2)
     s.update([outcome(X, "A"), outcome(X, "B"), outcome(X, "B")])
-    assert s.entries[0]["history"] == ["B", "B"] and s.entries[0]["score"] == 0.0
+    assert s.entries[0]["history"] == [0.0, 0.0] and s.entries[0]["score"] == 0.0
 
 
 def test_positive_value_loss_score():

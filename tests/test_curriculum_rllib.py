@@ -15,7 +15,7 @@ pytestmark = pytest.mark.ray
 
 # Threshold settings that raise difficulty after every iteration on tiny batches: random agents on
 # difficulty-1 levels finish most episodes, which is far above up_threshold.
-FAST_THRESHOLD = {"window": 20, "min_episodes": 3, "up_threshold": 0.05, "down_threshold": 0.0, "up_factor": 1.5}
+FAST_THRESHOLD = {"signal": "completion", "window": 20, "min_episodes": 3, "up_threshold": 0.05, "down_threshold": 0.0, "up_factor": 1.5}
 
 
 def tiny(curriculum: dict, runners: int = 0, **sections) -> dict:

@@ -121,13 +121,33 @@ def test_auto_metric_prefers_the_heldout_score_then_the_eval_win_rate():
 
     spec, base = load_sweep("lr_gamma")
     keys = metric_candidates(spec, parse_config(base))
-    assert keys[:3] == ["heldout/rusher_tagger/score", "heldout/rusher_tagger/win_rate", "eval/random/win_rate"]
+    assert keys[:4] == ["heldout/ladder/score", "heldout/rusher_tagger/score", "heldout/rusher_tagger/win_rate",
+                        "eval/random/win_rate"]
     trial = SimpleNamespace(_sweep_candidates=keys, _sweep_key=None, _sweep_last=math.nan)
     assert SweepPPO._objective(trial, {"eval": {"random": {"win_rate": 0.75}}}) == 0.75
     # held-out results arrive later and take over; all draws against rusher_tagger score 0.5, not 0
     result = {"eval": {"random": {"win_rate": 1.0}}, "heldout": {"rusher_tagger": {"win_rate": 0.0, "score": 0.5}}}
     assert SweepPPO._objective(trial, result) == 0.5
     assert result["sweep"]["objective_key"] == "heldout/rusher_tagger/score"
+    # the ladder mean (over the scripted bots) outranks the single bot once reported
+    result = {"heldout": {"ladder": {"score": 0.25}, "rusher_tagger": {"score": 0.5}}}
+    assert SweepPPO._objective(trial, result) == 0.25 and result["sweep"]["objective_key"] == "heldout/ladder/score"
+
+
+@pytest.mark.parametrize("name", ["lr_gamma", "pbt", "asha"])
+def test_shipped_sweeps_rank_on_the_heldout_ladder(name):
+    from spade_rllib.config import parse_config
+    from spade_rllib.sweeps.sweep_spec import load_sweep, metric_candidates
+
+    spec, base = load_sweep(name)
+    cfg = parse_config(base)
+    assert spec.metric.name == "auto" and metric_candidates(spec, cfg)[0] == "heldout/ladder/score"
+    assert cfg.evaluation.interval >= 1 and len(cfg.evaluation.heldout_levels) == 1
+    assert all(Path(p).is_absolute() and Path(p).is_dir() for p in base["evaluation"]["heldout_levels"])
+    # --smoke turns held-out off: its first result would come after the 2-4 iterations of a smoke
+    # run, so the objective there is the eval win rate (PBT needs a finite one to exploit)
+    spec, base = load_sweep(name, smoke=True)
+    assert parse_config(base).evaluation.heldout_levels == []
 
 
 def test_smoke_section_replaces_space_entries_and_set_overrides(tmp_path):
@@ -331,3 +351,11 @@ def test_seeds_sweep_killed_then_resumed_and_summarized(tmp_path):
     assert (Path(best) / "learner_group" / "learner" / "rl_module" / "main").is_dir()
     assert f"python -m spade_rllib.evaluate --checkpoint {best}" in p.stdout
     assert all(list(d.glob("events.out.tfevents*")) for d in _trial_dirs(exp))  # tensorboard --logdir <sweep dir>
+
+
+def test_heldout_ladder_score_is_the_mean_over_the_scripted_bots():
+    from spade_rllib.rllib.heldout_eval import ladder_score, placeholder_metrics
+
+    m = {"heldout/rusher/score": 0.2, "heldout/rusher_tagger/score": 0.4, "heldout/self/score": 0.5}
+    assert ladder_score(m, ["rusher", "rusher_tagger", "self"]) == {"heldout/ladder/score": pytest.approx(0.3)}
+    assert math.isnan(placeholder_metrics(["open_room"])["heldout/ladder/score"])  # the column from iteration 1

@@ -1,7 +1,8 @@
-"""Adaptive curriculum: strategies (threshold, plr, uniform, fixed), level specs, the PettingZoo
+"""Adaptive curriculum: strategies (threshold, plr, accel, uniform, fixed), ACCEL level edits, level specs, the PettingZoo
 wrapper, the runner-side level source for the RLlib glue (`source`; the driver component is
 `spade_rllib.curriculum.component`) and the held-out level loader. Pure Python/numpy; no Ray import. See docs/curriculum.md."""
 from spade_rllib.curriculum.curriculum_config import (
+    AccelConfig,
     CurriculumConfig,
     FixedConfig,
     PLRConfig,
@@ -24,18 +25,22 @@ from spade_rllib.curriculum.plr import (
     positive_value_loss,
     rank_weights,
     replay_probabilities,
+    score_learnability,
     staleness_weights,
 )
 from spade_rllib.curriculum.level_spec import LevelSpec, build_level, outcome_completed
 from spade_rllib.curriculum.strategies import (
     SAMPLING_STATE_FORMAT,
+    AccelStrategy,
     CurriculumStrategy,
     FixedStrategy,
     PLRStrategy,
     ThresholdStrategy,
     UniformStrategy,
     default_knobs_fn,
+    edit_level,
     initial_sampling_state,
+    main_score,
     make_strategy,
     sample_level,
 )
@@ -43,6 +48,7 @@ from spade_rllib.curriculum.source import CurriculumLevelSource
 from spade_rllib.curriculum.wrapper import AdaptiveCurriculum
 
 __all__ = [
+    "AccelConfig", "AccelStrategy", "edit_level", "main_score", "score_learnability",
     "AdaptiveCurriculum", "CurriculumConfig", "CurriculumLevelSource", "CurriculumStrategy", "FixedConfig", "FixedStrategy",
     "HELDOUT_CTF_DIR", "HELDOUT_DIR", "HELDOUT_DIRS", "LevelSpec", "PLRConfig", "PLRStrategy", "SAMPLING_STATE_FORMAT", "ThresholdConfig",
     "ThresholdStrategy", "UniformConfig", "UniformStrategy", "build_level", "default_knobs_fn",

@@ -13,11 +13,12 @@ from typing import Any, Mapping
 
 from spade_rllib.validation import not_allowed, out_of_range, unknown_key, wrong_type
 
-STRATEGIES = ("threshold", "plr", "uniform", "fixed")
-SIGNALS = ("completion", "win_rate", "return")
+STRATEGIES = ("threshold", "plr", "accel", "uniform", "fixed")
+SIGNALS = ("score", "win_rate", "completion", "return")
 FAMILIES = ("open", "maze", "rooms")
 PLR_SCORES = ("learnability", "positive_value_loss")
-LEARNABILITY_P = ("win_share", "completion")
+LEARNABILITY_P = ("score", "completion", "win_share")
+"""p of learnability; `win_share` is the old name of `score` (configs written before issue 15 still load)."""
 DIFFICULTY_RANGE = (1.0, 10.0)  # knobs_for_difficulty's domain (docs/CONTRACTS.md)
 SIZE_RANGE = (5, 25)  # Knobs.size: odd 5..25
 WALL_DENSITY_RANGE = (0.0, 0.4)
@@ -61,8 +62,9 @@ def _check_pair(name: str, value: Any, lo: float, hi: float, integer=False) -> t
 class ThresholdConfig:
     """Difficulty control by a performance threshold over a sliding window of episodes."""
 
-    signal: str = "completion"
-    """Performance signal: completion (some team captured the flag) | win_rate (main won) | return (main's return)."""
+    signal: str = "score"
+    """Performance signal, per episode from main's side: score (main's win 1, draw 0.5, loss 0; completion
+    when nobody can win) | win_rate (main won) | completion (some team captured the flag) | return (main's return)."""
     initial: float | None = None
     """Starting difficulty; None = `min`."""
     min: float = 1.0
@@ -153,9 +155,10 @@ class PLRConfig:
     min_fill: float = 0.5
     """Replay only once len(buffer) >= min_fill * capacity."""
     score: str = "learnability"
-    """Level score: learnability p(1-p) | positive_value_loss (needs `positive_value_loss` in outcomes)."""
-    learnability_p: str = "win_share"
-    """p for learnability: win_share (team A's share of decided games) | completion (single-team tasks)."""
+    """Level score: learnability p(1-p) | positive_value_loss (main's mean clipped positive GAE advantage on
+    the level, computed by the GAE learner connector; needs the local learner)."""
+    learnability_p: str = "score"
+    """p for learnability: score (main's mean score on the level, draws half) | completion (single-team tasks)."""
     prior: float = 1.0
     """Beta(prior, prior) pseudo-counts on p, so a level seen once is not scored 0; 0 = raw frequency."""
     level_window: int = 10
@@ -177,6 +180,24 @@ class PLRConfig:
 
 
 @dataclass(frozen=True)
+class AccelConfig:
+    """ACCEL (Parker-Holder et al. 2022): PLR whose replayed levels are sometimes edited into new ones."""
+
+    edit_prob: float = 0.5
+    """Share of replay draws whose level is edited before it is played (the child is scored on its first
+    game and enters the buffer like a new level)."""
+    edits: int = 3
+    """Fair edits per mutation (`curriculum.level_edits`)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self, prefix: str = "curriculum.accel") -> None:
+        _check_range(f"{prefix}.edit_prob", self.edit_prob, 0.0, 1.0)
+        _check_range(f"{prefix}.edits", self.edits, 1, 100, integer=True)
+
+
+@dataclass(frozen=True)
 class FixedConfig:
     """No curriculum: every level at one difficulty."""
 
@@ -195,7 +216,7 @@ class CurriculumConfig:
     """The `curriculum:` section. `strategy` picks one of the sub-sections; the others are ignored."""
 
     strategy: str = "threshold"
-    """threshold | plr | uniform | fixed."""
+    """threshold | plr | accel | uniform | fixed."""
     families: tuple[str, ...] | None = None
     """Generator families for difficulty-driven strategies (threshold, fixed); None = the env's choice per difficulty."""
     agents_per_team: int = 1
@@ -205,7 +226,9 @@ class CurriculumConfig:
     threshold: ThresholdConfig = field(default_factory=ThresholdConfig)
     """Settings of the `threshold` strategy."""
     plr: PLRConfig = field(default_factory=PLRConfig)
-    """Settings of the `plr` strategy."""
+    """Settings of the `plr` strategy (and of `accel`'s buffer)."""
+    accel: AccelConfig = field(default_factory=AccelConfig)
+    """Settings of the `accel` strategy's level edits."""
     uniform: UniformConfig = field(default_factory=UniformConfig)
     """Knob ranges of the `uniform` strategy and of PLR's new levels."""
     fixed: FixedConfig = field(default_factory=FixedConfig)
@@ -223,6 +246,7 @@ class CurriculumConfig:
         _check_range("curriculum.metrics_window", self.metrics_window, 1, 10_000_000, integer=True)
         self.threshold.validate()
         self.plr.validate()
+        self.accel.validate()
         self.uniform.validate()
         self.fixed.validate()
 
@@ -235,7 +259,7 @@ class CurriculumConfig:
         return _to_plain(self)
 
 
-_SUB = {"threshold": ThresholdConfig, "plr": PLRConfig, "uniform": UniformConfig, "fixed": FixedConfig}
+_SUB = {"threshold": ThresholdConfig, "plr": PLRConfig, "accel": AccelConfig, "uniform": UniformConfig, "fixed": FixedConfig}
 _PAIRS = {"size", "wall_density", "braid", "flag_distance_frac"}
 
 

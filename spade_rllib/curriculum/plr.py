@@ -51,6 +51,20 @@ def learnability(successes: float, trials: float, prior: float = 0.0) -> float:
     return float(p * (1 - p))
 
 
+def score_learnability(scores: Sequence[float], prior: float = 0.0) -> float:
+    """Learnability of a level from main's per-game scores (1 win, 0.5 draw, 0 loss): the variance of
+    the score, E[s^2] - E[s]^2, with `prior` pseudo-games won and `prior` lost. For wins and losses
+    only it is exactly `learnability` = p(1-p) (s^2 = s); a level of draws only scores 0: nothing was
+    decided there, so nothing is learnable yet."""
+    scores = [float(s) for s in scores]
+    if not scores or all(s == 0.5 for s in scores):
+        return 0.0
+    n = len(scores) + 2 * prior
+    m1 = (sum(scores) + prior) / n
+    m2 = (sum(s * s for s in scores) + prior) / n
+    return float(max(m2 - m1 * m1, 0.0))
+
+
 def positive_value_loss(rewards: Sequence[float], values: Sequence[float], gamma: float = 0.99,
                         lam: float = 0.95, last_value: float = 0.0) -> float:
     """Mean over an episode of max(GAE_t, 0): PLR's positive value loss score, for the glue to attach

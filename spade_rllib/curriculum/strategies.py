@@ -1,4 +1,9 @@
-"""Curriculum strategies: threshold, plr, uniform, fixed. Pure Python/numpy, no Ray.
+"""Curriculum strategies: threshold, plr, accel, uniform, fixed. Pure Python/numpy, no Ray.
+
+Every strategy judges a level from main's side (`EpisodeOutcome.learner_score`: win 1, draw 0.5,
+loss 0, against the opponent main met there); none reads which seat won. Mirror games (main in
+every seat, opponent "mirror") score 0.5 on average by symmetry whatever the level, so the
+score-based signals (threshold's score and win_rate, PLR's learnability) skip them.
 
 Every strategy splits into an authoritative part and a sampling part:
 
@@ -17,7 +22,8 @@ Sampling-state formats (`format` 1):
   {"format": 1, "kind": "uniform", "agents_per_team": n, "families": [...], "size": [lo, hi],
    "wall_density": [lo, hi], "braid": [lo, hi], "flag_distance_frac": [lo, hi] | None}
   {"format": 1, "kind": "plr", "replay_prob": p, "can_replay": bool, "levels": [spec dict, ...],
-   "probs": [float, ...], "new": <a "uniform" sampling state>}
+   "probs": [float, ...], "new": <a "uniform" sampling state>, "edit_prob": q, "edits": n}
+      accel adds edit_prob and edits (plr: absent): a replay draw is edited with probability q.
 """
 from __future__ import annotations
 
@@ -28,10 +34,12 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 import numpy as np
 
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig
-from spade_rllib.curriculum.plr import learnability, replay_probabilities
+from spade_rllib.curriculum.level_edits import mutate
+from spade_rllib.curriculum.plr import replay_probabilities, score_learnability
 from spade_rllib.outcome import EpisodeOutcome
 from spade_rllib.curriculum.level_spec import (
     LevelSpec,
+    build_level,
     outcome_completed,
     outcome_level_summary,
     outcome_spec,
@@ -125,8 +133,18 @@ def _sample_plr(state: Mapping[str, Any], rng: np.random.Generator) -> LevelSpec
     replay = rng.random() < state["replay_prob"]
     if replay and state["can_replay"] and state["levels"]:
         index = int(rng.choice(len(state["levels"]), p=np.asarray(state["probs"], dtype=np.float64)))
-        return LevelSpec.from_dict(state["levels"][index])
+        parent = LevelSpec.from_dict(state["levels"][index])
+        if state.get("edit_prob") and rng.random() < state["edit_prob"]:
+            return edit_level(parent, rng, int(state["edits"]))
+        return parent
     return _sample_uniform(state["new"], rng)
+
+
+def edit_level(parent: LevelSpec, rng: np.random.Generator, edits: int) -> LevelSpec:
+    """ACCEL's child of a replayed level: `edits` fair edits (`level_edits.mutate`), as a grid spec;
+    the parent itself when no edit keeps the level valid and fair."""
+    child = mutate(build_level(parent), rng, edits)
+    return parent if child is None else LevelSpec.grid(child.to_ascii())
 
 
 # ---------------------------------------------------------------- strategies (driver side)
@@ -160,7 +178,8 @@ class _StrategyBase:
             replay = self._update_one(outcome)
             self.episodes += 1
             summary = {k: (None if math.isnan(v) else v) for k, v in outcome_level_summary(outcome).items()}
-            self._recent.append({"completed": outcome_completed(outcome), "replay": bool(replay), **summary})
+            self._recent.append({"completed": outcome_completed(outcome), "replay": bool(replay),
+                                 "score": main_score(outcome) if judges_main(outcome) else None, **summary})
 
     def _update_one(self, outcome: EpisodeOutcome) -> bool:
         """Update from one outcome; return whether it was a replayed level (PLR)."""
@@ -179,6 +198,7 @@ class _StrategyBase:
             "curriculum/wall_density_mean": mean("wall_density"),
             "curriculum/flag_distance_mean": mean("flag_distance"),
             "curriculum/completion_rate": float(np.mean([r["completed"] for r in recent])) if recent else math.nan,
+            "curriculum/main_score": mean("score"),
             "curriculum/episodes": float(self.episodes),
         }
         out.update(self._extra_metrics(recent))
@@ -213,6 +233,23 @@ class _StrategyBase:
 
     def _load_state_dict(self, state: Mapping[str, Any]) -> None:
         pass
+
+
+MIRROR_OPPONENT = "mirror"
+
+
+def judges_main(outcome: EpisodeOutcome) -> bool:
+    """Whether the outcome says how main fares on its level: not a mirror game (main on both sides)."""
+    return outcome.opponent != MIRROR_OPPONENT
+
+
+def main_score(outcome: EpisodeOutcome) -> float:
+    """Main's score on the level: win 1, draw 0.5, loss 0 against the opponent it met; in a
+    single-team env (nobody to win against) 1 when the level was completed, else 0."""
+    score = outcome.learner_score
+    if score is None:
+        return 1.0 if outcome_completed(outcome) else 0.0
+    return float(score)
 
 
 def _copy(obj: Any) -> Any:
@@ -262,10 +299,13 @@ class ThresholdStrategy(_DifficultyStrategy):
         self.stale_outcomes = 0  # outcomes skipped because played at another difficulty
         self.changes = 0
         self.last_signal: float | None = None  # window mean at the last decision (kept across the window reset)
+        self.mirror_outcomes = 0  # mirror games skipped by the score / win_rate signals
 
     def signal_value(self, outcome: EpisodeOutcome | Mapping[str, Any]) -> float:
         outcome = EpisodeOutcome.of(outcome)
         signal = self.params.signal
+        if signal == "score":
+            return main_score(outcome)
         if signal == "completion":
             return 1.0 if outcome_completed(outcome) else 0.0
         if signal == "win_rate":
@@ -276,6 +316,9 @@ class ThresholdStrategy(_DifficultyStrategy):
         played_at = outcome.difficulty
         if played_at is not None and abs(float(played_at) - self.difficulty) > 1e-9:
             self.stale_outcomes += 1
+            return False
+        if self.params.signal in ("score", "win_rate") and not judges_main(outcome):
+            self.mirror_outcomes += 1
             return False
         self.window.append(self.signal_value(outcome))
         self.episodes_since_change += 1
@@ -305,12 +348,14 @@ class ThresholdStrategy(_DifficultyStrategy):
             (math.nan if self.last_signal is None else self.last_signal),
             "curriculum/changes": float(self.changes),
             "curriculum/stale_outcomes": float(self.stale_outcomes),
+            "curriculum/mirror_outcomes": float(self.mirror_outcomes),
         }
 
     def _state_dict(self):
         return {"difficulty": self.difficulty, "window": list(self.window),
                 "episodes_since_change": self.episodes_since_change,
-                "stale_outcomes": self.stale_outcomes, "changes": self.changes, "last_signal": self.last_signal}
+                "stale_outcomes": self.stale_outcomes, "changes": self.changes, "last_signal": self.last_signal,
+                "mirror_outcomes": self.mirror_outcomes}
 
     def _load_state_dict(self, state):
         self.difficulty = float(state["difficulty"])
@@ -319,6 +364,7 @@ class ThresholdStrategy(_DifficultyStrategy):
         self.stale_outcomes = int(state["stale_outcomes"])
         self.changes = int(state["changes"])
         self.last_signal = None if state.get("last_signal") is None else float(state["last_signal"])
+        self.mirror_outcomes = int(state.get("mirror_outcomes", 0))
 
 
 class FixedStrategy(_DifficultyStrategy):
@@ -355,8 +401,9 @@ class PLRStrategy(_StrategyBase):
       spec       LevelSpec dict (knobs + seed, or grid)
       score      float, learnability or positive value loss
       timestamp  int, `episode_count` when last played (staleness = episode_count - timestamp)
-      history    list of "A" | "B" | "D" (draw), the level's last `level_window` results
-      pvl        latest positive value loss, or None
+      history    list of main's scores (1 win, 0.5 draw, 0 loss; completion 1/0 in single-team
+                 envs), the level's last `level_window` games
+      pvl        latest positive value loss of main's steps on the level (from the GAE connector), or None
       plays      int, games played on it while buffered
     New levels come from the `uniform` ranges. A new level enters while the buffer has room;
     once full, it replaces the lowest-scored entry (first in buffer order on ties) only when it
@@ -395,19 +442,20 @@ class PLRStrategy(_StrategyBase):
 
     # --- scoring ---
     def score_entry(self, entry: Mapping[str, Any]) -> float:
+        """positive_value_loss: the level's latest pvl (0 until one arrives). learnability: p(1-p) with
+        p the chance main wins there (`plr.score_learnability`: the variance of main's score over the level's
+        history, which is p(1-p) when no game was drawn), with `prior` pseudo-wins and pseudo-losses."""
         if self.params.score == "positive_value_loss":
             return 0.0 if entry["pvl"] is None else float(entry["pvl"])
-        history = entry["history"]
-        if self.params.learnability_p == "completion":
-            successes, trials = sum(h != "D" for h in history), len(history)
-        else:
-            successes, trials = history.count("A"), sum(h != "D" for h in history)
-        return learnability(successes, trials, self.params.prior)
+        return score_learnability(entry["history"], self.params.prior)
 
     # --- update ---
     def _update_one(self, outcome: EpisodeOutcome) -> bool:
         self.episode_count += 1
-        result = {"A": "A", "B": "B"}.get(outcome.winner, "D")
+        if self.params.learnability_p == "completion":
+            result: list[float] = [1.0 if outcome_completed(outcome) else 0.0]
+        else:  # a mirror game says nothing of main's chance on the level: played, not scored
+            result = [main_score(outcome)] if judges_main(outcome) else []
         pvl = outcome.positive_value_loss
         if self.params.score == "positive_value_loss" and pvl is None:
             self.missing_values += 1
@@ -415,7 +463,7 @@ class PLRStrategy(_StrategyBase):
         index = next((i for i, e in enumerate(self.entries) if e["spec"]["level_id"] == level_id), None)
         if index is not None:
             entry = self.entries[index]
-            entry["history"] = (entry["history"] + [result])[-self.params.level_window:]
+            entry["history"] = (entry["history"] + result)[-self.params.level_window:]
             if pvl is not None:
                 entry["pvl"] = float(pvl)
             entry["timestamp"] = self.episode_count
@@ -426,7 +474,7 @@ class PLRStrategy(_StrategyBase):
         if spec is None:
             self.unreplayable += 1
             return False
-        entry = {"spec": spec.to_dict(), "history": [result], "pvl": None if pvl is None else float(pvl),
+        entry = {"spec": spec.to_dict(), "history": result, "pvl": None if pvl is None else float(pvl),
                  "timestamp": self.episode_count, "plays": 1, "score": 0.0}
         entry["score"] = self.score_entry(entry)
         self.insert(entry)
@@ -475,8 +523,27 @@ def initial_sampling_state(config: CurriculumConfig | Mapping[str, Any] | None,
     return make_strategy(config, seed=0, knobs_fn=knobs_fn).sampling_state()
 
 
-STRATEGY_CLASSES = {"threshold": ThresholdStrategy, "plr": PLRStrategy, "uniform": UniformStrategy,
-                    "fixed": FixedStrategy}
+class AccelStrategy(PLRStrategy):
+    """ACCEL (Parker-Holder et al. 2022): PLR whose replay draws are edited with probability
+    `accel.edit_prob` by `accel.edits` fair edits before play (on the env runner, with its seeded RNG).
+    A child is a new grid level: scored on its first game, it enters the buffer like any new level
+    (replacing the lowest-scored entry once the buffer is full, only when it scores higher)."""
+
+    kind = "accel"
+
+    def sampling_state(self) -> dict[str, Any]:
+        state = super().sampling_state()
+        state.update(edit_prob=self.config.accel.edit_prob, edits=self.config.accel.edits)
+        return state
+
+    def _extra_metrics(self, recent):
+        out = super()._extra_metrics(recent)
+        out["curriculum/edited_share"] = float(np.mean(["ascii" in e["spec"] for e in self.entries])) if self.entries else math.nan
+        return out
+
+
+STRATEGY_CLASSES = {"threshold": ThresholdStrategy, "plr": PLRStrategy, "accel": AccelStrategy,
+                    "uniform": UniformStrategy, "fixed": FixedStrategy}
 
 
 def make_strategy(config: CurriculumConfig | Mapping[str, Any] | None, seed: int | None = None,

@@ -341,6 +341,7 @@ class SpadePPO(PPO):
             num_runners=self.env_runner_group.num_remote_env_runners(),
             module_weights=self.module_weights,
             reset_module=self.reset_module,
+            level_value_loss=self._pop_level_value_loss(),
         )
         for comp in self.components:
             metrics.update(comp.update(outcomes, ctx) or {})
@@ -391,6 +392,15 @@ class SpadePPO(PPO):
 
     def _main_weights(self) -> dict:
         return self.module_weights(MAIN)
+
+    def _pop_level_value_loss(self) -> dict:
+        """Per-level (sum of max(GAE, 0), steps) of main's experience since the last call, summed over learners."""
+        from spade_rllib.rllib.packed import merge_level_sums, pop_level_value_loss  # noqa: PLC0415
+
+        total: dict = {}
+        for part in self.learner_group.foreach_learner(pop_level_value_loss):
+            merge_level_sums(total, part.get())
+        return total
 
     def module_weights(self, module_id: str) -> dict:
         """Numpy state dict (inference-only) of a trained module, from the learner."""

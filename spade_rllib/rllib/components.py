@@ -54,6 +54,9 @@ class DriverContext:
     extra: dict = field(default_factory=dict)
     module_weights: Optional[Callable[[str], dict]] = None  # the same for any trained module id
     reset_module: Optional[Callable[[str, int], None]] = None  # re-initialise a trained module (seed)
+    # level_id -> (sum of max(GAE, 0), steps) of main's experience this iteration, from the GAE
+    # connector (local learner only; empty otherwise): PLR's positive value loss per level
+    level_value_loss: dict = field(default_factory=dict)
 
     def weights_of(self, module_id: str) -> dict:
         """Numpy state dict of a trained module (main through `main_weights` when that is all there is)."""

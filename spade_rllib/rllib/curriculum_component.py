@@ -4,7 +4,9 @@ The driver owns one strategy. Each iteration:
   update(outcomes, ctx)  folds main's `EpisodeOutcome`s on curriculum-chosen levels (those carrying
                          `level_spec`; league exploiters' episodes are not main's progress: a main
                          exploiter freshly reset would drag the difficulty down) into the strategy
-                         and returns `strategy.metrics()` (`curriculum/...`);
+                         and returns `strategy.metrics()` (`curriculum/...`); each such outcome
+                         first gets `positive_value_loss` from `ctx.level_value_loss` (the GAE
+                         connector's per-level sums of main's clipped positive advantages);
   runner_update(full)    returns a `DriverUpdate(level_source=CurriculumLevelSource(...))` when the
                          sampling state changed since the last broadcast (always when `full`);
   state_dict()           strategy state (difficulty, window, buffer, RNG) + broadcast version.
@@ -46,6 +48,7 @@ class CurriculumComponent:
     def update(self, outcomes: list[EpisodeOutcome], ctx: Any = None) -> dict:
         outcomes = [EpisodeOutcome.of(o) for o in outcomes]
         mine = [o for o in outcomes if o.level_spec and o.learner == MAIN]
+        mine = with_positive_value_loss(mine, getattr(ctx, "level_value_loss", None) or {})
         self.ignored_outcomes += len(outcomes) - len(mine)
         self.strategy.update(mine)
         metrics = dict(self.strategy.metrics())
@@ -81,6 +84,19 @@ class CurriculumComponent:
         self.ignored_outcomes = int(state.get("ignored_outcomes", 0))
         self._last_state = self.strategy.sampling_state()
         self._sent_version = -1  # the next runner_update sends, whatever `full` says
+
+
+def with_positive_value_loss(outcomes: list[EpisodeOutcome], level_sums: Mapping[str, tuple[float, int]]) -> list[EpisodeOutcome]:
+    """Main's outcomes with `positive_value_loss` = the mean clipped positive GAE advantage of main's
+    steps on the outcome's level this iteration (sum / steps from the GAE connector); outcomes on
+    levels without steps this iteration, or that already carry a value, are left as they are."""
+    out = []
+    for o in outcomes:
+        total, steps = level_sums.get(o.level_id or "", (0.0, 0))
+        if steps and o.positive_value_loss is None:
+            o = o.with_fields(positive_value_loss=float(total) / int(steps))
+        out.append(o)
+    return out
 
 
 def make_component(cfg: RunConfig, info: EnvInfo) -> Optional[CurriculumComponent]:

@@ -20,6 +20,8 @@ due evaluation is skipped (`heldout/skipped` counts them) instead of queueing up
 Metric keys (NaN placeholders from iteration 1 on, so progress.csv has the columns):
     heldout/<level>/<opponent>/{win_rate, draw_rate, score, mean_length, games}   (win = main's team won)
     heldout/<opponent>/{win_rate, draw_rate, score, mean_length}                  (mean over the levels)
+    heldout/ladder/score        the mean of heldout/<bot>/score over the scripted bots (not `self`):
+                                the sweeps' default objective (`sweeps/sweep_spec.py`, metric `auto`)
     heldout/iteration, heldout/eval_s, heldout/skipped
 
 `play_heldout(algo_config, weights, ...)` is the same evaluation in this process (the ablation
@@ -53,6 +55,7 @@ def heldout_opponents(env_id: str) -> dict[str, str]:
 # score = win + draw / 2: on fair maps two perfect racers draw, so win rate alone hides progress.
 LEVEL_KEYS = ("win_rate", "draw_rate", "score", "mean_length", "games")
 MEAN_KEYS = ("win_rate", "draw_rate", "score", "mean_length")
+LADDER = "ladder"  # heldout/ladder/score
 EVAL_LANES = 16  # env copies stepped together in the evaluation process
 
 
@@ -72,8 +75,16 @@ def placeholder_metrics(level_names: Sequence[str], opponents: Sequence[str] = t
     for opp in opponents:
         for k in MEAN_KEYS:
             out[f"{prefix}/{opp}/{k}"] = math.nan
-    out.update({f"{prefix}/iteration": math.nan, f"{prefix}/eval_s": math.nan})
+    out.update({f"{prefix}/iteration": math.nan, f"{prefix}/eval_s": math.nan, f"{prefix}/{LADDER}/score": math.nan})
     return out
+
+
+def ladder_score(metrics: Mapping[str, float], opponents: Sequence[str], prefix: str = HELDOUT_PREFIX) -> dict[str, float]:
+    """`heldout/ladder/score`: main's mean score over the scripted opponents (every one but `self`,
+    whose score is 0.5 by symmetry for any policy), each already a mean over the maps."""
+    vals = [metrics[k] for opp in opponents if opp != "self" and (k := f"{prefix}/{opp}/score") in metrics
+            and not math.isnan(metrics[k])]
+    return {f"{prefix}/{LADDER}/score": sum(vals) / len(vals) if vals else math.nan}
 
 
 def mean_over_levels(metrics: Mapping[str, float], level_names: Sequence[str], opponents: Sequence[str],
@@ -117,6 +128,7 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
     out = placeholder_metrics(level_names, list(opponents))
     out.update(heldout_metrics(records, prefix=HELDOUT_PREFIX))
     out.update(mean_over_levels(out, level_names, list(opponents)))
+    out.update(ladder_score(out, list(opponents)))
     return out
 
 

@@ -14,7 +14,14 @@ Layout: chunk c (one agent's consecutive transitions, ended by a terminal or by 
 `obs`; `is_boot` marks the bootstrap rows. Step arrays (`actions`, `rewards`, `logp`, `logits`)
 have one entry per step row, in the same order. `terminated[c]`: the chunk ended in a terminal
 state (bootstrap value 0); otherwise it was truncated (time limit or sample cut) and is
-bootstrapped from the value of its bootstrap row.
+bootstrapped from the value of its bootstrap row. `levels[c]`: the curriculum's `level_id` of the
+level chunk c was played on ("" when the curriculum did not choose it).
+
+PLR's positive value loss is computed here, where the advantages are: for main's chunks on
+curriculum levels, the connector sums max(GAE_t, 0) (raw advantages, before normalization) and
+counts steps per level (`level_positive_advantages`); the driver pops the per-level sums from the
+learner after each update (`pop_level_value_loss`) and attaches their mean to main's outcomes on
+those levels as `EpisodeOutcome.positive_value_loss`.
 """
 from __future__ import annotations
 
@@ -30,7 +37,7 @@ from ray.rllib.utils.framework import try_import_torch
 
 torch, _ = try_import_torch()
 from spade_rllib.outcome import MAIN  # noqa: E402
-ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated")
+ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated", "levels")
 
 
 @dataclass
@@ -43,6 +50,7 @@ class PackedEpisodes:
     logits: np.ndarray  # (steps, num_actions) float32
     lengths: np.ndarray  # (chunks,) int64
     terminated: np.ndarray  # (chunks,) bool
+    levels: np.ndarray  # (chunks,) str, curriculum level_id or ""
     module_id: str = MAIN
 
     # Sized like an episode list entry: RLlib sums len(e) for step counts.
@@ -61,11 +69,11 @@ class PackedEpisodes:
 
     @staticmethod
     def build(chunks: list, obs_size: int, num_actions: int, module_id: str = MAIN) -> "PackedEpisodes":
-        """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated) tuples."""
+        """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated[, level_id]) tuples."""
         if not chunks:
             return PackedEpisodes(np.zeros((0, obs_size), np.float32), np.zeros(0, bool), np.zeros(0, np.int64),
                                   np.zeros(0, np.float32), np.zeros(0, np.float32), np.zeros((0, num_actions), np.float32),
-                                  np.zeros(0, np.int64), np.zeros(0, bool), module_id)
+                                  np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, str), module_id)
         all_obs: list = []
         boot: list = []
         actions: list = []
@@ -74,7 +82,8 @@ class PackedEpisodes:
         logits: list = []
         lengths = np.empty(len(chunks), np.int64)
         terminated = np.empty(len(chunks), bool)
-        for c, (obs, acts, rews, lps, lgs, term) in enumerate(chunks):
+        levels = [str(chunk[6]) if len(chunk) > 6 else "" for chunk in chunks]
+        for c, (obs, acts, rews, lps, lgs, term, *_) in enumerate(chunks):
             n = len(acts)
             all_obs.extend(obs)
             boot.extend([False] * n)
@@ -94,6 +103,7 @@ class PackedEpisodes:
             logits=np.stack(logits).astype(np.float32, copy=False),
             lengths=lengths,
             terminated=terminated,
+            levels=np.asarray(levels, str),
             module_id=module_id,
         )
 
@@ -152,6 +162,42 @@ def gae(values: np.ndarray, pack: PackedEpisodes, gamma: float, lambda_: float) 
     return adv_steps, adv_steps + values[step_rows]
 
 
+def level_positive_advantages(adv: np.ndarray, pack: PackedEpisodes) -> dict[str, tuple[float, int]]:
+    """level_id -> (sum of max(advantage, 0), steps) over the chunks of `pack` tagged with a level;
+    `adv` are the raw (unnormalized) GAE advantages of its step rows. PLR's positive value loss of a
+    level is sum / steps (Jiang et al. 2021: the mean clipped positive GAE)."""
+    if not any(pack.levels.tolist()):
+        return {}
+    chunk_of_step = np.repeat(np.arange(pack.num_chunks), pack.lengths)
+    positive = np.maximum(adv.astype(np.float64), 0.0)
+    per_chunk = np.bincount(chunk_of_step, weights=positive, minlength=pack.num_chunks)
+    out: dict[str, list] = {}
+    for level, total, steps in zip(pack.levels.tolist(), per_chunk.tolist(), pack.lengths.tolist()):
+        if level and steps:
+            acc = out.setdefault(level, [0.0, 0])
+            acc[0] += total
+            acc[1] += int(steps)
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def merge_level_sums(into: dict, new: dict) -> dict:
+    """Add per-level (sum, steps) pairs of `new` into `into` (in place) and return it."""
+    for level, (total, steps) in new.items():
+        t, n = into.get(level, (0.0, 0))
+        into[level] = (t + total, n + steps)
+    return into
+
+
+def pop_level_value_loss(learner) -> dict[str, tuple[float, int]]:
+    """What `SpadeGAEConnector.pop_level_value_loss` holds in a learner's connector pipeline ({} without one)."""
+    pipeline = getattr(learner, "_learner_connector", None)  # no public accessor in RLlib 2.60
+    out: dict = {}
+    for connector in getattr(pipeline, "connectors", []) or []:
+        if isinstance(connector, SpadeGAEConnector):
+            merge_level_sums(out, connector.pop_level_value_loss())
+    return out
+
+
 class SpadeGAEConnector(ConnectorV2):
     """Learner connector for packed runner output (also accepts plain SingleAgentEpisodes)."""
 
@@ -161,6 +207,13 @@ class SpadeGAEConnector(ConnectorV2):
         self.gamma = float(gamma)
         self.lambda_ = float(lambda_)
         self.value_batch = int(value_batch)
+        # level_id -> (sum of positive advantages, steps) of main's chunks since the last pop
+        self.level_positive_advantages: dict[str, tuple[float, int]] = {}
+
+    def pop_level_value_loss(self) -> dict[str, tuple[float, int]]:
+        """The per-level (sum of max(GAE, 0), steps) of main's experience since the last call, and reset."""
+        out, self.level_positive_advantages = self.level_positive_advantages, {}
+        return out
 
     def __call__(self, *, rl_module, batch: dict, episodes: list, explore=None, shared_data=None, **kwargs) -> Any:
         packs: dict[str, list] = {}
@@ -188,6 +241,8 @@ class SpadeGAEConnector(ConnectorV2):
             values = torch.cat([module.compute_values({Columns.OBS: obs_t[i:i + self.value_batch]})
                                 for i in range(0, obs_t.shape[0], self.value_batch)]).cpu().numpy().astype(np.float32)
         adv, targets = gae(values, pack, self.gamma, self.lambda_)
+        if pack.module_id == MAIN:
+            merge_level_sums(self.level_positive_advantages, level_positive_advantages(adv, pack))
         adv = (adv - adv.mean()) / max(1e-4, float(adv.std()))
         steps = torch.from_numpy(np.flatnonzero(~pack.is_boot)).to(device)
         return {

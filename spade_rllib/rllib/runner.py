@@ -126,6 +126,12 @@ class _Lanes:
         self.extras: list[dict] = [{} for _ in range(self.n)]  # level-source extras for the outcome
 
 
+def _curriculum_level(lanes: _Lanes, i: int) -> str:
+    """The curriculum's level_id of lane i's episode ("" when the curriculum did not choose the level)."""
+    extras = lanes.extras[i]
+    return str(extras.get("level_id") or "") if extras.get("level_spec") else ""
+
+
 class SpadeEnvRunner(EnvRunner, Checkpointable):
     """See the module docstring. Config: `config.env_config["spade"]` (built by `build_algo_config`)."""
 
@@ -524,7 +530,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 if tr.actions:
                     tr.obs.append(lanes.last_obs[i].get(agent, tr.obs[-1]))
                     episodes.append(self._make_episode(lanes.learner[i], agent, tr, terminated=not res.truncated,
-                                                       truncated=res.truncated))
+                                                       truncated=res.truncated, level=_curriculum_level(lanes, i)))
             lanes.traj[i] = {}
         game = lanes.games[i]
         team_returns = [float(np.mean([lanes.agent_return[i][a] for a in team])) for team in game.teams]
@@ -558,11 +564,12 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             for k in RESULTS:
                 m.log_value(("vs", str(member), k), 1.0 if k == result else 0.0, window=win)
 
-    def _make_episode(self, module_id: str, agent: str, tr: _Traj, terminated: bool, truncated: bool):
+    def _make_episode(self, module_id: str, agent: str, tr: _Traj, terminated: bool, truncated: bool, level: str = ""):
         """A numpy `SingleAgentEpisode` of the learner `module_id` (len(obs) == len(actions) + 1), or
-        in packed mode (module_id, the chunk tuple `PackedEpisodes.build` takes)."""
+        in packed mode (module_id, the chunk tuple `PackedEpisodes.build` takes, tagged with the
+        curriculum `level` id for PLR's positive value loss)."""
         if self.packed:
-            return module_id, (tr.obs, tr.actions, tr.rewards, tr.logp, tr.logits, terminated)
+            return module_id, (tr.obs, tr.actions, tr.rewards, tr.logp, tr.logits, terminated, level)
         eps = SingleAgentEpisode(
             observations=tr.obs,
             actions=tr.actions,
@@ -587,14 +594,16 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         if nxt is not None:  # the last action's next obs is known: emit everything
             chunk = _Traj()
             chunk.obs, chunk.actions, chunk.logp, chunk.logits, chunk.rewards = tr.obs + [nxt], tr.actions, tr.logp, tr.logits, tr.rewards
-            episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True))
+            episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True,
+                                               level=_curriculum_level(lanes, i)))
             lanes.traj[i][agent] = _Traj()
             return
         if len(tr.actions) < 2:  # only an incomplete transition (turn-based: opponent to move)
             return
         chunk = _Traj()
         chunk.obs, chunk.actions, chunk.logp, chunk.logits, chunk.rewards = tr.obs, tr.actions[:-1], tr.logp[:-1], tr.logits[:-1], tr.rewards[:-1]
-        episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True))
+        episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True,
+                                           level=_curriculum_level(lanes, i)))
         keep = _Traj()
         keep.obs, keep.actions, keep.logp, keep.logits, keep.rewards = tr.obs[-1:], tr.actions[-1:], tr.logp[-1:], tr.logits[-1:], tr.rewards[-1:]
         lanes.traj[i][agent] = keep

@@ -53,9 +53,12 @@ AUTO_METRIC = "auto"
 SEED_KEY = "experiment.seed"
 
 # Metric keys tried, in order, by `metric.name: auto` (the first one the algorithm reports wins).
-# Held-out score = win + draw/2 against rusher_tagger: on MazeRace's fair maps perfect racing
-# draws, so the win rate alone stays near 0 for every policy and cannot rank trials.
+# First the held-out ladder score: main's score (win + draw/2) on the held-out maps, averaged over
+# the scripted bots (`rllib/heldout_eval.py`); it needs `evaluation.heldout_levels`, which the
+# shipped sweeps turn on. The eval win rate against `random` saturates within minutes and cannot
+# rank trials; the score (not the win rate) because two perfect racers draw on MazeRace's fair maps.
 HELDOUT_CANDIDATES = (
+    "heldout/ladder/score",
     "heldout/rusher_tagger/score",
     "heldout/rusher_tagger/win_rate",
 )

@@ -1,0 +1,242 @@
+"""Shared pieces of the curriculum and league ablation benches: one training run under a budget,
+and the evaluations of a final main (held-out ladder scores, navigation solve rate, head-to-head
+games), plus the seed statistics. Imported by `bench/curriculum_ablation.py` and
+`bench/league_ablation.py`; not a bench itself.
+
+Every evaluation plays main's final weights in this process through a `SpadeEnvRunner` built from
+the run's own algorithm config, so it sees exactly the observations training saw.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR, heldout_reset_options  # noqa: E402
+from spade_rllib.outcome import MAIN, TEAM_LETTERS  # noqa: E402
+from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
+
+DEFAULT_ENV_ID = "CaptureTheFlag-v0"
+HELDOUT_DIRS = {"MazeRace-v0": HELDOUT_DIR, "CaptureTheFlag-v0": HELDOUT_DIR.parent / "heldout_ctf"}
+NOOP = 0  # MazeRace and CaptureTheFlag: action 0 stays put
+CONFIDENCE = 0.95
+
+
+def base_config(env_id: str, seed: int) -> dict:
+    """The run config every setup starts from: 1v1 self-play, a 128x128 MLP, local learner, no evaluation
+    during training (it would eat the budget). Setups and `--set` overrides change it."""
+    return {
+        "experiment": {"name": "ablation", "seed": int(seed)},
+        "env": {"id": env_id},
+        "agent": {"lr": 0.0005, "gamma": 0.99, "lambda_": 0.95, "entropy": 0.01, "epochs": 4,
+                  "minibatch_size": 4096, "train_batch_size": 8192,
+                  "model": {"kind": "mlp", "hidden": [128, 128], "activation": "tanh"}},
+        "self_play": {"mode": "mirror"},
+        "training": {"num_env_runners": 0, "num_envs_per_runner": 64},
+        "evaluation": {"interval": 0},
+    }
+
+
+def deep_update(raw: dict, patch: Mapping[str, Any]) -> dict:
+    """`raw` with `patch` merged in, mappings recursively (a fresh copy)."""
+    out = copy.deepcopy(raw)
+    for key, value in patch.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_update(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def ladder_of(env_id: str) -> dict[str, str]:
+    """The env's scripted bots, weakest to strongest as registered: metric name -> runner opponent id."""
+    from spade_rllib.bots import bot_names
+
+    return {name: f"bot:{name}" for name in bot_names(env_id)}
+
+
+def heldout_paths(env_id: str) -> list[str]:
+    path = HELDOUT_DIRS.get(env_id)
+    if path is None:
+        raise ValueError(f"no held-out maps for env {env_id!r}; known: {', '.join(HELDOUT_DIRS)}")
+    return [str(path)]
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}/{k}" if prefix else str(k)
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
+          keep: Sequence[str] = (), on_built: Optional[Callable[[Any], None]] = None) -> dict:
+    """Train one `SpadePPO` for `minutes` of wall clock (and at most `env_steps`), from the first
+    iteration; the iteration running when the budget ends completes. Returns the algorithm config,
+    main's final weights, the per-iteration values of the `keep` metric keys and the totals."""
+    from spade_rllib.config import parse_config
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    cfg = parse_config(raw)
+    algo_config = build_algo_config(cfg)
+    algo = algo_config.build_algo()
+    history: dict[str, list] = {k: [] for k in keep}
+    result: dict = {}
+    try:
+        if on_built is not None:
+            on_built(algo)
+        t0 = time.perf_counter()
+        steps = 0
+        while time.perf_counter() - t0 < minutes * 60.0 and (env_steps is None or steps < env_steps):
+            result = algo.train()
+            flat = flatten(result)
+            steps = int(flat.get("env_runners/num_env_steps_sampled_lifetime", 0))
+            for k in keep:
+                v = flat.get(k, math.nan)
+                history[k].append(float(v) if isinstance(v, (int, float)) else math.nan)
+        print(f"  [{label}] {int(result.get('training_iteration', 0))} iterations, {steps:,d} env steps, "
+              f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        weights = algo._main_weights()  # noqa: SLF001 - the learner's copy of main, as numpy
+        train_s = time.perf_counter() - t0
+        trial_dir = algo.trial_dir()  # where components write their end-of-run files (league.csv)
+    finally:
+        algo.stop()
+    return {"algo_config": algo_config, "weights": weights, "history": history, "train_s": train_s,
+            "iterations": int(result.get("training_iteration", 0)), "env_steps": steps, "cfg": cfg,
+            "trial_dir": trial_dir}
+
+
+def make_runner(algo_config: Any, weights: Mapping[str, Any]):
+    """A `SpadeEnvRunner` in this process holding main's `weights` (stop it after use)."""
+    from spade_rllib.rllib.runner import SpadeEnvRunner
+
+    config = algo_config.copy(copy_frozen=False)
+    config.env_runners(num_envs_per_env_runner=min(16, int(config.num_envs_per_env_runner)))
+    runner = SpadeEnvRunner(config=config, worker_index=0, num_workers=0)
+    runner.module[MAIN].set_state(dict(weights))
+    return runner
+
+
+def ladder_scores(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int) -> dict[str, float]:
+    """Main's held-out score (win + draw/2, mean over the held-out maps, `games` per map and seat) against each ladder bot."""
+    from spade_rllib.rllib.heldout_eval import play_heldout
+
+    ladder = ladder_of(env_id)
+    # play_heldout's games are per map, seats alternating: 2 * games = `games` from each seat
+    out = play_heldout(algo_config, weights, heldout_paths(env_id), games=2 * games, greedy=True, opponents=ladder)
+    return {name: float(out[f"heldout/{name}/score"]) for name in ladder}
+
+
+def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, seed: int = 0) -> float:
+    """Share of held-out games main wins alone: the other team idles (NOOP) every step, so winning is
+    pure navigation (MazeRace: reach the flag; CTF: capture the idle team's flag). `games` per map and
+    seat; a timeout is a failure."""
+    import torch
+
+    runner = make_runner(algo_config, weights)
+    try:
+        game = runner.games[0]
+        module = runner.module[MAIN]
+        levels = heldout_reset_options(heldout_paths(env_id), agents_per_team=len(game.teams[0]))
+        rng = np.random.default_rng(seed)
+        solved = played = 0
+        for options in levels:
+            for g in range(games):
+                for seat in range(len(game.teams)):
+                    obs = game.reset(seed=int(rng.integers(2**31)), options={"level": options["level"]})
+                    mine = set(game.teams[seat])
+                    while True:
+                        acts = {a: NOOP for a in obs}
+                        ours = [a for a in obs if a in mine]
+                        if ours:
+                            with torch.no_grad():
+                                logits = module.logits(torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32)))
+                            for a, act in zip(ours, logits.argmax(dim=1).tolist()):
+                                acts[a] = int(act)
+                        res = game.step(acts)
+                        if res.done:
+                            break
+                        obs = res.obs
+                    played += 1
+                    solved += int((res.info or {}).get("winner") == TEAM_LETTERS[seat])
+        return solved / max(1, played)
+    finally:
+        runner.stop()
+
+
+def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapping[str, Any], env_id: str,
+                 games: int) -> list[float]:
+    """Scores of A (1 win, 0.5 draw, 0 loss) against B on every held-out map, `games` per map and seat."""
+    from spade_rllib.rllib.frozen_opponent import FROZEN_SLOT
+    from spade_rllib.rllib.plan import DriverUpdate
+
+    runner = make_runner(algo_config, weights_a)
+    try:
+        runner.apply_driver_update(DriverUpdate(slot_weights={FROZEN_SLOT: {"member": "b", "weights": dict(weights_b)}}))
+        levels = heldout_reset_options(heldout_paths(env_id), agents_per_team=len(runner.games[0].teams[0]))
+        records = runner.evaluate_main({"opponents": [FROZEN_SLOT], "games": 2 * games, "greedy": True, "levels": levels})
+    finally:
+        runner.stop()
+    return [float(r.learner_score) for r in records if r.learner_score is not None]
+
+
+def over_seeds(values: Sequence[float]) -> dict[str, Any]:
+    """Mean and two-sided 95% Student-t interval over seeds (`sweeps.stats.seed_interval`), with the values."""
+    iv = seed_interval(values, CONFIDENCE)
+    clean = lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)  # noqa: E731
+    return {"mean": clean(iv.mean), "low": clean(iv.low), "high": clean(iv.high), "n": iv.n,
+            "values": [clean(v) for v in values]}
+
+
+def separated(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when two intervals from `over_seeds` do not overlap and a lies above b."""
+    if a.get("low") is None or b.get("high") is None:
+        return False
+    return a["low"] > b["high"]
+
+
+def plot_curves(curves: Mapping[str, Sequence[Sequence[float]]], ylabel: str, path: Path, title: str) -> Optional[Path]:
+    """One line per seed, one colour per setup; None (and a note) when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"matplotlib is not installed: {path.name} not written", file=sys.stderr)
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, (setup, runs) in enumerate(curves.items()):
+        color = f"C{i % 10}"
+        for j, ys in enumerate(runs):
+            ax.plot(range(1, len(ys) + 1), ys, color=color, alpha=0.8, label=setup if j == 0 else None)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def parse_sets(items: Sequence[str]) -> list[str]:
+    """`--set KEY=VALUE` items, checked for the `=`."""
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
+    return list(items)
