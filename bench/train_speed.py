@@ -247,8 +247,10 @@ def _make_games(cfg, n: int) -> tuple[list, list | None]:
     make = make_game_factory(cfg.env.id, kwargs)
     games = [make() for _ in range(n)]
     pool = None
-    if games[0].is_mazerace and cfg.env.level_pool and kwargs.get("level") is None and not cfg.curriculum.enabled:
-        from spade_rllib.envs import generate_level, knobs_for_difficulty
+    if games[0].is_level_game and cfg.env.level_pool and kwargs.get("level") is None and not cfg.curriculum.enabled:
+        from spade_rllib.envs import knobs_for_difficulty, level_generator
+
+        generate_level = level_generator(cfg.env.id)
 
         knobs = knobs_for_difficulty(float(kwargs.get("difficulty", 5.0)), family=kwargs.get("family"),
                                      agents_per_team=int(kwargs.get("agents_per_team") or 1))

@@ -33,7 +33,7 @@ import yaml
 
 from spade_rllib.curriculum.curriculum_config import STRATEGIES as CURRICULUM_STRATEGIES
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCurriculumConfig
-from spade_rllib.env_ids import MAZERACE_ID, EnvKind, env_kind
+from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, EnvKind, env_kind, spade_env_ids
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
 from spade_rllib.validation import ConfigError, did_you_mean
 
@@ -60,16 +60,16 @@ class ExperimentConfig:
 
 @dataclass
 class EnvConfig:
-    id: str = _f(MAZERACE_ID, help="'MazeRace-v0', a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
-    kwargs: dict = _f(help="Keyword arguments for the env constructor (MazeRace: agents_per_team, view_radius, ...).", factory=dict)
-    level_file: Optional[str] = _f(None, help="MazeRace only: an ASCII level file to play on every episode.", path=True)
-    difficulty: Optional[float] = _f(None, help="MazeRace only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
-    level_pool: int = _f(512, help="MazeRace without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
+    id: str = _f(MAZERACE_ID, help="A level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
+    kwargs: dict = _f(help="Keyword arguments for the env constructor (level games: agents_per_team, view_radius, ...; CTF also trail, captures_to_win, ...).", factory=dict)
+    level_file: Optional[str] = _f(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
+    difficulty: Optional[float] = _f(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
+    level_pool: int = _f(512, help="Level games without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
 
 
 @dataclass
 class ModelConfig:
-    kind: str = _f("mlp", help="'mlp' over the flat observation, or 'cnn' over MazeRace's window plus an MLP head.", choices=("mlp", "cnn"))
+    kind: str = _f("mlp", help="'mlp' over the flat observation, or 'cnn' over the level game's window plus an MLP head.", choices=("mlp", "cnn"))
     hidden: list[int] = _f(help="Hidden layer widths of the MLP (policy and value nets each).", factory=lambda: [128, 128], min=1)
     activation: str = _f("tanh", help="Hidden activation.", choices=("tanh", "relu"))
     vf_share_layers: bool = _f(False, help="Share the hidden layers between policy and value heads.")
@@ -134,7 +134,7 @@ class CurriculumSection:
     """`curriculum:` = `enabled` plus the curriculum core's `CurriculumConfig` (docs/curriculum.md),
     embedded like `LeagueSection`; `strategy` may also be 'none' (the default: no curriculum)."""
 
-    enabled: bool = _f(False, help="Turn the adaptive curriculum on (MazeRace only): the driver picks every training level.")
+    enabled: bool = _f(False, help="Turn the adaptive curriculum on (level games only): the driver picks every training level.")
     strategy: str = _f(CURRICULUM_OFF, help="threshold (difficulty follows main's score) | plr (prioritized level replay) | accel (plr + fair level edits) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
     settings: CoreCurriculumConfig = _f(help="The curriculum core's settings.", factory=CoreCurriculumConfig, embedded=True)
 
@@ -195,10 +195,10 @@ class ResourcesConfig:
 class EvaluationConfig:
     interval: int = _f(5, help="Evaluate main every N iterations (and at the end); 0 turns evaluation off.", min=0)
     games: int = _f(40, help="Games per opponent per evaluation (seats alternate).", min=1)
-    opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (MazeRace, connect four).", factory=lambda: ["random"])
+    opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
     greedy: bool = _f(False, help="Evaluate with argmax actions instead of sampling.")
     target_win_rate: float = _f(0.9, help="The summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
-    heldout_levels: list[str] = _f(help="Held-out ASCII maps (files or directories of *.txt, e.g. spade_rllib/levels/heldout): every `interval` iterations main plays each vs rusher, rusher_tagger and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
+    heldout_levels: list[str] = _f(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
     heldout_games: int = _f(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1)
 
 
@@ -236,7 +236,7 @@ def classify_env_id(env_id: str, key: str = "env.id") -> EnvKind:
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"{key} = {env_id!r}: must be a non-empty string")
     kind = env_kind(env_id)
-    if kind == "mazerace":
+    if kind == LEVEL_KIND:
         return kind
     if kind == "pettingzoo":
         mod_name, _, attr = env_id.partition(":")
@@ -265,9 +265,9 @@ def classify_env_id(env_id: str, key: str = "env.id") -> EnvKind:
 
     if env_id in gym.registry:
         return "gymnasium"
-    known = [MAZERACE_ID, *gym.registry.keys()]
+    known = [*spade_env_ids(), *gym.registry.keys()]
     raise ConfigError(
-        f"{key} = {env_id!r}: unknown env id{did_you_mean(env_id, known)}; allowed: {MAZERACE_ID!r}, "
+        f"{key} = {env_id!r}: unknown env id{did_you_mean(env_id, known)}; allowed: {_level_ids()}, "
         "a Gymnasium id (e.g. 'CartPole-v1') or a PettingZoo path 'pkg.module:env_name' "
         "(e.g. 'pettingzoo.classic:connect_four_v3')"
     )
@@ -425,10 +425,10 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None) -> RunC
 def _cross_check(cfg: RunConfig) -> None:
     """Rules that involve more than one field."""
     kind = classify_env_id(cfg.env.id)
-    if kind != "mazerace":
+    if kind != LEVEL_KIND:
         for name in ("level_file", "difficulty"):
             if getattr(cfg.env, name) is not None:
-                raise ConfigError(f"env.{name} = {getattr(cfg.env, name)!r}: only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
+                raise ConfigError(f"env.{name} = {getattr(cfg.env, name)!r}: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     if kind == "gymnasium" and cfg.self_play.mode != "none":
         # Single-agent envs have no opponent; quietly accept 'mirror' default but make it explicit.
         cfg.self_play.mode = "none"
@@ -451,17 +451,17 @@ def _cross_check(cfg: RunConfig) -> None:
     stop = cfg.training.stop
     if (stop.metric is None) != (stop.target is None):
         raise ConfigError(f"training.stop.metric = {stop.metric!r}: metric and target must be given together (target = {stop.target!r})")
-    if cfg.agent.model.kind == "cnn" and kind != "mazerace":
-        raise ConfigError(f"agent.model.kind = 'cnn': only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
+    if cfg.agent.model.kind == "cnn" and kind != LEVEL_KIND:
+        raise ConfigError(f"agent.model.kind = 'cnn': only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     if cfg.league.enabled:
         if kind == "gymnasium":
             raise ConfigError(f"league.enabled = true: single-agent env {cfg.env.id!r} has no opponent; turn the league off")
     if cfg.curriculum.enabled and cfg.curriculum.strategy == "none":
         raise ConfigError("curriculum.strategy = 'none': choose a strategy when curriculum.enabled is true")
-    if cfg.curriculum.enabled and kind != "mazerace":
-        raise ConfigError(f"curriculum.enabled = true: only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
-    if cfg.evaluation.heldout_levels and kind != "mazerace":
-        raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {MAZERACE_ID!r} (env.id is {cfg.env.id!r})")
+    if cfg.curriculum.enabled and kind != LEVEL_KIND:
+        raise ConfigError(f"curriculum.enabled = true: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
+    if cfg.evaluation.heldout_levels and kind != LEVEL_KIND:
+        raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.
     cfg.evaluation.heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.heldout_levels]
     from spade_rllib.preflight import check_config  # noqa: PLC0415 - bots, maps, env kwargs, stop metric (issue 16)
@@ -471,6 +471,11 @@ def _cross_check(cfg: RunConfig) -> None:
 
 BOT_PREFIX = "bot:"
 BUILTIN_OPPONENTS = ("random", "mirror")
+
+
+def _level_ids() -> str:
+    """"'MazeRace-v0' or 'CaptureTheFlag-v0'": the level games, for messages."""
+    return " or ".join(repr(i) for i in spade_env_ids())
 
 
 def _check_opponent_id(opp: str, key: str, env_id: str) -> None:

@@ -10,9 +10,12 @@ import re
 from typing import Literal, Optional
 
 MAZERACE_ID = "MazeRace-v0"
-EnvKind = Literal["mazerace", "pettingzoo", "gymnasium"]
-"""'mazerace': a level-driven env of this package (`spade_rllib.envs.ENV_IDS`); 'pettingzoo': an
-import path 'pkg.module:env_name'; 'gymnasium': anything else (a Gymnasium registry id)."""
+CTF_ID = "CaptureTheFlag-v0"
+LEVEL_KIND = "level"
+EnvKind = Literal["level", "pettingzoo", "gymnasium"]
+"""'level': a level game of this package (`spade_rllib.envs.ENV_IDS`: MazeRace-v0, CaptureTheFlag-v0;
+ASCII maps, generated levels, scripted bots); 'pettingzoo': an import path 'pkg.module:env_name';
+'gymnasium': anything else (a Gymnasium registry id)."""
 
 
 def spade_env_ids() -> tuple[str, ...]:
@@ -24,11 +27,16 @@ def spade_env_ids() -> tuple[str, ...]:
 
 def env_kind(env_id: str) -> EnvKind:
     """The family of `env_id` (syntactic plus the package registry; it does not import the env)."""
-    if env_id == MAZERACE_ID or env_id in spade_env_ids():
-        return "mazerace"
+    if env_id in spade_env_ids():
+        return LEVEL_KIND
     if ":" in env_id and not env_id.startswith("gymnasium"):
         return "pettingzoo"
     return "gymnasium"
+
+
+def is_level_game(env_id: Optional[str]) -> bool:
+    """True for the level games of this package (they share levels, curricula, held-out maps, bots)."""
+    return env_id is not None and env_kind(str(env_id)) == LEVEL_KIND
 
 
 def canonical_env_id(env_id: Optional[str]) -> Optional[str]:
@@ -45,9 +53,11 @@ def canonical_env_id(env_id: Optional[str]) -> Optional[str]:
             return spade_id
     if "mazerace" in low or "maze_race" in low:
         return MAZERACE_ID
+    if "capturetheflag" in low or "capture_the_flag" in low:
+        return CTF_ID
     if re.search(r"connect_four(_v\d+)?", low):
         return "connect_four_v3"
     return text.split(":")[-1]
 
 
-__all__ = ["MAZERACE_ID", "EnvKind", "canonical_env_id", "env_kind", "spade_env_ids"]
+__all__ = ["CTF_ID", "LEVEL_KIND", "MAZERACE_ID", "EnvKind", "is_level_game", "canonical_env_id", "env_kind", "spade_env_ids"]

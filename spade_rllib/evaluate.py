@@ -55,7 +55,7 @@ class EvalConfig:
     env: str | None = None
     """Env id override; by default the env recorded in the checkpoint (or inferred from its spaces)."""
     bots: list[str] | None = None
-    """Scripted players to add; default: random, rusher, rusher_tagger for MazeRace, random otherwise."""
+    """Scripted players to add; default: the game's bots (`bot_names(env_id)`: CTF's ladder, MazeRace's three), random otherwise."""
     league: bool = True
     """Include frozen league snapshots stored in the checkpoints (False: main only)."""
     bootstrap: int = 200
@@ -65,7 +65,7 @@ class EvalConfig:
     sampled_opponents: int = 4
     """Sampled schedule: random opponents per non-anchor player."""
     agents_per_team: int = 1
-    """MazeRace generated levels: 1 (1v1) or 2 (2v2; each seat's player drives its whole team)."""
+    """Generated levels of a level game: 1 (1v1) or 2 (2v2; each seat's player drives its whole team)."""
     stochastic: bool = False
     """Module players sample from their policy instead of taking the argmax."""
     progress: bool = True
@@ -93,14 +93,14 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="parallel Ray tasks (0: no Ray, play in this process)")
     p.add_argument("--local", action="store_const", const=0, dest="workers", help="same as --workers 0")
-    p.add_argument("--env", default=None, help="env id override (MazeRace-v0, connect_four_v3)")
+    p.add_argument("--env", default=None, help="env id override (CaptureTheFlag-v0, MazeRace-v0, connect_four_v3)")
     p.add_argument("--bots", default=None, help="comma-separated bots to add, or 'none'")
     p.add_argument("--no-league", action="store_false", dest="league", help="main only, no frozen snapshots")
     p.add_argument("--bootstrap", type=int, default=200)
     p.add_argument("--max-round-robin", type=int, default=16)
     p.add_argument("--sampled-opponents", type=int, default=4)
     p.add_argument("--agents-per-team", type=int, choices=(1, 2), default=1,
-                   help="MazeRace generated levels: 1v1 or 2v2")
+                   help="generated levels of a level game: 1v1 or 2v2")
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of argmax")
     p.add_argument("--no-progress", action="store_false", dest="progress")
     p.add_argument("--top", type=int, default=10)

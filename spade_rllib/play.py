@@ -1,7 +1,8 @@
 """Play against a trained policy in the terminal: `python -m spade_rllib.play --checkpoint PATH`.
 
-MazeRace (1v1): you are team A (`A` on the board, `a` when stunned) unless `--human-seat 1`.
-Keys, each followed by Enter: `w` up, `a` left, `s` down, `d` right, `t` tag, a space for noop,
+Level games (1v1): you are team A unless `--human-seat 1`. MazeRace: `A`/`B` on the board (`a`/`b`
+when stunned), `F` the flag. CaptureTheFlag: `1`/`2` are the players of team A/B (`3`/`4` while
+carrying a flag), `a`/`b` the bases; the status line says who carries what. Keys, each followed by Enter: `w` up, `a` left, `s` down, `d` right, `t` tag, a space for noop,
 `q` to quit. connect_four: type a column number 0-6 (X moves first; you are X with seat 0).
 Anything else is refused with a hint and asked again. Input and output are injectable
 (`play_game(..., read=..., write=...)`) so the loop is testable without a terminal.
@@ -18,7 +19,7 @@ import numpy as np
 
 from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
-from spade_rllib.env_ids import canonical_env_id
+from spade_rllib.env_ids import canonical_env_id, is_level_game
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
     Policy,
@@ -29,7 +30,7 @@ from spade_rllib.policy import (
 )
 
 MAZE_KEYS = {"w": 1, "s": 2, "a": 3, "d": 4, "t": 5, " ": 0}
-"""Key -> MazeRace action (0 noop, 1 up, 2 down, 3 left, 4 right, 5 tag)."""
+"""Key -> level-game action (0 noop, 1 up, 2 down, 3 left, 4 right, 5 tag)."""
 MAZE_HINT = "keys: w up, a left, s down, d right, t tag, space noop, q quit"
 C4_HINT = "type a column number 0-6 that is not full, or q to quit"
 QUIT = "q"
@@ -52,7 +53,7 @@ class PlayResult:
 
 
 def parse_maze_key(raw: str) -> int | None:
-    """A line typed by the human -> MazeRace action, None if invalid. Raises `Quit` on q."""
+    """A line typed by the human -> level-game action, None if invalid. Raises `Quit` on q."""
     key = raw.rstrip("\r\n")
     if key.strip().lower() == QUIT:
         raise Quit
@@ -89,18 +90,22 @@ def _ask(read: Reader, write: Writer, prompt: str, parse: Callable[[str], int | 
     raise Quit
 
 
-def play_mazerace(policy: Policy, read: Reader, write: Writer, *, level=None, difficulty: float = 3.0,
-                  seed: int = 0, human_seat: int = 0) -> PlayResult:
+def play_level_game(policy: Policy, read: Reader, write: Writer, *, env_id: str = "MazeRace-v0", level=None,
+                    difficulty: float = 3.0, seed: int = 0, human_seat: int = 0) -> PlayResult:
+    """One game of a level game (MazeRace, CTF); in 2v2 the human's teammate is the game's `rusher` bot."""
     from spade_rllib.bots import make_bot
     from spade_rllib.envs import make_env
 
     kwargs = {"render_mode": "ansi", "seed": seed}
     kwargs.update({"level": level} if level is not None else {"difficulty": difficulty})
-    env = make_env("MazeRace-v0", **kwargs)
+    try:
+        env = make_env(env_id, **kwargs)
+    except ValueError as e:  # e.g. a MazeRace map for CaptureTheFlag
+        raise PolicyLoadError(f"{env_id}: {e}") from e
     obs, infos = env.reset(seed=seed)
     base = env.unwrapped
     human_agent = next(a for a in env.agents if base.team_of(a) == human_seat)
-    teammates = {a: make_bot("rusher", seed=seed + i) for i, a in enumerate(env.agents)
+    teammates = {a: make_bot("rusher", seed=seed + i, env_id=env_id) for i, a in enumerate(env.agents)
                  if base.team_of(a) == human_seat and a != human_agent}
     write(f"You are {human_agent} ({'A' if human_seat == 0 else 'B'}); the policy plays the other team. {MAZE_HINT}")
     steps = 0
@@ -171,13 +176,13 @@ def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int 
 
 def play_game(policy: Policy, env_id: str, read: Reader = input, write: Writer = print, **kwargs) -> PlayResult:
     """One human-vs-policy game on `env_id` with injectable `read(prompt) -> line` and `write(text)`."""
-    if env_id == "MazeRace-v0":
-        return play_mazerace(policy, read, write, **kwargs)
+    if is_level_game(env_id):
+        return play_level_game(policy, read, write, env_id=env_id, **kwargs)
     if env_id == "connect_four_v3":
         kwargs.pop("level", None)
         kwargs.pop("difficulty", None)
         return play_connect_four(policy, read, write, **kwargs)
-    raise PolicyLoadError(f"play supports MazeRace-v0 and connect_four_v3, not {env_id}")
+    raise PolicyLoadError(f"play supports CaptureTheFlag-v0, MazeRace-v0 and connect_four_v3, not {env_id}")
 
 
 @cli_entry(user_errors=(PolicyLoadError,))
@@ -185,9 +190,9 @@ def main(argv: Sequence[str] | None = None, read: Reader = input, write: Writer 
     p = argparse.ArgumentParser(prog="python -m spade_rllib.play", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--module", default=DEFAULT_MODULE_ID, help="module id or league member (default: main)")
-    p.add_argument("--env", default=None, help="env id override (MazeRace-v0, connect_four_v3)")
-    p.add_argument("--level", default=None, help="MazeRace: an ASCII map file")
-    p.add_argument("--difficulty", type=float, default=3.0, help="MazeRace: generated level difficulty 1-10")
+    p.add_argument("--env", default=None, help="env id override (CaptureTheFlag-v0, MazeRace-v0, connect_four_v3)")
+    p.add_argument("--level", default=None, help="level games: an ASCII map file of that game")
+    p.add_argument("--difficulty", type=float, default=3.0, help="level games: generated level difficulty 1-10")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--human-seat", type=int, choices=(0, 1), default=0)
     add_debug_flag(p)

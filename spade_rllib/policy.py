@@ -40,7 +40,7 @@ from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loa
     natural_key,
     resolve_checkpoint,
 )
-from spade_rllib.env_ids import MAZERACE_ID, canonical_env_id
+from spade_rllib.env_ids import canonical_env_id, spade_env_ids
 from spade_rllib.outcome import MAIN
 
 DEFAULT_MODULE_ID = MAIN
@@ -288,7 +288,7 @@ def _env_spaces(env_id: str) -> tuple[Any, Any]:
     return env.observation_space(agent), env.action_space(agent)
 
 
-SUPPORTED_ENV_IDS = (MAZERACE_ID, "connect_four_v3")
+SUPPORTED_ENV_IDS = (*spade_env_ids(), "connect_four_v3")
 """Envs whose spaces `infer_env_id` tries (evaluation and play support these)."""
 
 

@@ -133,7 +133,7 @@ def check_heldout_levels(paths: list, env_id: str) -> None:
         raise ConfigError(f"evaluation.heldout_levels = {paths!r}: {' '.join(str(e).split())}") from e
     for f in files:
         try:
-            load_heldout_levels([f])
+            load_heldout_levels([f], env_id=env_id)  # a MazeRace map cannot play CTF, nor the reverse
         except (OSError, ValueError) as e:
             raise ConfigError(f"evaluation.heldout_levels: bad map in {f}: {' '.join(str(e).split())}") from e
     try:

@@ -31,6 +31,7 @@ from spade_rllib.checkpoint_layout import CheckpointError, LEAGUE_CSV, RL_MODULE
 from spade_rllib.cli import add_debug_flag, cli_entry, one_line
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
 from spade_rllib.outcome import MAIN
+from spade_rllib.rllib.plan import MIRROR
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
 
@@ -166,7 +167,22 @@ def format_line(result: dict) -> str:
     if isinstance(held, (int, float)) and not math.isnan(held):
         score = result_value(result, "heldout/rusher_tagger/score")
         parts.append(f"heldout vs rusher_tagger win {held:.2f} score {score:.2f} (it {result_value(result, 'heldout/iteration'):g})")
+    else:  # CTF: main's held-out score against each ladder bot
+        scores = _heldout_scores(result)
+        if scores:
+            parts.append("heldout score " + " ".join(f"{o} {s:.2f}" for o, s in scores.items())
+                         + f" (it {result_value(result, 'heldout/iteration'):g})")
     return " | ".join(parts)
+
+
+def _heldout_scores(result: dict) -> dict[str, float]:
+    """{opponent: main's mean held-out score} from `heldout/<opponent>/score` (levels' keys skipped)."""
+    held = result.get("heldout") or {}
+    out = {}
+    for opp, m in held.items():
+        if opp != "self" and isinstance(m, dict) and isinstance(m.get("score"), (int, float)) and not math.isnan(m["score"]):
+            out[opp] = float(m["score"])
+    return out
 
 
 def console_callback():
@@ -263,8 +279,9 @@ def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[di
     module = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN)))
     runner.module[MAIN].set_state(module.get_state())
     ev = cfg.evaluation
-    outcomes = runner.evaluate_main({"opponents": ev.opponents, "games": games, "greedy": ev.greedy})
-    out = placeholder_win_rates(ev.opponents, "final")
+    opponents = [*ev.opponents, *([] if MIRROR in ev.opponents else [MIRROR])]  # mirror: how often self-play draws
+    outcomes = runner.evaluate_main({"opponents": opponents, "games": games, "greedy": ev.greedy})
+    out = placeholder_win_rates(opponents, "final")
     out.update(win_rates(outcomes, "final"))
     runner.stop()
     return out
@@ -379,12 +396,20 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             print(f"final evaluation skipped: {e.__class__.__name__}: {e}")
     if final:
         target = cfg.evaluation.target_win_rate
-        for opp in cfg.evaluation.opponents:
+        for opp in [*cfg.evaluation.opponents, *([] if MIRROR in cfg.evaluation.opponents else [MIRROR])]:
             w, d, l_ = (final.get(f"final/{opp}/{k}", math.nan) for k in ("win_rate", "draw_rate", "loss_rate"))
-            line = f"final evaluation vs {opp}: win {w:.1%}, draw {d:.1%}, loss {l_:.1%} over {final_games} games"
+            if opp == MIRROR:  # main against itself: the interesting number is how many games end undecided
+                print(f"final evaluation vs mirror: draw {d:.1%} (W/D/L of seat A {w:.2f}/{d:.2f}/{l_:.2f}) over {final_games} games")
+                continue
+            line = (f"final evaluation vs {opp}: score {w + d / 2:.3f} (win + draw/2), win {w:.1%}, draw {d:.1%}, "
+                    f"loss {l_:.1%} over {final_games} games")
             if opp == "random":
                 line += f" -> {'PASS' if w >= target else 'BELOW TARGET'} (target win rate {target:.0%})"
             print(line)
+        scores = _heldout_scores(last)
+        if scores:
+            print(f"held-out maps (iteration {result_value(last, 'heldout/iteration'):g}): main's score "
+                  + ", ".join(f"{o} {s:.2f}" for o, s in scores.items()))
         if trial_path:
             import json  # noqa: PLC0415
 

@@ -82,7 +82,7 @@ def test_component_state_round_trip_plr():
 
 
 def test_make_component_factory():
-    info = EnvInfo("MazeRace-v0", "mazerace", (("a_0", "a_1"), ("b_0", "b_1")), 6, 10, 0)
+    info = EnvInfo("MazeRace-v0", "level", (("a_0", "a_1"), ("b_0", "b_1")), 6, 10, 0)
     off = parse_config({})
     assert make_component(off, info) is None
     on = parse_config({"curriculum": {"enabled": True, "strategy": "uniform"}, "experiment": {"seed": 4}})

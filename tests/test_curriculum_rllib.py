@@ -67,7 +67,7 @@ def test_config_section_carries_every_core_key():
     from spade_rllib.rllib.components import EnvInfo
     from spade_rllib.rllib.curriculum_component import make_component
 
-    info = EnvInfo("MazeRace-v0", "mazerace", (("player_0",), ("player_1",)), 6, 10, 0)
+    info = EnvInfo("MazeRace-v0", "level", (("player_0",), ("player_1",)), 6, 10, 0)
     assert make_component(cfg, info).config == core  # the component gets the same core config
 
 

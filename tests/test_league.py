@@ -173,6 +173,28 @@ def test_uniform_sampling_and_early_league():
     assert mirror.opponent_distribution() == {MAIN: 1.0}  # empty pool: mirror self-play
 
 
+def test_self_play_ratio_and_bot_members():
+    config = LeagueConfig(sampling="uniform", latest_ratio=0.5, self_play_ratio=0.4, every_n_iterations=1,
+                          bots=["rusher", "hybrid"])
+    league = League(config, seed=0)
+    rusher, hybrid = MemberId.bot("rusher"), MemberId.bot("hybrid")
+    assert league.pool() == [RANDOM, rusher, hybrid] and not league.snapshots()
+    assert league.opponent_distribution() == pytest.approx({MAIN: 0.4, RANDOM: 0.2, rusher: 0.2, hybrid: 0.2})
+    league.add_snapshot(weights(), 1)
+    got = league.opponent_distribution()
+    assert got[MAIN] == pytest.approx(0.4) and got[MemberId.snapshot(1)] == pytest.approx(0.6 * (0.5 + 0.5 / 4))
+    assert sum(got.values()) == pytest.approx(1.0)
+    entries = {str(e.opponent): e.opponent_slot for e in league.plan(2).entries}
+    assert entries["main"] is None and entries["hybrid"] is None and entries["main_v1"] is not None
+    play(league, hybrid, losses=3)  # bots are rated members: main's Elo falls, the bot's rises
+    assert league.rating(hybrid) > config.elo_initial > league.rating(MAIN)
+    restored = League(config, seed=1)
+    restored.load_state_dict(league.state_dict())
+    assert restored.pool() == league.pool() and restored.rating(hybrid) == league.rating(hybrid)
+    with pytest.raises(ValueError, match="self_play_ratio = 1.0: out of range"):
+        LeagueConfig(every_n_iterations=1, self_play_ratio=1.0)
+
+
 def test_hard_pfsp_against_fully_beaten_pool_falls_back_to_uniform():
     config = LeagueConfig(pfsp_weighting="hard", pfsp_prior_games=0.0, latest_ratio=0.0, every_n_iterations=1)
     league = League(config, seed=0)

@@ -72,7 +72,7 @@ def test_config_section_errors_reuse_the_core_messages(raw, expect):
 
 
 def test_make_component_is_none_when_disabled():
-    info = EnvInfo("MazeRace-v0", "mazerace", (("a0",), ("b0",)), 6, 10, 0)
+    info = EnvInfo("MazeRace-v0", "level", (("a0",), ("b0",)), 6, 10, 0)
     assert make_component(parse_config({}), info) is None
     comp = make_component(parse_config({"league": {"enabled": True}}), info)
     assert isinstance(comp, LeagueComponent) and comp.name == "league"

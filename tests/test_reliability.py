@@ -16,7 +16,7 @@ from spade_rllib.config import ConfigError, load_config, parse_config
 from spade_rllib.rllib.health import NonFiniteError, check_losses, check_weights, non_finite_losses, trained_now
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")
+QUICKSTART = str(ROOT / "tune_configs" / "mazerace.yaml")  # the MazeRace demo these checks were written against (quickstart.yaml plays CTF now)
 NO_FLAG = "#####\n#A.B#\n#####\n"
 
 

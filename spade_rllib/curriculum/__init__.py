@@ -10,7 +10,10 @@ from spade_rllib.curriculum.curriculum_config import (
     UniformConfig,
 )
 from spade_rllib.curriculum.heldout_levels import (
+    HELDOUT_CTF_DIR,
     HELDOUT_DIR,
+    HELDOUT_DIRS,
+    heldout_dir,
     heldout_map_files,
     heldout_metrics,
     heldout_reset_options,
@@ -47,9 +50,9 @@ from spade_rllib.curriculum.wrapper import AdaptiveCurriculum
 __all__ = [
     "AccelConfig", "AccelStrategy", "edit_level", "main_score", "score_learnability",
     "AdaptiveCurriculum", "CurriculumConfig", "CurriculumLevelSource", "CurriculumStrategy", "FixedConfig", "FixedStrategy",
-    "HELDOUT_DIR", "LevelSpec", "PLRConfig", "PLRStrategy", "SAMPLING_STATE_FORMAT", "ThresholdConfig",
+    "HELDOUT_CTF_DIR", "HELDOUT_DIR", "HELDOUT_DIRS", "LevelSpec", "PLRConfig", "PLRStrategy", "SAMPLING_STATE_FORMAT", "ThresholdConfig",
     "ThresholdStrategy", "UniformConfig", "UniformStrategy", "build_level", "default_knobs_fn",
-    "heldout_map_files", "heldout_metrics", "heldout_reset_options", "initial_sampling_state", "learnability", "load_heldout_levels", "load_heldout_specs", "make_strategy",
+    "heldout_dir", "heldout_map_files", "heldout_metrics", "heldout_reset_options", "initial_sampling_state", "learnability", "load_heldout_levels", "load_heldout_specs", "make_strategy",
     "outcome_completed", "positive_value_loss", "rank_weights", "replay_probabilities", "sample_level",
     "staleness_weights",
 ]

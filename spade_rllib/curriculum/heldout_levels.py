@@ -1,8 +1,10 @@
 """Held-out evaluation levels: hand-written ASCII maps that training never samples.
 
-`load_heldout_levels(paths)` reads `*.txt` maps (`#` wall, `.` floor, `F` flag, `A`/`B` spawns)
-from files and/or directories; the level's name is the file stem. The shipped set lives in
-`spade_rllib/levels/heldout/` (`HELDOUT_DIR`), used when `paths` is None.
+`load_heldout_levels(paths)` reads `*.txt` maps (`#` wall, `.` floor, `A`/`B` spawns, and `F` the flag of
+MazeRace or `a`/`b` the bases of CaptureTheFlag) from files and/or directories; the level's name is
+the file stem. Each game ships a set (`heldout_dir(env_id)`): `spade_rllib/levels/heldout/`
+(`HELDOUT_DIR`, MazeRace-v0, used when `paths` is None) and `spade_rllib/levels/heldout_ctf/`
+(`HELDOUT_CTF_DIR`, CaptureTheFlag-v0).
 """
 from __future__ import annotations
 
@@ -14,7 +16,17 @@ from spade_rllib.curriculum.level_spec import LevelSpec, normalize_ascii
 from spade_rllib.outcome import EpisodeOutcome
 
 HELDOUT_DIR = Path(__file__).resolve().parent.parent / "levels" / "heldout"
+HELDOUT_CTF_DIR = Path(__file__).resolve().parent.parent / "levels" / "heldout_ctf"
+HELDOUT_DIRS = {"MazeRace-v0": HELDOUT_DIR, "CaptureTheFlag-v0": HELDOUT_CTF_DIR}
+"""env id -> the shipped held-out maps of that game."""
 MAP_SUFFIX = ".txt"
+
+
+def heldout_dir(env_id: str = "MazeRace-v0") -> Path:
+    """The shipped held-out map directory of a level game (ValueError for a game without one)."""
+    if env_id not in HELDOUT_DIRS:
+        raise ValueError(f"no shipped held-out maps for env id {env_id!r}; games with a set: {sorted(HELDOUT_DIRS)}")
+    return HELDOUT_DIRS[env_id]
 
 
 
@@ -57,8 +69,9 @@ def load_heldout_specs(paths=None) -> dict[str, LevelSpec]:
     return specs
 
 
-def load_heldout_levels(paths=None, max_unfairness: int | None = 0) -> dict:
-    """name -> MazeRace `Level`, parsed and checked (fairness spread <= max_unfairness; None = no check)."""
+def load_heldout_levels(paths=None, max_unfairness: int | None = 0, env_id: str | None = None) -> dict:
+    """name -> `Level` (MazeRace or CTF map), parsed and checked (fairness spread <= max_unfairness; None = no check).
+    With `env_id`, a map of another game is a `LevelError` too."""
     from spade_rllib.envs import Level, LevelError
 
     levels = {}
@@ -67,12 +80,16 @@ def load_heldout_levels(paths=None, max_unfairness: int | None = 0) -> dict:
             levels[name] = Level.from_ascii(spec.ascii, max_unfairness=max_unfairness)
         except LevelError as e:
             raise type(e)(f"held-out map {name!r}: {e}") from e
+        game = "CaptureTheFlag-v0" if levels[name].is_ctf else "MazeRace-v0"  # 'a'/'b' bases or an 'F' flag
+        if env_id is not None and game != env_id:
+            raise LevelError(f"held-out map {name!r} is a {game} map; this run plays {env_id} "
+                             f"(its shipped maps: {heldout_dir(env_id) if env_id in HELDOUT_DIRS else 'none'})")
     return levels
 
 
 def heldout_reset_options(paths=None, agents_per_team: int = 1) -> list[dict]:
     """One reset-option dict per held-out map with `agents_per_team` agents per team, sorted by name:
-    {"level": Level, "heldout_level": name}. MazeRace reads `level`; the env runner copies the other
+    {"level": Level, "heldout_level": name}. The level game reads `level`; the env runner copies the other
     key into the episode's `EpisodeOutcome.heldout_level` (`SpadeEnvRunner.evaluate_main(spec={"levels": ...})`)."""
     levels = load_heldout_levels(paths)
     return [{"level": level, "heldout_level": name} for name, level in sorted(levels.items())

@@ -22,7 +22,7 @@ import numpy as np
 
 from spade_rllib.outcome import TEAM_LETTERS, EpisodeOutcome
 
-COMPLETED_REASONS = frozenset({"flag", "both_flag"})
+COMPLETED_REASONS = frozenset({"flag", "both_flag", "capture"})  # MazeRace; CaptureTheFlag
 
 
 def _canonical_json(obj: Any) -> str:
@@ -163,16 +163,17 @@ def normalize_ascii(text: str) -> str:
     return "\n".join(lines)
 
 
-def build_level(spec: LevelSpec):
-    """Turn a spec into a MazeRace `Level` (imports `spade_rllib.envs` lazily). The level's meta gets
-    `level_id` (and `difficulty` when known), so the env's end-of-episode `level` info carries them."""
-    from spade_rllib.envs import Knobs, Level, generate_level
+def build_level(spec: LevelSpec, env_id: str = "MazeRace-v0"):
+    """Turn a spec into a `Level` of the game `env_id` (generated specs use that game's generator;
+    imports `spade_rllib.envs` lazily). The level's meta gets `level_id` (and `difficulty` when
+    known), so the env's end-of-episode `level` info carries them."""
+    from spade_rllib.envs import Knobs, Level, level_generator
 
     tags = {"level_id": spec.level_id}
     if spec.difficulty is not None:
         tags["difficulty"] = spec.difficulty
     if spec.is_generated:
-        level = generate_level(Knobs.from_dict(spec.knobs), spec.seed)
+        level = level_generator(env_id)(Knobs.from_dict(spec.knobs), spec.seed)
         level.meta.update(tags)
         return level
     return Level.from_ascii(spec.ascii, meta={"family": "grid", "name": spec.name, **tags})

@@ -30,7 +30,8 @@ class CurriculumLevelSource:
     sampling_state: `strategy.sampling_state()` from the driver (plain JSON-able dict).
     seed:           the run's seed, mixed into every pick.
     version:        the driver's broadcast counter, mixed in so each broadcast draws fresh levels.
-    level_builder:  LevelSpec -> what goes into `options["level"]` (default: MazeRace `Level`).
+    level_builder:  LevelSpec -> what goes into `options["level"]` (default: a MazeRace `Level`;
+                    the curriculum component passes `build_level` bound to its game).
     """
 
     def __init__(self, sampling_state: Mapping[str, Any], seed: int = 0, version: int = 0,

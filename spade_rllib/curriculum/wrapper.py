@@ -23,6 +23,7 @@ On the final step each agent's info also gets `level_id` and `curriculum_outcome
 """
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict, deque
 from typing import Any, Callable, Mapping
 
@@ -41,6 +42,12 @@ MAX_PENDING_OUTCOMES = 100_000  # remote mode: oldest outcomes dropped beyond th
 LEVEL_STREAM = 0x1E7E1  # mixed into the seed so level picks and the env's own RNG (same seed) differ
 
 
+def _game_id(env: Any) -> str:
+    """The registered id of the wrapped level game (its `metadata["name"]`; MazeRace-v0 if it has none)."""
+    name = getattr(getattr(env, "unwrapped", env), "metadata", {}).get("name")
+    return name if isinstance(name, str) else "MazeRace-v0"
+
+
 def _level_rng(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(None if seed is None else [int(seed), LEVEL_STREAM])
 
@@ -55,15 +62,16 @@ class AdaptiveCurriculum(BaseParallelWrapper):
         *,
         sampling_state: Mapping[str, Any] | None = None,
         seed: int | None = None,
-        level_builder: Callable[[LevelSpec], Any] = build_level,
+        level_builder: Callable[[LevelSpec], Any] | None = None,
         report_outcomes: bool = True,
     ):
         """
-        env: the level-driven ParallelEnv (e.g. MazeRace).
+        env: the level-driven ParallelEnv (MazeRace or CaptureTheFlag).
         strategy: local mode; the strategy samples levels and receives outcomes.
         sampling_state: remote mode; the driver's broadcast `strategy.sampling_state()`.
         seed: remote mode RNG seed (e.g. derived from worker and env index).
-        level_builder: LevelSpec -> the object passed as options["level"] (default: MazeRace `Level`).
+        level_builder: LevelSpec -> the object passed as options["level"] (default: `build_level`
+            with the wrapped game's generator, read from the env's `metadata["name"]`).
         report_outcomes: False for evaluation runners: levels are sampled, outcomes are not kept.
         """
         super().__init__(env)
@@ -74,7 +82,7 @@ class AdaptiveCurriculum(BaseParallelWrapper):
         self.mode = "local" if strategy is not None else "remote"
         self._sampling_state = None if sampling_state is None else dict(sampling_state)
         self._rng = _level_rng(seed)
-        self._level_builder = level_builder
+        self._level_builder = level_builder or functools.partial(build_level, env_id=_game_id(env))
         self.report_outcomes = report_outcomes
         self._pending: deque[EpisodeOutcome] = deque(maxlen=MAX_PENDING_OUTCOMES)
         self._level_cache: OrderedDict[str, Any] = OrderedDict()

@@ -1,11 +1,12 @@
 """The match engine: one game between two seats on the PettingZoo env itself (no RLlib stack).
 
-Seat 0 is the first side (MazeRace team A = `player_0`/`a_*`; connect_four `player_0`, who moves
+Seat 0 is the first side (level games: team A = `player_0`/`a_*`; connect_four `player_0`, who moves
 first), seat 1 the other. A game is a pure function of (players, level, seed): the env is reset with
 `seed`, bots are re-seeded from it and sampling players draw from a per-seat generator derived from
 it. So any game can be replayed later, with rendering on, from its `GameSpec` alone.
 
-Supported envs: `MazeRace-v0` (parallel; simultaneous moves; teams share their seat's player) and
+Supported envs: the level games `MazeRace-v0` and `CaptureTheFlag-v0` (parallel; simultaneous moves;
+teams share their seat's player) and
 `connect_four_v3` (AEC; turns; illegal moves masked).
 """
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from spade_rllib.evaluation.players import MAZERACE_ENV_ID, Player
+from spade_rllib.env_ids import MAZERACE_ID, is_level_game, spade_env_ids
+from spade_rllib.evaluation.players import Player
 
 CONNECT_FOUR_ENV_ID = "connect_four_v3"
-SUPPORTED_ENVS = (MAZERACE_ENV_ID, CONNECT_FOUR_ENV_ID)
+SUPPORTED_ENVS = (*spade_env_ids(), CONNECT_FOUR_ENV_ID)
 DRAW = -1
 """`GameResult.winner_seat` of a draw."""
-MAZERACE_ACTION_NAMES = ("noop", "up", "down", "left", "right", "tag")
+LEVEL_GAME_ACTION_NAMES = ("noop", "up", "down", "left", "right", "tag")
 SAFETY_STEP_LIMIT = 100_000
 """A game that runs this long is an env bug, not a result."""
 
@@ -36,7 +38,7 @@ class LevelEntry:
     """"heldout", "dir", "generated" or "builtin"."""
     difficulty: float | None = None
     size: str = ""
-    """"HxW" of MazeRace levels."""
+    """"HxW" of level-game levels."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class GameResult:
     """0, 1, or DRAW (-1)."""
     reason: str
     length: int
-    """Env steps (MazeRace) or moves (connect_four)."""
+    """Env steps (level games) or moves (connect_four)."""
 
     def score(self, player: str) -> float:
         """1 win, 0.5 draw, 0 loss for `player` (who must be in the game)."""
@@ -80,7 +82,7 @@ class GameRecord:
 
     result: GameResult
     actions: list[Any] = field(default_factory=list)
-    """MazeRace: one {agent: action} per step. connect_four: (agent, action) per move."""
+    """Level games: one {agent: action} per step. connect_four: (agent, action) per move."""
     frames: list[np.ndarray] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
 
@@ -91,8 +93,8 @@ def seat_rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
 
 
 def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None):
-    """A fresh env for `env_id` playing `level` (MazeRace) with `render_mode`."""
-    if env_id == MAZERACE_ENV_ID:
+    """A fresh env for `env_id` playing `level` (level games) with `render_mode`."""
+    if is_level_game(env_id):
         from spade_rllib.envs import make_env
 
         kwargs: dict[str, Any] = {"render_mode": render_mode}
@@ -133,9 +135,10 @@ def _maze_ascii_fallback(env) -> str:
     """Board from the env's public state (level, positions) when no ansi render is at hand."""
     base = env.unwrapped
     grid = [list(row) for row in base.level.to_ascii().replace("A", ".").replace("B", ".").split("\n")]
+    waiting = getattr(base, "stun", None) or getattr(base, "frozen", None) or {}  # MazeRace stun / CTF respawn wait
     for agent, (r, c) in base.positions.items():
         mark = "A" if base.team_of(agent) == 0 else "B"
-        grid[r][c] = mark.lower() if base.stun.get(agent, 0) else mark
+        grid[r][c] = mark.lower() if waiting.get(agent, 0) else mark
     return "\n".join("".join(row) for row in grid)
 
 
@@ -154,11 +157,13 @@ def _maze_outcome(infos: dict, rewards: dict, env) -> tuple[int, str]:
     return (0 if total > 0 else 1 if total < 0 else DRAW), "reward"
 
 
-def play_mazerace(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env=None,
-                  record: str | None = None, actions: list[dict] | None = None) -> GameRecord:
-    """Play (or, with `actions`, re-enact) one MazeRace game. `record`: None, "rgb_array" or "ansi"."""
+def play_level_game(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env=None,
+                    record: str | None = None, actions: list[dict] | None = None,
+                    env_id: str = MAZERACE_ID) -> GameRecord:
+    """Play (or, with `actions`, re-enact) one game of a level game (MazeRace, CTF).
+    `record`: None, "rgb_array" or "ansi"."""
     if env is None or record is not None:
-        env = make_game_env(MAZERACE_ENV_ID, entry.level, render_mode=record)
+        env = make_game_env(env_id, entry.level, render_mode=record)
     obs, infos = env.reset(seed=int(spec.seed), options={"level": entry.level} if entry.level is not None else None)
     rngs = seat_rngs(spec.seed)
     for seat, player in enumerate(players):
@@ -185,7 +190,7 @@ def play_mazerace(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, 
         step += 1
         if record is not None:
             moves = ", ".join(
-                f"{a} ({names[base.team_of(a)]}) {MAZERACE_ACTION_NAMES[int(x)] if int(x) < 6 else x}"
+                f"{a} ({names[base.team_of(a)]}) {LEVEL_GAME_ACTION_NAMES[int(x)] if int(x) < 6 else x}"
                 for a, x in chosen.items())
             _capture(record_out, env, record, header=f"step {step}: {moves}")
         if step > SAFETY_STEP_LIMIT:
@@ -267,9 +272,9 @@ def _capture(out: GameRecord, env, mode: str, header: str, c4: bool = False) -> 
 
 def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env=None,
               record: str | None = None, actions: list | None = None) -> GameRecord:
-    """Dispatch to the env's engine. `env` may be reused between games (MazeRace, no recording)."""
-    if env_id == MAZERACE_ENV_ID:
-        return play_mazerace(players, entry, spec, env=env, record=record, actions=actions)
+    """Dispatch to the env's engine. `env` may be reused between games (level games, no recording)."""
+    if is_level_game(env_id):
+        return play_level_game(players, entry, spec, env=env, record=record, actions=actions, env_id=env_id)
     if env_id == CONNECT_FOUR_ENV_ID:
         return play_connect_four(players, entry, spec, env=env, record=record, actions=actions)
     raise ValueError(f"env id = {env_id!r} is not playable by evaluation; allowed: {', '.join(SUPPORTED_ENVS)}")

@@ -16,9 +16,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from spade_rllib.env_ids import MAZERACE_ID, is_level_game
 from spade_rllib.policy import Policy, load_policy
 
-MAZERACE_ENV_ID = "MazeRace-v0"
+MAZERACE_ENV_ID = MAZERACE_ID
 GENERIC_BOTS = ("random",)
 BOT_KIND = "bot"
 MODULE_KIND = "module"
@@ -127,7 +128,7 @@ def build_player(spec: PlayerSpec, env_id: str, num_actions: int) -> Player:
         return ModulePlayer(spec, cached_policy(spec.checkpoint, spec.name))
     if spec.kind != BOT_KIND:
         raise ValueError(f"player kind = {spec.kind!r} is unknown; allowed: {BOT_KIND}, {MODULE_KIND}")
-    if spec.name == "random" and env_id != MAZERACE_ENV_ID:
+    if spec.name == "random" and not is_level_game(env_id):
         return RandomPlayer(spec, num_actions)
     if spec.name not in bots_for_env(env_id):
         raise ValueError(f"bot {spec.name!r} does not play {env_id}; {env_id} has: {', '.join(bots_for_env(env_id))}")

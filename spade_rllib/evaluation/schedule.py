@@ -1,9 +1,11 @@
 """Levels and the match schedule.
 
 Levels (`--levels`):
-- `heldout`: the package's held-out maps (`spade_rllib/levels/heldout/*.txt`, the curriculum's set);
+- `heldout`: the game's shipped held-out maps (`spade_rllib/levels/heldout/*.txt` for MazeRace,
+  `spade_rllib/levels/heldout_ctf/*.txt` for CaptureTheFlag; the curriculum's sets);
 - a directory: every `*.txt` in it is one ASCII map (`Level.from_ascii`);
-- `generated:N@D`: N levels from `generate_level(knobs_for_difficulty(D), seed)`, seeds derived
+- `generated:N@D`: N levels from the game's generator (`level_generator(env_id)`) at
+  `knobs_for_difficulty(D)`, seeds derived
   from `--seed`, e.g. `generated:8@5` (2v2 with `--agents-per-team 2`; maps with two spawns per
   team play 2v2 by themselves, each team's agents driven by that seat's player).
 Envs without levels (connect_four) play one built-in board whatever `--levels` says.
@@ -25,18 +27,20 @@ from typing import Sequence
 import numpy as np
 
 from spade_rllib.evaluation.match_engine import LevelEntry, GameSpec
-from spade_rllib.evaluation.players import MAZERACE_ENV_ID
+from spade_rllib.env_ids import CTF_ID, MAZERACE_ID, is_level_game
 
 HELDOUT = "heldout"
 GENERATED_RE = re.compile(r"^generated:(\d+)@(\d+(?:\.\d+)?)$")
 LEVEL_SUFFIX = ".txt"
 
 
-def heldout_dir() -> Path:
-    """The shipped held-out maps (owned by the curriculum: `spade_rllib.curriculum.heldout_levels.HELDOUT_DIR`)."""
-    from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR
+def heldout_dir(env_id: str = MAZERACE_ID) -> Path:
+    """The game's shipped held-out maps (owned by the curriculum: `spade_rllib.curriculum.heldout_levels`)."""
+    from spade_rllib.curriculum.heldout_levels import heldout_dir as curriculum_heldout_dir
 
-    return Path(HELDOUT_DIR)
+    return Path(curriculum_heldout_dir(env_id))
+
+
 DEFAULT_LEVELS = "generated:4@5"
 """Used when `--levels` is not given and the package holds no held-out maps."""
 
@@ -45,7 +49,7 @@ class ScheduleError(ValueError):
     """A bad `--levels` or schedule argument; one-line message."""
 
 
-def _load_dir(directory: Path, source: str) -> list[LevelEntry]:
+def _load_dir(directory: Path, source: str, env_id: str = MAZERACE_ID) -> list[LevelEntry]:
     from spade_rllib.envs import Level
 
     files = sorted(directory.glob("*" + LEVEL_SUFFIX))
@@ -57,6 +61,9 @@ def _load_dir(directory: Path, source: str) -> list[LevelEntry]:
             level = Level.from_ascii(file.read_text())
         except ValueError as e:
             raise ScheduleError(f"--levels: {file}: {e}") from e
+        game = CTF_ID if level.is_ctf else MAZERACE_ID  # a map holds an F flag (MazeRace) or a/b bases (CTF)
+        if game != env_id:
+            raise ScheduleError(f"--levels: {file}: a {game} map, but the game is {env_id}")
         difficulty = level.meta.get("difficulty") if level.meta else None
         out.append(LevelEntry(file.stem, level, source, difficulty, f"{level.height}x{level.width}"))
     return out
@@ -64,17 +71,20 @@ def _load_dir(directory: Path, source: str) -> list[LevelEntry]:
 
 def parse_levels(spec: str | None, env_id: str, seed: int, agents_per_team: int = 1) -> list[LevelEntry]:
     """Resolve `--levels` into level entries (see module docstring)."""
-    if env_id != MAZERACE_ENV_ID:
+    if not is_level_game(env_id):
         return [LevelEntry("board", None, "builtin")]
+    shipped = heldout_dir(env_id)
     if spec is None:
-        spec = HELDOUT if any(heldout_dir().glob("*" + LEVEL_SUFFIX)) else DEFAULT_LEVELS
+        spec = HELDOUT if any(shipped.glob("*" + LEVEL_SUFFIX)) else DEFAULT_LEVELS
     if spec == HELDOUT:
-        if not heldout_dir().is_dir() or not any(heldout_dir().glob("*" + LEVEL_SUFFIX)):
-            raise ScheduleError(f"--levels heldout: no held-out maps in {heldout_dir()}")
-        return _load_dir(heldout_dir(), "heldout")
+        if not shipped.is_dir() or not any(shipped.glob("*" + LEVEL_SUFFIX)):
+            raise ScheduleError(f"--levels heldout: no held-out maps in {shipped}")
+        return _load_dir(shipped, "heldout", env_id)
     match = GENERATED_RE.match(spec)
     if match:
-        from spade_rllib.envs import generate_level, knobs_for_difficulty
+        from spade_rllib.envs import knobs_for_difficulty, level_generator
+
+        generate_level = level_generator(env_id)
 
         count, difficulty = int(match.group(1)), float(match.group(2))
         if count < 1:
@@ -92,7 +102,7 @@ def parse_levels(spec: str | None, env_id: str, seed: int, agents_per_team: int 
         return out
     path = Path(spec).expanduser()
     if path.is_dir():
-        return _load_dir(path, "dir")
+        return _load_dir(path, "dir", env_id)
     if spec.startswith("generated"):
         raise ScheduleError(f"--levels {spec!r}: expected generated:N@DIFFICULTY, e.g. generated:8@5")
     raise ScheduleError(

@@ -23,6 +23,7 @@ Conventions
   mirror self-play (opponent ``main``). Then ``reference_floor``: the fixed references (random,
   ``bots``) together keep at least that share (each an even part of it), for main and league
   exploiters alike. Main uses ``pfsp_weighting``, league exploiters ``exploiter_pfsp_weighting``.
+  Last, ``self_play_ratio`` of main's games go to main itself (mirror), the pool keeps the rest.
 - **Exploiters** (off by default): every learner gets an equal share of episodes; a main exploiter
   always meets live ``main`` and must be reset by the glue after each of its snapshots
   (:meth:`League.resets_after_snapshot`); a league exploiter samples the pool like main but
@@ -346,6 +347,10 @@ class League:
             probabilities = mix_latest(probabilities, None if newest is None else pool.index(newest),
                                        self.config.latest_ratio)
         probabilities = reference_floor(probabilities, [is_reference(m) for m in pool], self.config.reference_floor)
+        mirror = self.config.self_play_ratio if learner == MAIN else 0.0
+        if mirror > 0:  # main against itself (the runner's "mirror"), the pool shares the rest
+            out = {member: float(p) * (1.0 - mirror) for member, p in zip(pool, probabilities) if p > 0}
+            return {MAIN: mirror, **out}
         return {member: float(p) for member, p in zip(pool, probabilities) if p > 0}
 
     def learner_shares(self) -> dict[MemberId, float]:

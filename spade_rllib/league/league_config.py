@@ -32,6 +32,9 @@ class LeagueConfig:
     # -- opponent sampling ----------------------------------------------------------------------
     latest_ratio: float = 0.5
     """Share of main's games against its newest snapshot (ML-Agents' play_against_latest_model_ratio)."""
+    self_play_ratio: float = 0.0
+    """Share of main's games against itself at its current weights (mirror; AlphaStar's self-play part);
+    the pool (newest snapshot and PFSP) gets the rest. Mirror games move no rating."""
     sampling: str = "pfsp"
     """How the remaining games pick from the pool: 'uniform' or 'pfsp'."""
     pfsp_weighting: str = "hard"
@@ -85,6 +88,9 @@ class LeagueConfig:
             raise ConfigError("league.win_rate_threshold = None: out of range while league.every_n_iterations is "
                               "None too (both None); set at least one so that snapshots can happen")
         _check_range("latest_ratio", self.latest_ratio, 0.0, 1.0, "0 <= value <= 1")
+        _check_range("self_play_ratio", self.self_play_ratio, 0.0, 1.0, "0 <= value < 1")
+        if self.self_play_ratio >= 1.0:
+            _fail("self_play_ratio", self.self_play_ratio, "0 <= value < 1 (1 leaves no games for the pool)")
         _check_choice("sampling", self.sampling, SAMPLING_MODES)
         _check_choice("pfsp_weighting", self.pfsp_weighting, PFSP_WEIGHTINGS)
         _check_choice("exploiter_pfsp_weighting", self.exploiter_pfsp_weighting, PFSP_WEIGHTINGS)

@@ -49,7 +49,7 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
 from spade_rllib.config import RunConfig, parse_config
-from spade_rllib.env_ids import env_kind
+from spade_rllib.env_ids import LEVEL_KIND, env_kind
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.component_registry import build_components
 from spade_rllib.rllib.components import (
@@ -57,6 +57,7 @@ from spade_rllib.rllib.components import (
     DriverUpdate,
     EnvInfo,
     SelfPlayComponent,
+    counter_means,
     placeholder_win_rates,
     win_rates,
 )
@@ -90,9 +91,9 @@ def _make_gae_connector(input_observation_space, input_action_space, *, gamma: f
 
 
 def env_kwargs_for(cfg: RunConfig) -> dict:
-    """Constructor kwargs for one env copy (MazeRace: level_file and difficulty folded in)."""
+    """Constructor kwargs for one env copy (level games: level_file and difficulty folded in)."""
     kwargs = dict(cfg.env.kwargs)
-    if env_kind(cfg.env.id) == "mazerace":
+    if env_kind(cfg.env.id) == LEVEL_KIND:
         if cfg.env.level_file:
             from spade_rllib.envs import Level  # noqa: PLC0415
 
@@ -107,10 +108,10 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
     game = make_game_factory(cfg.env.id, env_kwargs_for(cfg))()
     window = None
     kind = env_kind(cfg.env.id)
-    if kind == "mazerace":
-        from spade_rllib.envs import MazeRace  # noqa: PLC0415
+    if kind == LEVEL_KIND:
+        from spade_rllib.envs import env_class  # noqa: PLC0415
 
-        window = tuple(MazeRace.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
+        window = tuple(env_class(cfg.env.id).obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
     info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window)
     close = getattr(game.raw_env, "close", None)
     if close:
@@ -153,7 +154,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
         # Local learner: ship experience packed and run SpadeGAEConnector (see packed.py). Remote
         # learners shard episodes, which needs RLlib's SingleAgentEpisodes and default connectors.
         "packed": num_learners == 0,
-        "level_pool": cfg.env.level_pool if (env_kind(cfg.env.id) == "mazerace" and not cfg.env.level_file) else 0,
+        "level_pool": cfg.env.level_pool if (env_kind(cfg.env.id) == LEVEL_KIND and not cfg.env.level_file) else 0,
         "learners": learners,
         "runinfo": runinfo,
         "restore_from": restore_from,
@@ -330,7 +331,9 @@ class SpadePPO(PPO):
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
         # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
-        metrics.update(win_rates([o for o in outcomes if o.learner == MAIN], "train"))
+        main_outcomes = [o for o in outcomes if o.learner == MAIN]
+        metrics.update(win_rates(main_outcomes, "train"))
+        metrics.update(counter_means(main_outcomes))  # CTF: counters/tags, counters/captures, ... (main's side)
         ctx = DriverContext(
             iteration=self.iteration + 1,
             env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),

@@ -35,12 +35,12 @@ class EnvInfo:
     """What components may need to know about the env (computed once on the driver)."""
 
     env_id: str
-    kind: str  # "mazerace" | "pettingzoo" | "gymnasium"
+    kind: str  # "level" | "pettingzoo" | "gymnasium" (spade_rllib.env_ids.EnvKind)
     teams: tuple  # agent ids per team, index 0 = team A
     num_actions: int
     obs_size: int
     mask_size: int
-    window_shape: Optional[tuple] = None  # MazeRace only
+    window_shape: Optional[tuple] = None  # level games only
 
 
 @dataclass
@@ -150,6 +150,22 @@ def win_rates(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
     return out
 
 
+def counter_means(outcomes: Iterable[EpisodeOutcome], prefix: str = "counters") -> dict:
+    """Per-episode means of the env's counters (CTF: tags, flag_pickups, captures), learner's side and
+    the opponents': {prefix/<name>, prefix/<name>_opponent}; only counters some episode reported."""
+    sums: dict[str, list[float]] = {}
+    n = 0
+    for outcome in map(EpisodeOutcome.of, outcomes):
+        n += 1
+        for name in outcome.counters:
+            mine, theirs = outcome.counter(name)
+            row = sums.setdefault(name, [0.0, 0.0])
+            row[0] += mine
+            row[1] += theirs
+    return {k: v for name, (mine, theirs) in sums.items()
+            for k, v in ((f"{prefix}/{name}", mine / n), (f"{prefix}/{name}_opponent", theirs / n))}
+
+
 def placeholder_win_rates(opponents: list, prefix: str) -> dict:
     """NaN entries for every opponent so progress.csv has the columns from iteration 1."""
     out = {}
@@ -167,6 +183,7 @@ __all__ = [
     "EnvInfo",
     "SelfPlayComponent",
     "make_self_play_component",
+    "counter_means",
     "outcome_summary",
     "placeholder_win_rates",
     "win_rates",

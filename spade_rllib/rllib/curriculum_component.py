@@ -15,11 +15,14 @@ Registered as "curriculum" in `spade_rllib.rllib.component_registry` (`make_comp
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Mapping, Optional
 
 from spade_rllib.config import ConfigError, RunConfig
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig
+from spade_rllib.curriculum.level_spec import build_level
 from spade_rllib.curriculum.source import CurriculumLevelSource
+from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, spade_env_ids
 from spade_rllib.curriculum.strategies import KnobsFn, make_strategy
 from spade_rllib.outcome import MAIN, EpisodeOutcome
 from spade_rllib.rllib.components import EnvInfo
@@ -31,8 +34,10 @@ class CurriculumComponent:
 
     name = "curriculum"
 
-    def __init__(self, config: CurriculumConfig, seed: int = 0, knobs_fn: KnobsFn | None = None):
+    def __init__(self, config: CurriculumConfig, seed: int = 0, knobs_fn: KnobsFn | None = None,
+                 env_id: str = MAZERACE_ID):
         self.config = config
+        self.env_id = env_id  # the level game whose generator builds the levels
         self.seed = int(seed)
         self.strategy = make_strategy(config, seed=self.seed, knobs_fn=knobs_fn)
         self.version = 0  # broadcast counter; bumps when the sampling state changes
@@ -59,7 +64,8 @@ class CurriculumComponent:
 
     def level_source(self) -> CurriculumLevelSource:
         """The runner-side object for the current sampling state."""
-        return CurriculumLevelSource(self._current_state(), seed=self.seed, version=self.version)
+        return CurriculumLevelSource(self._current_state(), seed=self.seed, version=self.version,
+                                     level_builder=functools.partial(build_level, env_id=self.env_id))
 
     def runner_update(self, full: bool):
         source = self.level_source()
@@ -97,9 +103,9 @@ def make_component(cfg: RunConfig, info: EnvInfo) -> Optional[CurriculumComponen
     """Factory of the "curriculum" component: None when `curriculum.enabled` is false."""
     if not cfg.curriculum.enabled:
         return None
-    if info.kind != "mazerace":
-        raise ConfigError(f"curriculum.enabled = true needs a level-driven env (MazeRace-v0); env kind is {info.kind!r}")
+    if info.kind != LEVEL_KIND:
+        raise ConfigError(f"curriculum.enabled = true needs a level-driven env ({', '.join(spade_env_ids())}); env kind is {info.kind!r}")
     config = cfg.curriculum.to_core()
     if info.teams:  # the env decides the team size
         config = dataclasses.replace(config, agents_per_team=len(info.teams[0]))
-    return CurriculumComponent(config, seed=int(cfg.experiment.seed))
+    return CurriculumComponent(config, seed=int(cfg.experiment.seed), env_id=info.env_id)

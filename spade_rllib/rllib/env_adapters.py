@@ -1,6 +1,6 @@
 """Adapters that give every supported env one small turn-based API for the vectorized runner.
 
-`Game` wraps one env copy: a Gymnasium env (one agent), a PettingZoo `ParallelEnv` (MazeRace; all
+`Game` wraps one env copy: a Gymnasium env (one agent), a PettingZoo `ParallelEnv` (the level games MazeRace and CaptureTheFlag; all
 live agents act each step) or a PettingZoo AEC env (connect four; one agent acts per step).
 
     game.reset(seed, options) -> {agent: obs}          agents that must act now
@@ -24,11 +24,11 @@ from typing import Any, Callable, Optional
 import gymnasium as gym
 import numpy as np
 
-from spade_rllib.env_ids import env_kind
+from spade_rllib.env_ids import LEVEL_KIND, env_kind
 
 SINGLE_AGENT_ID = "agent_0"
-# MazeRace reset options; any other key a level source returns goes into the outcome record.
-MAZERACE_RESET_KEYS = ("level", "knobs", "level_seed", "difficulty")
+# Level games' reset options; any other key a level source returns goes into the outcome record.
+LEVEL_RESET_KEYS = ("level", "knobs", "level_seed", "difficulty")
 
 
 @dataclass
@@ -38,7 +38,7 @@ class StepResult:
     done: bool  # the episode is over (terminated or truncated)
     truncated: bool  # ended by a time limit rather than a terminal state
     final_obs: dict = field(default_factory=dict)  # agent -> last obs, when done
-    info: dict = field(default_factory=dict)  # final info (MazeRace: winner, reason, level, ...)
+    info: dict = field(default_factory=dict)  # final info (level games: winner, reason, level, counters, ...)
 
 
 def _flat_obs_space(space: gym.Space) -> tuple[int, int, Callable[[Any], np.ndarray]]:
@@ -71,7 +71,7 @@ class Game:
     mask_size: int
     num_actions: int
     raw_env: Any
-    is_mazerace: bool = False
+    is_level_game: bool = False  # a level game of this package: takes level reset options
 
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> dict:
         raise NotImplementedError
@@ -137,9 +137,9 @@ def _teams_of(env: Any, agents: list[str]) -> tuple[tuple[str, ...], ...]:
 class ParallelGame(Game):
     """A PettingZoo ParallelEnv; every live agent acts each step."""
 
-    def __init__(self, env: Any, is_mazerace: bool = False):
+    def __init__(self, env: Any, is_level_game: bool = False):
         self.raw_env = env
-        self.is_mazerace = is_mazerace
+        self.is_level_game = is_level_game
         agents = list(env.possible_agents)
         self.teams = _teams_of(env, agents)
         space = env.observation_space(agents[0])
@@ -221,12 +221,12 @@ def make_game_factory(env_id: str, kwargs: Optional[dict] = None) -> Callable[[]
     """A zero-argument callable building one `Game` for this env id and constructor kwargs."""
     kwargs = dict(kwargs or {})
     kind = env_kind(env_id)
-    if kind == "mazerace":
+    if kind == LEVEL_KIND:
 
         def make() -> Game:
             from spade_rllib.envs import make_env  # noqa: PLC0415
 
-            return ParallelGame(make_env(env_id, **kwargs), is_mazerace=True)
+            return ParallelGame(make_env(env_id, **kwargs), is_level_game=True)
 
         return make
     if kind == "pettingzoo":

@@ -7,11 +7,11 @@ alternate), `evaluation.interval` (every N iterations), `evaluation.greedy`.
 Every `interval` iterations the driver ships main's current weights (learner copy) to one Ray task
 (`num_cpus=0`: it never waits for a CPU the trial holds, and never blocks sampling; on a small
 machine it shares the cores). The task builds a `SpadeEnvRunner` in its own process and plays, on
-every map, `heldout_games` games against each of `HELDOUT_OPPONENTS`:
+every map, `heldout_games` games against each of `heldout_opponents(env_id)`:
 
-    rusher          the scripted `rusher` bot (straight to the flag)
-    rusher_tagger   the scripted `rusher_tagger` bot (races, and tags when close)
-    self            main against a frozen copy of itself (the same weights in both seats)
+    MazeRace-v0         rusher, rusher_tagger (the scripted racers), self
+    CaptureTheFlag-v0   every bot of the ladder (random, rusher, defender, raider, hybrid), self
+    (self: main against a frozen copy of itself, the same weights in both seats)
 
 The driver polls without waiting: metrics of a finished task land in the next iteration's result,
 with `heldout/iteration` naming the iteration whose weights were played. While a task runs, a
@@ -35,13 +35,23 @@ import time
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from spade_rllib.curriculum.heldout_levels import heldout_metrics, heldout_reset_options, load_heldout_levels
+from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID
 from spade_rllib.outcome import MAIN
 
 logger = logging.getLogger(__name__)
 
 HELDOUT_PREFIX = "heldout"
 HELDOUT_OPPONENTS: dict[str, str] = {"rusher": "bot:rusher", "rusher_tagger": "bot:rusher_tagger", "self": "mirror"}
-"""Metric name -> opponent id understood by `SpadeEnvRunner` ("mirror": main plays both seats)."""
+"""MazeRace's metric name -> opponent id understood by `SpadeEnvRunner` ("mirror": main plays both seats)."""
+
+
+def heldout_opponents(env_id: str) -> dict[str, str]:
+    """Metric name -> opponent id for one game: MazeRace's two racers, else the game's whole bot ladder; plus self."""
+    if env_id == MAZERACE_ID:
+        return dict(HELDOUT_OPPONENTS)
+    from spade_rllib.bots import bot_names  # noqa: PLC0415
+
+    return {**{name: f"bot:{name}" for name in bot_names(env_id)}, "self": "mirror"}
 # score = win + draw / 2: on fair maps two perfect racers draw, so win rate alone hides progress.
 LEVEL_KEYS = ("win_rate", "draw_rate", "score", "mean_length", "games")
 MEAN_KEYS = ("win_rate", "draw_rate", "score", "mean_length")
@@ -95,10 +105,10 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
     """Play main (numpy state dict `main_weights`) on every held-out map in this process; flat metrics.
 
     `algo_config` is the run's `AlgorithmConfig` (from `build_algo_config`); `opponents` maps metric
-    names to runner opponent ids (default `HELDOUT_OPPONENTS`)."""
+    names to runner opponent ids (default `heldout_opponents(env_id)`)."""
     from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
 
-    opponents = dict(opponents or HELDOUT_OPPONENTS)
+    opponents = dict(opponents or heldout_opponents(algo_config.env_config["spade"]["env_id"]))
     config = algo_config.copy(copy_frozen=False)
     config.env_runners(num_envs_per_env_runner=max(1, min(int(lanes), int(config.num_envs_per_env_runner))))
     runner = SpadeEnvRunner(config=config, worker_index=0, num_workers=0)
@@ -123,9 +133,9 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
 
 
 def _heldout_task(algo_config: Any, main_weights: Mapping[str, Any], paths: Sequence[str], games: int, greedy: bool,
-                  iteration: int) -> dict[str, float]:
+                  iteration: int, opponents: Optional[Mapping[str, str]] = None) -> dict[str, float]:
     t0 = time.perf_counter()
-    out = play_heldout(algo_config, main_weights, paths, games, greedy)
+    out = play_heldout(algo_config, main_weights, paths, games, greedy, opponents)
     out[f"{HELDOUT_PREFIX}/iteration"] = float(iteration)
     out[f"{HELDOUT_PREFIX}/eval_s"] = time.perf_counter() - t0
     return out
@@ -135,9 +145,10 @@ class HeldoutEvaluator:
     """Driver side: launches the held-out evaluation as a Ray task and keeps the latest metrics."""
 
     def __init__(self, algo_config: Any, paths: Sequence[str], games: int, interval: int, greedy: bool = False,
-                 agents_per_team: int = 1):
+                 agents_per_team: int = 1, opponents: Optional[Mapping[str, str]] = None):
         import ray  # noqa: PLC0415
 
+        self.opponents = dict(opponents or HELDOUT_OPPONENTS)
         self.paths = [str(p) for p in paths]
         self.games = int(games)
         self.interval = int(interval)
@@ -145,7 +156,7 @@ class HeldoutEvaluator:
         self.level_names = heldout_level_names(self.paths, agents_per_team)
         if not self.level_names:
             raise ValueError(f"evaluation.heldout_levels: no held-out map with {agents_per_team} agent(s) per team in {self.paths}")
-        self.metrics: dict[str, float] = placeholder_metrics(self.level_names)
+        self.metrics: dict[str, float] = placeholder_metrics(self.level_names, list(self.opponents))
         self.metrics[f"{HELDOUT_PREFIX}/skipped"] = 0.0
         self.skipped = 0
         self.pending = None  # ObjectRef of the running task
@@ -162,7 +173,7 @@ class HeldoutEvaluator:
                         iteration, self.pending_iteration)
             return False
         self.pending = self._remote.remote(self._config_ref, dict(main_weights), self.paths, self.games, self.greedy,
-                                           int(iteration))
+                                           int(iteration), self.opponents)
         self.pending_iteration = int(iteration)
         return True
 
@@ -201,9 +212,9 @@ class HeldoutEvaluator:
 
 
 def make_heldout_evaluator(run_config: Any, algo_config: Any, env_info: Any) -> Optional[HeldoutEvaluator]:
-    """None unless `evaluation.heldout_levels` is set, `evaluation.interval` > 0 and the env is MazeRace."""
+    """None unless `evaluation.heldout_levels` is set, `evaluation.interval` > 0 and the env is a level game."""
     ev = run_config.evaluation
-    if not ev.heldout_levels or not ev.interval or getattr(env_info, "kind", None) != "mazerace":
+    if not ev.heldout_levels or not ev.interval or getattr(env_info, "kind", None) != LEVEL_KIND:
         return None
     return HeldoutEvaluator(algo_config, ev.heldout_levels, ev.heldout_games, ev.interval, greedy=ev.greedy,
-                            agents_per_team=len(env_info.teams[0]))
+                            agents_per_team=len(env_info.teams[0]), opponents=heldout_opponents(env_info.env_id))

@@ -1,4 +1,4 @@
-"""`SpadeModule`: the PPO RLModule of every trained policy (an MLP, or a small CNN for MazeRace).
+"""`SpadeModule`: the PPO RLModule of every trained policy (an MLP, or a small CNN for the level games).
 
 Observations are one flat float32 vector per agent. When the env provides an action mask, the
 mask is the *last* `num_actions` entries of that vector (`model_config["mask_size"]`); the module
@@ -11,7 +11,7 @@ policy never picks an illegal move (neither when sampling nor with argmax).
   activation      "tanh" | "relu"
   vf_share_layers bool: policy and value heads share the trunk
   mask_size       0, or the number of trailing action-mask entries in the observation
-  window_shape    (H, W, C) of MazeRace's window (cnn only): the first H*W*C entries, channels-last
+  window_shape    (H, W, C) of the level game's window (cnn only): the first H*W*C entries, channels-last
   cnn_channels    conv widths (cnn only), 3x3 kernels, same padding
 
 Outside Ray: `RLModule.from_checkpoint(<ckpt>/learner_group/learner/rl_module/main)` then

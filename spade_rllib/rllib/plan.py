@@ -9,13 +9,13 @@ matchup, and a restored run with the same plan repeats the same matchups.
 Opponent ids understood by `SpadeEnvRunner`:
   "mirror"        the learner plays every team; every seat's experience trains it
   "random"        uniform over legal actions
-  "bot:<name>"    `spade_rllib.bots.make_bot(name)` (MazeRace)
+  "bot:<name>"    `spade_rllib.bots.make_bot(name, seed, env_id)` (the level games)
   "slot_<k>"      frozen weights in opponent slot k, loaded by `DriverUpdate.slot_weights`
   "live:<module>" another trained module at its current weights (a main exploiter's opponent is
                   "live:main"); it acts but its side of the game is not recorded
 
 `LevelSource` is the curriculum's runner-side object (picklable). The runner calls
-`reset_options(episode_key)` at every reset; MazeRace's reset keys (`level`, `knobs`, `level_seed`,
+`reset_options(episode_key)` at every reset; the level games' reset keys (`level`, `knobs`, `level_seed`,
 `difficulty`) go to `env.reset(options=...)`, every other key (e.g. `level_id`, `level_spec`) is
 copied into that episode's outcome record.
 """

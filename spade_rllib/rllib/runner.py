@@ -7,7 +7,7 @@ in lock-step and makes ONE batched forward pass per policy per step:
 
   * `main` (the trained module, id "main", weights synced by RLlib after every update);
   * opponents played *inside* the runner: "mirror" (main itself), "random", "bot:<name>" scripted
-    MazeRace bots, and K frozen opponent slots "slot_<k>" whose weights the driver (the league)
+    bots of the level game (`make_bot(name, seed, env_id)`), and K frozen opponent slots "slot_<k>" whose weights the driver (the league)
     swaps in with `apply_driver_update`. Slots are plain torch modules, not part of the
     MultiRLModule, so RLlib never syncs or overwrites them and Learners never see them.
 
@@ -61,7 +61,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
-from spade_rllib.rllib.env_adapters import MAZERACE_RESET_KEYS, Game, make_game_factory
+from spade_rllib.rllib.env_adapters import LEVEL_RESET_KEYS, Game, make_game_factory
 from spade_rllib.rllib.health import env_fault, first_non_finite_row
 from spade_rllib.rllib.packed import PackedEpisodes
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
@@ -175,12 +175,12 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._level_pool = self._make_level_pool(int(self.spade.get("level_pool") or 0), g0)
 
     def _make_level_pool(self, size: int, game: Game) -> Optional[list]:
-        """Pre-generated MazeRace levels for training resets without a level source (saves the
+        """Pre-generated levels (the game's own generator) for training resets without a level source (saves the
         generator and per-level caches on every reset; short episodes made resets the bottleneck)."""
         kwargs = dict(self.spade.get("env_kwargs") or {})
-        if not size or not game.is_mazerace or kwargs.get("level") is not None:
+        if not size or not game.is_level_game or kwargs.get("level") is not None:
             return None
-        from spade_rllib.envs import Knobs, generate_level, knobs_for_difficulty  # noqa: PLC0415
+        from spade_rllib.envs import Knobs, knobs_for_difficulty, level_generator  # noqa: PLC0415
 
         knobs = kwargs.get("knobs")
         if isinstance(knobs, dict):
@@ -189,7 +189,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             knobs = knobs_for_difficulty(float(kwargs.get("difficulty", 5.0)), family=kwargs.get("family"),
                                          agents_per_team=int(kwargs.get("agents_per_team") or 1))
         seeds = np.random.default_rng([int(self.spade.get("seed", 0)), self.worker_index, 23]).integers(2**31 - 1, size=size)
-        return [generate_level(knobs, int(s)) for s in seeds]
+        generate = level_generator(self.spade["env_id"])
+        return [generate(knobs, int(s)) for s in seeds]
 
     def make_module(self) -> None:
         spec = self.config.get_multi_rl_module_spec(spaces=self.get_spaces(), inference_only=True)
@@ -363,7 +364,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             opponent = RANDOM
         game = lanes.games[i]
         extras = dict(extras or {})
-        if options is None and game.is_mazerace:
+        if options is None and game.is_level_game:
             options = self.fixed_reset_options
             if self.level_source is not None:
                 options = self.level_source.reset_options(key) or options
@@ -371,8 +372,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 options = {"level": self._level_pool[int(self._rng.integers(len(self._level_pool)))]}
         env_options = None
         if options:
-            env_options = {k: v for k, v in options.items() if k in MAZERACE_RESET_KEYS} or None
-            extras.update({k: v for k, v in options.items() if k not in MAZERACE_RESET_KEYS})
+            env_options = {k: v for k, v in options.items() if k in LEVEL_RESET_KEYS} or None
+            extras.update({k: v for k, v in options.items() if k not in LEVEL_RESET_KEYS})
         obs = game.reset(seed=seed, options=env_options)
         lanes.active[i] = True
         lanes.opponent[i] = opponent
