@@ -133,8 +133,13 @@ def format_line(result: dict) -> str:
             for i, k in enumerate(("win_rate", "draw_rate", "loss_rate")):
                 row[i] += m[k] * m["games"]
             row[3] += m["games"]
+    # Entropy and game counts per opponent make a collapse (entropy -> 0, one opponent crowding out
+    # the others, e.g. PFSP starving the random reference) visible on the line itself.
+    entropy = result_value(result, f"learners/{MAIN}/entropy")
+    if isinstance(entropy, (int, float)) and not math.isnan(entropy):
+        parts.append(f"entropy {entropy:.2f}")
     for opp, (w, d, l, n) in wdl.items():
-        parts.append(f"vs {opp} W/D/L {w / n:.2f}/{d / n:.2f}/{l / n:.2f}")
+        parts.append(f"vs {opp} ({n:g}) W/D/L {w / n:.2f}/{d / n:.2f}/{l / n:.2f}")
     ev = result.get("eval") or {}
     evs = [f"{opp} {m['win_rate']:.2f}" for opp, m in sorted(ev.items()) if isinstance(m, dict) and not math.isnan(m.get("win_rate", math.nan))]
     if evs:

@@ -270,6 +270,7 @@ def test_console_line_summarizes_snapshots_exploiters_and_heldout():
         "training_iteration": 7,
         "env_runners": {"num_env_steps_sampled_lifetime": 1000, "num_env_steps_sampled_lifetime_throughput": 500.0,
                         "episode_return_mean": 0.25},
+        "learners": {"main": {"entropy": 1.234}},
         "train": {"random": {"games": 4, "win_rate": 1.0, "draw_rate": 0.0, "loss_rate": 0.0},
                   "main_v3": {"games": 2, "win_rate": 0.5, "draw_rate": 0.5, "loss_rate": 0.0},
                   "main_exploiter_0_v1": {"games": 2, "win_rate": 0.0, "draw_rate": 1.0, "loss_rate": 0.0}},
@@ -279,8 +280,9 @@ def test_console_line_summarizes_snapshots_exploiters_and_heldout():
         "heldout": {"iteration": 5.0, "rusher_tagger": {"win_rate": 0.0, "score": 0.5}},
     }
     line = format_line(result)
-    assert "vs league W/D/L 0.25/0.75/0.00" in line  # every snapshot, main's and exploiters', in one row
-    assert "vs random W/D/L 1.00/0.00/0.00" in line
+    assert "vs league (4) W/D/L 0.25/0.75/0.00" in line  # every snapshot, main's and exploiters', in one row
+    assert "vs random (4) W/D/L 1.00/0.00/0.00" in line
+    assert "entropy 1.23" in line
     assert "league 5 elo 1310 wr 0.62 +snapshot" in line
     assert "main_exploiter_0 wr 0.40 v2" in line and "league_exploiter_0 wr - v0" in line
     assert "heldout vs rusher_tagger win 0.00 score 0.50 (it 5)" in line
