@@ -8,7 +8,6 @@ the run's own algorithm config, so it sees exactly the observations training saw
 """
 from __future__ import annotations
 
-import copy
 import math
 import sys
 import time
@@ -24,6 +23,7 @@ if str(ROOT) not in sys.path:
 from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR, heldout_reset_options  # noqa: E402
 from spade_rllib.outcome import MAIN, TEAM_LETTERS  # noqa: E402
 from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
+from spade_rllib.sweeps.sweep_spec import deep_merge  # noqa: E402
 
 DEFAULT_ENV_ID = "CaptureTheFlag-v0"
 HELDOUT_DIRS = {"MazeRace-v0": HELDOUT_DIR, "CaptureTheFlag-v0": HELDOUT_DIR.parent / "heldout_ctf"}
@@ -44,17 +44,6 @@ def base_config(env_id: str, seed: int) -> dict:
         "training": {"num_env_runners": 0, "num_envs_per_runner": 64},
         "evaluation": {"interval": 0},
     }
-
-
-def deep_update(raw: dict, patch: Mapping[str, Any]) -> dict:
-    """`raw` with `patch` merged in, mappings recursively (a fresh copy)."""
-    out = copy.deepcopy(raw)
-    for key, value in patch.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = deep_update(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def ladder_of(env_id: str) -> dict[str, str]:

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablation_common import (  # noqa: E402
     DEFAULT_ENV_ID,
     base_config,
-    deep_update,
+    deep_merge,
     ladder_of,
     ladder_scores,
     navigation_solve_rate,
@@ -70,7 +70,7 @@ CURVES = {"curriculum/difficulty": "difficulty", "curriculum/size_mean": "level 
 def setup_config(env_id: str, setup: str, seed: int, overrides: list[str]) -> dict:
     from spade_rllib.config import apply_overrides
 
-    raw = deep_update(base_config(env_id, seed), {"curriculum": {"enabled": True, **SETUPS[setup]},
+    raw = deep_merge(base_config(env_id, seed), {"curriculum": {"enabled": True, **SETUPS[setup]},
                                                   "self_play": {"opponent_mix": dict(OPPONENT_MIX)}})
     return apply_overrides(raw, overrides)
 

@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablation_common import (  # noqa: E402
     DEFAULT_ENV_ID,
     base_config,
-    deep_update,
+    deep_merge,
     head_to_head,
     ladder_of,
     ladder_scores,
@@ -69,7 +69,7 @@ SETUPS: dict[str, dict] = {
 def setup_config(env_id: str, setup: str, seed: int, overrides: list[str]) -> dict:
     from spade_rllib.config import apply_overrides
 
-    return apply_overrides(deep_update(base_config(env_id, seed), SETUPS[setup]), overrides)
+    return apply_overrides(deep_merge(base_config(env_id, seed), SETUPS[setup]), overrides)
 
 
 def final_plan(history: dict) -> dict[str, float]:

@@ -258,12 +258,12 @@ def sweep_path(name: str, directory: Path = SWEEPS_DIR) -> Path:
                       f" (files in {directory}) or a path to a sweep .yaml")
 
 
-def _merge(base: dict, over: dict) -> dict:
-    """Recursive dict merge; `over` wins; lists and scalars are replaced."""
+def deep_merge(base: dict, over: dict) -> dict:
+    """Recursive dict merge (a fresh copy); `over` wins; lists and scalars are replaced. The benches use it too."""
     out = copy.deepcopy(base)
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v)
+            out[k] = deep_merge(out[k], v)
         else:
             out[k] = copy.deepcopy(v)
     return out
@@ -329,7 +329,7 @@ def _merge_smoke(raw: dict, smoke: dict) -> dict:
     sched = smoke.get("scheduler")
     if isinstance(sched, dict) and isinstance(sched.get("mutations"), dict) and isinstance(out.get("scheduler"), dict):
         out["scheduler"].setdefault("mutations", {}).update(sched.pop("mutations"))
-    return _merge(out, smoke)
+    return deep_merge(out, smoke)
 
 
 def load_sweep(name: str, smoke: bool = False, sets: tuple = (), directory: Path = SWEEPS_DIR) -> tuple[SweepSpec, dict]:
@@ -352,7 +352,7 @@ def load_sweep(name: str, smoke: bool = False, sets: tuple = (), directory: Path
             allowed = [t for t in TOP_KEYS if t not in ("smoke", "base")]
             raise ConfigError(f"smoke.{k}: unknown key{did_you_mean(k, allowed)} (allowed: {', '.join(allowed)})")
     if smoke:
-        raw = _merge(raw, {"overrides": SMOKE_DEFAULTS, "budget": {"num_samples": 1}})
+        raw = deep_merge(raw, {"overrides": SMOKE_DEFAULTS, "budget": {"num_samples": 1}})
         raw.setdefault("budget", {})
         if isinstance(raw["budget"], dict):
             raw["budget"]["stop"] = dict(SMOKE_STOP)  # replaces the sweep's stop rule
