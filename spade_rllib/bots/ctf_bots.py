@@ -26,6 +26,7 @@ import numpy as np
 
 from ..envs.ctf import DOWN, LEFT, NOOP, RIGHT, TAG, UP
 from ..envs.level import Level, _bfs
+from .race_bots import RandomBot  # both games have the same 6 actions: one uniform player serves both
 
 __all__ = ["BOTS", "RandomBot", "RusherBot", "DefenderBot", "RaiderBot", "HybridBot"]
 
@@ -64,16 +65,6 @@ def guard_post(level: Level, team: int) -> tuple[int, int]:
         base, enemy = lv.bases[team], lv.bases[1 - team]
         return min(((r, c) for _, r, c in downhill(lv, base, enemy)), default=base)
     return level.cached(("ctf_guard_post", team), build)
-
-
-class RandomBot:
-    name = "random"
-
-    def __init__(self, seed: int | None = None):
-        self.rng = np.random.default_rng(seed)
-
-    def act(self, env, agent: str) -> int:
-        return int(self.rng.integers(6))
 
 
 class RusherBot:

@@ -365,12 +365,17 @@ def _pick_spawns(dist: np.ndarray, k: Knobs, rng: np.random.Generator) -> tuple[
     return None
 
 
-def generate_level(knobs: Knobs, seed: int) -> Level:
-    """Generate a valid, solvable, fair level; deterministic in ``(knobs, seed)``."""
+def _check_args(knobs: Knobs, seed: int) -> None:
+    """The generators' one-line errors for a wrong knobs object or seed."""
     if not isinstance(knobs, Knobs):
         raise TypeError(f"knobs must be a Knobs, got {type(knobs).__name__}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+
+
+def generate_level(knobs: Knobs, seed: int) -> Level:
+    """Generate a valid, solvable, fair level; deterministic in ``(knobs, seed)``."""
+    _check_args(knobs, seed)
     rng = np.random.default_rng(int(seed))
     n = knobs.size
     c0 = n // 2
@@ -416,10 +421,7 @@ def generate_ctf_level(knobs: Knobs, seed: int) -> Level:
 
     ``knobs.flag_distance`` is the path length from the centre to each base (see the module docstring).
     """
-    if not isinstance(knobs, Knobs):
-        raise TypeError(f"knobs must be a Knobs, got {type(knobs).__name__}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    _check_args(knobs, seed)
     rng = np.random.default_rng(int(seed))
     n = knobs.size
     c0 = n // 2
