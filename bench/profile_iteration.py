@@ -94,6 +94,7 @@ def _forward_cat(parent):
 
 def install_runner_timers(t: SelfTimers, runner_cls) -> None:
     """Timers on everything the env runner does (classes patched in the calling process)."""
+    from spade_rllib.envs.ctf import CaptureTheFlag
     from spade_rllib.envs.maze_race import MazeRace
     from spade_rllib.rllib import env_adapters as games
     from spade_rllib.rllib.module import SpadeModule
@@ -118,10 +119,11 @@ def install_runner_timers(t: SelfTimers, runner_cls) -> None:
     for cls in (games.ParallelGame, games.AECGame, games.GymGame):
         t.wrap(cls, "step", "Game adapter (flatten obs, dicts, StepResult)")
         t.wrap(cls, "reset", "Game adapter (flatten obs, dicts, StepResult)")
-    t.wrap(MazeRace, "step", "env step (game rules)")
-    t.wrap(MazeRace, "reset", "env reset")
-    t.wrap(MazeRace, "_observe", "observation building (MazeRace._observe)")
-    t.wrap(MazeRace, "_generate", "level generation")
+    for env_cls in (MazeRace, CaptureTheFlag):
+        t.wrap(env_cls, "step", "env step (game rules)")
+        t.wrap(env_cls, "reset", "env reset")
+        t.wrap(env_cls, "_observe", "observation building (env._observe)")
+        t.wrap(env_cls, "_generate", "level generation")
     try:
         from spade_rllib.curriculum import source
 

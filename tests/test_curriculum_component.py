@@ -37,7 +37,7 @@ def test_level_source_is_a_pure_function_of_key_and_picklable():
     assert isinstance(source, plan.LevelSource)
     a = source.reset_options((1, 0, 5))
     clone = pickle.loads(pickle.dumps(source))
-    assert clone._cache == {}  # built levels do not travel
+    assert len(pickle.dumps(source)) < 2000  # built levels do not travel: only the sampling state
     b = clone.reset_options((1, 0, 5))
     assert a["level_id"] == b["level_id"] and a["level"] == b["level"]
     assert a["level"].meta["level_id"] == a["level_id"]
@@ -45,6 +45,28 @@ def test_level_source_is_a_pure_function_of_key_and_picklable():
     ids = {source.reset_options((w, e, n))["level_id"] for w in range(2) for e in range(2) for n in range(3)}
     assert len(ids) == 12
     assert CurriculumLevelSource(strategy.sampling_state(), seed=3, version=2).spec_for((1, 0, 5)).level_id != a["level_id"]
+
+
+def test_level_seeds_bound_the_levels_and_built_levels_are_reused_across_broadcasts():
+    from spade_rllib.curriculum import source as source_module
+
+    source_module.clear_level_cache()
+    strategy = make_strategy({"strategy": "fixed", "fixed": {"difficulty": 3.0}, "level_seeds": 4}, seed=0)
+    first = CurriculumLevelSource(strategy.sampling_state(), seed=3, version=1)
+    picks = [first.reset_options((0, e, n)) for e in range(4) for n in range(8)]
+    assert {LevelSpec.from_dict(p["level_spec"]).seed for p in picks} <= set(range(4))
+    assert len({p["level_id"] for p in picks}) <= 4
+    # the next broadcast is a new source object (as on a runner): the same specs give the same built objects
+    later = pickle.loads(pickle.dumps(CurriculumLevelSource(strategy.sampling_state(), seed=3, version=2)))
+    by_id = {p["level_id"]: p["level"] for p in picks}
+    for e in range(8):
+        again = later.reset_options((1, e, 0))
+        if again["level_id"] in by_id:
+            assert again["level"] is by_id[again["level_id"]]
+    assert len(source_module._BUILT) <= 4
+    fresh = make_strategy({"strategy": "fixed", "fixed": {"difficulty": 3.0}, "level_seeds": 0}, seed=0)
+    free = CurriculumLevelSource(fresh.sampling_state(), seed=3, version=1)
+    assert max(LevelSpec.from_dict(free.reset_options((0, 0, n))["level_spec"]).seed for n in range(8)) > 4
 
 
 def test_component_cycle_threshold():

@@ -361,7 +361,7 @@ def test_metrics_and_table(tmp_path):
     league.write_table_csv(path)
     with open(path) as handle:
         read = list(csv.DictReader(handle))
-    assert list(read[0]) == ["member", "rating", "games", "main_win_rate"]
+    assert list(read[0]) == ["member", "rating", "games", "main_win_rate", "main_plan_p"]
     assert {r["member"] for r in read} == {"main", "main_v1", "random"}
 
 

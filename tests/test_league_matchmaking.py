@@ -105,3 +105,25 @@ def test_plans_differ_between_iterations_but_not_between_calls():
     assert [first.matchup(i) for i in range(20)] == [first.matchup(i) for i in range(20)]
     assert RANDOM in {m.opponent for m in (first.matchup(i) for i in range(500))}
     assert MemberId.snapshot(2) in {m.opponent for m in (first.matchup(i) for i in range(500))}
+
+
+def test_league_table_shows_main_plan_probabilities(tmp_path):
+    """league.csv's main_plan_p is main's matchmaking distribution: PFSP `hard` puts more weight on the
+    snapshot main loses to, and the column sums to 1 over the pool (no mirror share here)."""
+    from spade_rllib.league import format_table, read_table
+
+    config = LeagueConfig(num_opponent_slots=2, max_size=20, every_n_iterations=1, sampling="pfsp",
+                          pfsp_weighting="hard", latest_ratio=0.0, include_random=False)
+    league = League(config, seed=3)
+    league.add_snapshot({"w": np.zeros(2)}, 1)
+    league.add_snapshot({"w": np.ones(2)}, 2)
+    beaten, strong = league.pool()
+    for _ in range(20):
+        league.record_result(MAIN, beaten, 1.0)
+        league.record_result(MAIN, strong, 0.0)
+    rows = {row["member"]: row for row in league.table()}
+    assert rows[str(strong)]["main_plan_p"] > 0.9 > 0.1 > rows[str(beaten)]["main_plan_p"]
+    assert math.isclose(sum(r["main_plan_p"] for r in rows.values()), 1.0)
+    path = tmp_path / "league.csv"
+    league.write_table_csv(path)
+    assert "main_plan_p" in format_table(read_table(path))

@@ -20,7 +20,7 @@ from spade_rllib.rllib.plan import MIRROR, OpponentPlan
 from state_equality import assert_exactly_equal
 
 C4 = "pettingzoo.classic:connect_four_v3"
-TABLE_COLUMNS = ["member", "rating", "games", "main_win_rate"]
+TABLE_COLUMNS = ["member", "rating", "games", "main_win_rate", "main_plan_p"]
 
 
 

@@ -223,6 +223,10 @@ class CurriculumConfig:
     """1 (1v1) or 2 (2v2); passed to the level generator."""
     metrics_window: int = 200
     """Recent episodes behind the `curriculum/*_mean` and completion-rate metrics."""
+    level_seeds: int = 512
+    """Generator seeds per knob setting: a generated level is drawn from this many per difficulty (or knob
+    draw), so runners build each level once and replay it from a cache, as the env's own level pool does
+    (issue 17: a fresh 11x11 CTF level costs ~20 ms). 0 = a fresh seed for every level."""
     threshold: ThresholdConfig = field(default_factory=ThresholdConfig)
     """Settings of the `threshold` strategy."""
     plr: PLRConfig = field(default_factory=PLRConfig)
@@ -244,6 +248,7 @@ class CurriculumConfig:
         if self.agents_per_team not in (1, 2) or isinstance(self.agents_per_team, bool):
             _fail("curriculum.agents_per_team", self.agents_per_team, "1 or 2")
         _check_range("curriculum.metrics_window", self.metrics_window, 1, 10_000_000, integer=True)
+        _check_range("curriculum.level_seeds", self.level_seeds, 0, 2**31 - 1, integer=True)
         self.threshold.validate()
         self.plr.validate()
         self.accel.validate()

@@ -20,8 +20,28 @@ import numpy as np
 from spade_rllib.curriculum.level_spec import LevelSpec, build_level
 from spade_rllib.curriculum.strategies import sample_level
 
-SOURCE_CACHE_SIZE = 64  # built levels kept per source instance, by level_id (not pickled)
+SOURCE_CACHE_SIZE = 512  # built levels per process, by (builder, level_id): as many as `training.level_pool` holds
 MAX_BUILD_ATTEMPTS = 5  # a spec the generator rejects is redrawn (from the same keyed RNG), then it raises
+
+
+_BUILT: OrderedDict[tuple, Any] = OrderedDict()
+"""Process-wide LRU of built levels. A new source arrives with every broadcast; levels of specs seen
+before (PLR replays, `level_seeds` repeats) are reused with the observation templates the env cached
+on them, so a runner builds each level once (issue 17: level building was 13-17% of the runner)."""
+
+
+def _builder_key(builder: Callable) -> tuple:
+    """Equal for builders that build the same levels: a `functools.partial` by its function and arguments
+    (each broadcast ships a new partial), anything else by identity."""
+    func = getattr(builder, "func", None)
+    if func is not None:
+        return (func, tuple(getattr(builder, "args", ())), tuple(sorted((getattr(builder, "keywords", None) or {}).items())))
+    return (builder,)
+
+
+def clear_level_cache() -> None:
+    """Forget every built level (tests; a long-lived process that wants its memory back)."""
+    _BUILT.clear()
 
 
 class CurriculumLevelSource:
@@ -40,7 +60,6 @@ class CurriculumLevelSource:
         self.seed = int(seed)
         self.version = int(version)
         self.level_builder = level_builder
-        self._cache: OrderedDict[str, Any] = OrderedDict()
 
     def spec_for(self, key: tuple, attempt: int = 0) -> LevelSpec:
         """The level spec for the episode with this key (worker_index, env_index, episode_number)."""
@@ -61,20 +80,16 @@ class CurriculumLevelSource:
                            f"build; last spec {spec.to_dict()}") from error
 
     def _build(self, spec: LevelSpec) -> Any:
-        level = self._cache.get(spec.level_id)
+        key = (_builder_key(self.level_builder), spec.level_id)
+        level = _BUILT.get(key)
         if level is None:
             level = self.level_builder(spec)
-            self._cache[spec.level_id] = level
-            if len(self._cache) > SOURCE_CACHE_SIZE:
-                self._cache.popitem(last=False)
+            _BUILT[key] = level
+            if len(_BUILT) > SOURCE_CACHE_SIZE:
+                _BUILT.popitem(last=False)
         else:
-            self._cache.move_to_end(spec.level_id)
+            _BUILT.move_to_end(key)
         return level
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_cache"] = OrderedDict()  # ship the sampling state, not built levels
-        return state
 
     def __repr__(self) -> str:
         return (f"CurriculumLevelSource(kind={self.sampling_state.get('kind')!r}, seed={self.seed}, "

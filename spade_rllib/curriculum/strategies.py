@@ -17,10 +17,11 @@ Every strategy splits into an authoritative part and a sampling part:
   are the same code.
 
 Sampling-state formats (`format` 1):
-  {"format": 1, "kind": "difficulty", "difficulty": d, "candidates": [knobs dict, ...]}
-      threshold and fixed: one candidate per family (chosen uniformly), fresh seed per level.
+  {"format": 1, "kind": "difficulty", "difficulty": d, "candidates": [knobs dict, ...], "level_seeds": n}
+      threshold and fixed: one candidate per family (chosen uniformly), the seed one of n (0 or
+      absent: any seed).
   {"format": 1, "kind": "uniform", "agents_per_team": n, "families": [...], "size": [lo, hi],
-   "wall_density": [lo, hi], "braid": [lo, hi], "flag_distance_frac": [lo, hi] | None}
+   "wall_density": [lo, hi], "braid": [lo, hi], "flag_distance_frac": [lo, hi] | None, "level_seeds": n}
   {"format": 1, "kind": "plr", "replay_prob": p, "can_replay": bool, "levels": [spec dict, ...],
    "probs": [float, ...], "new": <a "uniform" sampling state>, "edit_prob": q, "edits": n}
       accel adds edit_prob and edits (plr: absent): a replay draw is edited with probability q.
@@ -91,14 +92,16 @@ def sample_level(sampling_state: Mapping[str, Any], rng: np.random.Generator) ->
     raise ValueError(f"sampling state kind {kind!r} is unknown; expected difficulty, uniform or plr")
 
 
-def _new_seed(rng: np.random.Generator) -> int:
-    return int(rng.integers(0, SEED_HIGH))
+def _new_seed(rng: np.random.Generator, state: Mapping[str, Any]) -> int:
+    """A generator seed: one of `level_seeds` (levels repeat, runners build each once), or any."""
+    level_seeds = int(state.get("level_seeds") or 0)
+    return int(rng.integers(0, level_seeds or SEED_HIGH))
 
 
 def _sample_difficulty(state: Mapping[str, Any], rng: np.random.Generator) -> LevelSpec:
     candidates = state["candidates"]
     index = int(rng.integers(len(candidates))) if len(candidates) > 1 else 0
-    return LevelSpec.generated(candidates[index], _new_seed(rng), difficulty=state["difficulty"])
+    return LevelSpec.generated(candidates[index], _new_seed(rng, state), difficulty=state["difficulty"])
 
 
 def _sample_uniform(state: Mapping[str, Any], rng: np.random.Generator) -> LevelSpec:
@@ -118,7 +121,7 @@ def _sample_uniform(state: Mapping[str, Any], rng: np.random.Generator) -> Level
     if state.get("flag_distance_frac") is not None:
         frac = float(rng.uniform(*state["flag_distance_frac"]))
         knobs["flag_distance"] = min(max(2, int(round(frac * (size - 3)))), _max_flag_distance(size, family, braid))
-    return LevelSpec.generated(knobs, _new_seed(rng))
+    return LevelSpec.generated(knobs, _new_seed(rng, state))
 
 
 def _max_flag_distance(size: int, family: str, braid: float) -> int:
@@ -275,7 +278,7 @@ class _DifficultyStrategy(_StrategyBase):
             candidates = [dict(self.knobs_fn(self.difficulty, fam, self.config.agents_per_team)) for fam in families]
             self._candidates_cache = (self.difficulty, candidates)
         return {"format": SAMPLING_STATE_FORMAT, "kind": "difficulty", "difficulty": self.difficulty,
-                "candidates": [dict(c) for c in self._candidates_cache[1]]}
+                "candidates": [dict(c) for c in self._candidates_cache[1]], "level_seeds": self.config.level_seeds}
 
     def _difficulty_metric(self, recent_mean: float) -> float:
         return float(self.difficulty)
@@ -391,7 +394,8 @@ def uniform_sampling_state(config: CurriculumConfig) -> dict[str, Any]:
     return {"format": SAMPLING_STATE_FORMAT, "kind": "uniform", "agents_per_team": config.agents_per_team,
             "families": list(u.families), "size": list(u.size), "wall_density": list(u.wall_density),
             "braid": list(u.braid),
-            "flag_distance_frac": None if u.flag_distance_frac is None else list(u.flag_distance_frac)}
+            "flag_distance_frac": None if u.flag_distance_frac is None else list(u.flag_distance_frac),
+            "level_seeds": config.level_seeds}
 
 
 class PLRStrategy(_StrategyBase):

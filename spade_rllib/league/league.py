@@ -52,7 +52,10 @@ STATE_VERSION = 1
 MAX_EVENTS = 100
 """Snapshot / eviction events kept for logging."""
 PLAN_SEED_BOUND = 2 ** 63 - 1
-TABLE_COLUMNS = ("member", "rating", "games", "main_win_rate")
+TABLE_COLUMNS = ("member", "rating", "games", "main_win_rate", "main_plan_p")
+"""``main_plan_p``: main's current matchmaking probability of meeting the member (PFSP weights made visible)."""
+LEGACY_TABLE_COLUMNS = ("member", "rating", "games", "main_win_rate")
+"""league.csv as written before the plan column; still read."""
 PAYOFF_COLUMN = {ratings.SCORE_WIN: 0, ratings.SCORE_DRAW: 1, ratings.SCORE_LOSS: 2}
 """Index into a payoff entry [wins, draws, losses] for each score."""
 
@@ -471,9 +474,13 @@ class League:
         return [dict(e) for e in self.state.events]
 
     def table(self) -> list[dict[str, Any]]:
-        """League table rows, best rated first: member, rating, games, main_win_rate (None for main)."""
+        """League table rows, best rated first: member, rating, games, main_win_rate (None for main) and
+        main_plan_p, main's current probability of meeting the member (0 outside the pool; for main itself
+        the mirror share)."""
+        plan = self.opponent_distribution(MAIN)
         rows = [{"member": str(m), "rating": float(self.rating(m)), "games": self.games(m),
-                 "main_win_rate": None if m == MAIN else self.main_win_rate_vs(m)} for m in self.members()]
+                 "main_win_rate": None if m == MAIN else self.main_win_rate_vs(m),
+                 "main_plan_p": float(plan.get(m, 0.0))} for m in self.members()]
         return sorted(rows, key=lambda row: -row["rating"])
 
     def write_table_csv(self, path) -> None:
@@ -550,11 +557,13 @@ class League:
 
 def format_table(rows: list[Mapping[str, Any]]) -> str:
     """The league table as aligned text (rows from `League.table()` or read back from league.csv)."""
-    lines = [f"{'member':<24} {'rating':>8} {'games':>7} {'main_win_rate':>14}"]
+    lines = [f"{'member':<24} {'rating':>8} {'games':>7} {'main_win_rate':>14} {'main_plan_p':>12}"]
     for row in rows:
-        rate = row.get("main_win_rate")
+        rate, plan = row.get("main_win_rate"), row.get("main_plan_p")
         rate_text = "-" if rate in (None, "") else f"{float(rate):.3f}"
-        lines.append(f"{str(row['member']):<24} {float(row['rating']):>8.1f} {int(float(row['games'])):>7d} {rate_text:>14}")
+        plan_text = "-" if plan in (None, "") else f"{float(plan):.3f}"
+        lines.append(f"{str(row['member']):<24} {float(row['rating']):>8.1f} {int(float(row['games'])):>7d} "
+                     f"{rate_text:>14} {plan_text:>12}")
     return "\n".join(lines)
 
 
@@ -562,6 +571,6 @@ def read_table(path) -> list[dict]:
     """Rows of a `league.csv` (strings, as written)."""
     with open(path, newline="") as handle:
         reader = csv.DictReader(handle)
-        if tuple(reader.fieldnames or ()) != TABLE_COLUMNS:
+        if tuple(reader.fieldnames or ()) not in (TABLE_COLUMNS, LEGACY_TABLE_COLUMNS):
             raise ValueError(f"{path}: columns {reader.fieldnames} are not {list(TABLE_COLUMNS)}")
         return list(reader)
