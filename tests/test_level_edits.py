@@ -108,3 +108,27 @@ def test_accel_edits_replays_and_children_enter_the_buffer():
 def test_edit_level_keeps_the_parent_when_nothing_fits():
     tiny = LevelSpec.grid("#####\n#AFB#\n#####")
     assert edit_level(tiny, np.random.default_rng(0), 3) == tiny
+
+
+def test_accel_edits_capture_the_flag_levels_on_the_runner_path():
+    """The runner's level source builds ACCEL parents with the game's own builder: a CTF parent gives a
+    CTF child (regression: edits built the parent as a MazeRace level and the CTF env refused the child)."""
+    import functools
+
+    from spade_rllib.curriculum import CurriculumLevelSource
+    from spade_rllib.curriculum.level_spec import build_level
+    from spade_rllib.envs.ctf import CaptureTheFlag
+
+    cfg = {"strategy": "accel", "plr": {"capacity": 2, "min_fill": 0.5, "replay_prob": 1.0, "prior": 0.0},
+           "accel": {"edit_prob": 1.0, "edits": 2}, "uniform": {"size": [9, 9]}}
+    s = make_strategy(cfg, seed=0)
+    parent = s.sample()
+    s.update([{"winner": w, "reason": "capture", "level_spec": parent.to_dict(), "main_team": 0} for w in "AB"])
+    builder = functools.partial(build_level, env_id="CaptureTheFlag-v0")
+    source = CurriculumLevelSource(s.sampling_state(), seed=0, version=1, level_builder=builder)
+    children = [source.reset_options((0, 0, n)) for n in range(4)]
+    assert any(not LevelSpec.from_dict(c["level_spec"]).is_generated for c in children)
+    env = CaptureTheFlag()
+    for c in children:
+        assert c["level"].is_ctf
+        env.reset(seed=0, options={"level": c["level"]})

@@ -64,7 +64,7 @@ class CurriculumLevelSource:
     def spec_for(self, key: tuple, attempt: int = 0) -> LevelSpec:
         """The level spec for the episode with this key (worker_index, env_index, episode_number)."""
         rng = np.random.default_rng([self.seed & 0xFFFFFFFF, self.version, attempt, *(int(k) for k in key)])
-        return sample_level(self.sampling_state, rng)
+        return sample_level(self.sampling_state, rng, self._build)
 
     def reset_options(self, key: tuple) -> dict[str, Any]:
         error: Exception | None = None

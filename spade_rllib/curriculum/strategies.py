@@ -67,7 +67,7 @@ class CurriculumStrategy(Protocol):
 
     kind: str
 
-    def sample(self, rng: np.random.Generator | None = None) -> LevelSpec: ...
+    def sample(self, rng: np.random.Generator | None = None, build: Callable[[LevelSpec], Any] = ...) -> LevelSpec: ...
     def update(self, outcomes: Iterable[EpisodeOutcome]) -> None: ...
     def metrics(self) -> dict[str, float]: ...
     def sampling_state(self) -> dict[str, Any]: ...
@@ -77,8 +77,10 @@ class CurriculumStrategy(Protocol):
 
 # ---------------------------------------------------------------- sampling (runs on env runners)
 
-def sample_level(sampling_state: Mapping[str, Any], rng: np.random.Generator) -> LevelSpec:
-    """Pick one level from a broadcast sampling state with the caller's RNG. Pure: state unchanged."""
+def sample_level(sampling_state: Mapping[str, Any], rng: np.random.Generator,
+                 build: Callable[[LevelSpec], Any] = build_level) -> LevelSpec:
+    """Pick one level from a broadcast sampling state with the caller's RNG. Pure: state unchanged.
+    `build` turns a spec into the game's level; ACCEL edits need the parent built (default: MazeRace)."""
     kind = sampling_state.get("kind")
     if sampling_state.get("format", SAMPLING_STATE_FORMAT) != SAMPLING_STATE_FORMAT:
         raise ValueError(f"sampling state format {sampling_state.get('format')!r} is not supported "
@@ -88,7 +90,7 @@ def sample_level(sampling_state: Mapping[str, Any], rng: np.random.Generator) ->
     if kind == "uniform":
         return _sample_uniform(sampling_state, rng)
     if kind == "plr":
-        return _sample_plr(sampling_state, rng)
+        return _sample_plr(sampling_state, rng, build)
     raise ValueError(f"sampling state kind {kind!r} is unknown; expected difficulty, uniform or plr")
 
 
@@ -132,21 +134,22 @@ def _max_flag_distance(size: int, family: str, braid: float) -> int:
     return max(2, size - 3)
 
 
-def _sample_plr(state: Mapping[str, Any], rng: np.random.Generator) -> LevelSpec:
+def _sample_plr(state: Mapping[str, Any], rng: np.random.Generator, build: Callable[[LevelSpec], Any]) -> LevelSpec:
     replay = rng.random() < state["replay_prob"]
     if replay and state["can_replay"] and state["levels"]:
         index = int(rng.choice(len(state["levels"]), p=np.asarray(state["probs"], dtype=np.float64)))
         parent = LevelSpec.from_dict(state["levels"][index])
         if state.get("edit_prob") and rng.random() < state["edit_prob"]:
-            return edit_level(parent, rng, int(state["edits"]))
+            return edit_level(parent, rng, int(state["edits"]), build)
         return parent
     return _sample_uniform(state["new"], rng)
 
 
-def edit_level(parent: LevelSpec, rng: np.random.Generator, edits: int) -> LevelSpec:
-    """ACCEL's child of a replayed level: `edits` fair edits (`level_edits.mutate`), as a grid spec;
-    the parent itself when no edit keeps the level valid and fair."""
-    child = mutate(build_level(parent), rng, edits)
+def edit_level(parent: LevelSpec, rng: np.random.Generator, edits: int,
+               build: Callable[[LevelSpec], Any] = build_level) -> LevelSpec:
+    """ACCEL's child of a replayed level: `edits` fair edits (`level_edits.mutate`) of `build(parent)`, as a
+    grid spec; the parent itself when no edit keeps the level valid and fair."""
+    child = mutate(build(parent), rng, edits)
     return parent if child is None else LevelSpec.grid(child.to_ascii())
 
 
@@ -166,8 +169,8 @@ class _StrategyBase:
         self.episodes = 0  # outcomes received, total
 
     # --- protocol ---
-    def sample(self, rng: np.random.Generator | None = None) -> LevelSpec:
-        return sample_level(self.sampling_state(), self.rng if rng is None else rng)
+    def sample(self, rng: np.random.Generator | None = None, build: Callable[[LevelSpec], Any] = build_level) -> LevelSpec:
+        return sample_level(self.sampling_state(), self.rng if rng is None else rng, build)
 
     def sampling_state(self) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError

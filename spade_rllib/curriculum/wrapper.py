@@ -149,8 +149,8 @@ class AdaptiveCurriculum(BaseParallelWrapper):
     # ----- internals -----
     def _sample_spec(self) -> LevelSpec:
         if self.mode == "local":
-            return self.strategy.sample()
-        return sample_level(self._sampling_state, self._rng)
+            return self.strategy.sample(build=self._build)
+        return sample_level(self._sampling_state, self._rng, self._build)
 
     def _sample_and_build(self) -> tuple[LevelSpec, Any]:
         """Sample a spec and build it; a spec the generator cannot build is redrawn (bounded)."""
