@@ -1,7 +1,7 @@
 """Training speed of spade_rllib vs stock RLlib (defaults and configured like ours), with same-run ceilings.
 
-    python bench/train_speed.py [--config tune_configs/quickstart.yaml] [--env-id MazeRace-v0]
-                                [--set key=value ...] [--seconds 20] [--skip-stock] [--skip-league]
+    python bench/train_speed.py [--config tune_configs/quickstart.yaml] [--env-id CaptureTheFlag-v0]
+                                [--difficulty 6] [--set key=value ...] [--seconds 20] [--skip-stock] [--skip-league]
                                 [--scaling runners,league,levels,2v2]
 
 Every figure is measured in this one process after a warm-up, one algorithm at a time, so all rows
@@ -14,7 +14,7 @@ one env copy with every live agent acting):
   sync_train_sps               the same with `training.sample_ahead=false` (exact synchronous PPO);
   league_train_sps             + league (a snapshot every 2 iterations, latest + PFSP);
   league_curriculum_train_sps  + league (as above) AND the threshold curriculum, its difficulty kept
-                               inside the config's level-size band (quickstart: 9x9), so the row
+                               inside the level-size band of --difficulty (6: 11x11), so the row
                                differs from train_sps only by the two components;
   stock_equal_train_sps        stock RLlib configured like ours: `ParallelPettingZooEnv` over the
                                same game and levels, the stock `MultiAgentEnvRunner` vectorizing the
@@ -43,6 +43,8 @@ and the ceilings, measured on one core each in this process:
                                otherwise (one core does both in turn) 1 / (1/runner + 1/learner);
   ceiling_ratio                train_sps / ceiling_sps: the share of the reachable rate we get, which
                                stays comparable when other jobs load the machine.
+Defaults: issue 17's target, the flagship CaptureTheFlag-v0 1v1 on 11x11 levels (`--difficulty 6`;
+`--difficulty 0` keeps the config's own). `--env-id MazeRace-v0` gives the earlier MazeRace figures.
 `--variant KEY=VALUE` adds a row with one more override right after train_sps (to try a setting,
 e.g. `training.torch_threads=2`, against the same moment's load).
 After every row a 2-second env-only probe (`env_only_probe_after`) shows whether other jobs' load
@@ -77,7 +79,7 @@ def curriculum_on(difficulty: float) -> tuple[str, ...]:
     lo = float(difficulty)
     hi = min(10.0, 2 * math.floor(lo / 2) + 1.99)
     return ("curriculum.enabled=true", "curriculum.strategy=threshold",
-            f"curriculum.threshold={{signal: completion, initial: {lo}, min: {lo}, max: {hi}, window: 400, "
+            f"curriculum.threshold={{signal: score, initial: {lo}, min: {lo}, max: {hi}, window: 400, "
             "min_episodes: 400, up_threshold: 0.9, down_threshold: 0.3, up_factor: 1.1, down_factor: 0.9}")
 
 
@@ -314,7 +316,7 @@ def inference_only(cfg, obs: np.ndarray, seconds: float, agents_per_step: int) -
 
     def act():
         with torch.no_grad():
-            logits = module.logits(x).numpy()
+            logits = module.fast_logits(x).numpy()  # the runner's acting path
         g = -np.log(-np.log(rng.random(logits.shape, dtype=np.float32) + 1e-20) + 1e-20)
         a = (logits + g).argmax(axis=1)
         mx = logits.max(axis=1, keepdims=True)
@@ -354,7 +356,9 @@ def ceiling(runner_sps: float, learner_sps: float, cfg) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(ROOT / "tune_configs" / "quickstart.yaml"))
-    ap.add_argument("--env-id", default="MazeRace-v0", help="game (env.id); the flagship becomes CaptureTheFlag-v0")
+    ap.add_argument("--env-id", default="CaptureTheFlag-v0", help="game (env.id)")
+    ap.add_argument("--difficulty", type=float, default=6.0,
+                    help="env.difficulty of every row (6: 11x11 levels, issue 17's target); 0 = the config's")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--seconds", type=float, default=20.0, help="measuring time per figure (after warm-up)")
     ap.add_argument("--skip-stock", "--skip-baseline", dest="skip_stock", action="store_true")
@@ -372,7 +376,8 @@ def main() -> None:
 
     from spade_rllib.config import load_config
 
-    overrides = [f"env.id={args.env_id}", *args.overrides]
+    overrides = [f"env.id={args.env_id}", *([f"env.difficulty={args.difficulty:g}"] if args.difficulty else []),
+                 *args.overrides]
     cfg = load_config(args.config, overrides)
     load_start = os.getloadavg()[0]
     ray.init(num_cpus=cfg.resources.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)

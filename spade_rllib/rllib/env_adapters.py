@@ -55,7 +55,14 @@ def _flat_obs_space(space: gym.Space) -> tuple[int, int, Callable[[Any], np.ndar
         return feat, mask, flatten
     if isinstance(space, gym.spaces.Box):
         size = int(np.prod(space.shape))
-        return size, 0, lambda o: np.asarray(o, np.float32).reshape(-1)
+
+        def flatten_box(o):
+            # The level games already return flat float32 vectors: skip the copy-free but not call-free asarray/reshape.
+            if type(o) is np.ndarray and o.dtype == np.float32 and o.ndim == 1:
+                return o
+            return np.asarray(o, np.float32).reshape(-1)
+
+        return size, 0, flatten_box
     if isinstance(space, gym.spaces.Discrete):
         n = int(space.n)
         eye = np.eye(n, dtype=np.float32)

@@ -106,6 +106,34 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         feats = obs[:, : self.feat_size] if self.mask_size else obs
         return self._mask(self.pi_head(self.pi_trunk(feats)), obs)
 
+    def fast_logits(self, obs):
+        """`logits` for acting: the MLP as plain `addmm`/activation calls on the parameters (no
+        `nn.Module` dispatch, ~3x less overhead at the runner's batches of a few to ~100 rows). The
+        tensors are views of the parameters, so in-place weight loads (`set_state`) show at once."""
+        layers = self.__dict__.get("_fast_layers")
+        if layers is None:
+            layers = self.__dict__["_fast_layers"] = self._plain_layers()
+        if not layers:
+            return self.logits(obs)
+        act, linears = layers
+        h = obs[:, : self.feat_size] if self.mask_size else obs
+        for weight, bias in linears[:-1]:
+            h = act(torch.addmm(bias, h, weight.t()))
+        weight, bias = linears[-1]
+        return self._mask(torch.addmm(bias, h, weight.t()), obs)
+
+    def _plain_layers(self):
+        """(activation, [(W, b), ...]) of an MLP policy (trunk then head); () for the CNN."""
+        trunk = list(self.pi_trunk) if isinstance(self.pi_trunk, nn.Sequential) else []
+        if not trunk or not all(isinstance(m, (nn.Linear, nn.Tanh, nn.ReLU)) for m in trunk):
+            return ()
+        acts = {type(m) for m in trunk if not isinstance(m, nn.Linear)}
+        if len(acts) != 1:
+            return ()
+        act = torch.tanh if acts == {nn.Tanh} else torch.relu
+        linears = [m for m in trunk if isinstance(m, nn.Linear)] + [self.pi_head]
+        return act, [(m.weight.detach(), m.bias.detach()) for m in linears]
+
     def _mask(self, logits, obs):
         if not self.mask_size:
             return logits

@@ -407,22 +407,25 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             return self.module[who[len(LIVE_PREFIX):]]
         return None
 
-    def _policy_actions(self, who: str, obs: np.ndarray, greedy: bool) -> tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
-        """Actions (and logp, logits) for a batch of observations of one network controller."""
+    def _logits(self, who: str, obs: np.ndarray) -> np.ndarray:
         module = self._module_for(who)
-        if module is not None:
-            with torch.no_grad():
-                logits = module.logits(torch.from_numpy(obs)).numpy()
-            if greedy:
-                actions = logits.argmax(axis=1)
-            else:
-                gumbel = -np.log(-np.log(self._rng.random(logits.shape, dtype=np.float32) + 1e-20) + 1e-20)
-                actions = (logits + gumbel).argmax(axis=1)
-            mx = logits.max(axis=1, keepdims=True)
-            lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
-            logp = logits[np.arange(len(actions)), actions] - lse
-            return actions, logp, logits
-        raise KeyError(who)
+        if module is None:
+            raise KeyError(who)
+        with torch.no_grad():
+            return module.fast_logits(torch.from_numpy(obs)).numpy()
+
+    def _sample_actions(self, logits: np.ndarray, greedy: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Actions and their log-probabilities for rows of logits (one call for every network group of a
+        step: numpy's per-call overhead, not the arithmetic, is what costs at these sizes)."""
+        if greedy:
+            actions = logits.argmax(axis=1)
+        else:
+            gumbel = -np.log(-np.log(self._rng.random(logits.shape, dtype=np.float32) + 1e-20) + 1e-20)
+            actions = (logits + gumbel).argmax(axis=1)
+        mx = logits.max(axis=1, keepdims=True)
+        lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
+        logp = logits[np.arange(len(actions)), actions] - lse
+        return actions, logp
 
     def _random_action(self, game: Game, obs: np.ndarray) -> int:
         legal = game.legal_actions(obs)
@@ -453,6 +456,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 groups.setdefault(who, []).append((i, agent))  # "mirror" was resolved to the learner at reset
         actions: list[dict] = [{} for _ in range(lanes.n)]
         learner_out: dict[tuple[int, str], tuple] = {}
+        network: list[tuple] = []  # (who, members, obs, logits) of each network controller
         for who, members in groups.items():
             if who == RANDOM:
                 for i, agent in members:
@@ -467,12 +471,18 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 if bad >= 0:
                     i, agent = members[bad]
                     raise env_fault(self.spade["env_id"], i, lanes.length[i], agent, "observation holds NaN/inf")
-                acts, logp, logits = self._policy_actions(who, obs, greedy)
+                network.append((who, members, obs, self._logits(who, obs)))
+        if network:  # one sampling pass over every network's rows (main, league slots, live modules)
+            all_logits = network[0][3] if len(network) == 1 else np.concatenate([g[3] for g in network])
+            acts, logp = self._sample_actions(all_logits, greedy)
+            row = 0
+            for who, members, obs, logits in network:
                 for j, (i, agent) in enumerate(members):
-                    a = int(acts[j])
+                    a = int(acts[row])
                     actions[i][agent] = a
                     if lanes.record and who == lanes.learner[i]:
-                        learner_out[(i, agent)] = (obs[j], a, float(logp[j]), logits[j])
+                        learner_out[(i, agent)] = (obs[j], a, float(logp[row]), logits[j])
+                    row += 1
         # 2) record the learners' decisions, step every lane
         env_steps = finished = 0
         for i in range(lanes.n):
