@@ -120,17 +120,21 @@ def make_runner(algo_config: Any, weights: Mapping[str, Any]):
     return runner
 
 
-def ladder_scores(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int) -> dict[str, float]:
-    """Main's held-out score (win + draw/2, mean over the held-out maps, `games` per map and seat) against each ladder bot."""
+def ladder_scores(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int,
+                  greedy: bool = False) -> dict[str, float]:
+    """Main's held-out score (win + draw/2, mean over the held-out maps, `games` per map and seat) against each
+    ladder bot. Sampled actions by default: a memoryless CTF policy acting by argmax loops forever on maps it
+    does not know (measured: every setup scored exactly 0.5 vs random, no capture at all), as in training."""
     from spade_rllib.rllib.heldout_eval import play_heldout
 
     ladder = ladder_of(env_id)
     # play_heldout's games are per map, seats alternating: 2 * games = `games` from each seat
-    out = play_heldout(algo_config, weights, heldout_paths(env_id), games=2 * games, greedy=True, opponents=ladder)
+    out = play_heldout(algo_config, weights, heldout_paths(env_id), games=2 * games, greedy=greedy, opponents=ladder)
     return {name: float(out[f"heldout/{name}/score"]) for name in ladder}
 
 
-def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, seed: int = 0) -> float:
+def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, seed: int = 0,
+                          greedy: bool = False) -> float:
     """Share of held-out games main wins alone: the other team idles (NOOP) every step, so winning is
     pure navigation (MazeRace: reach the flag; CTF: capture the idle team's flag). `games` per map and
     seat; a timeout is a failure."""
@@ -154,6 +158,9 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
                         if ours:
                             with torch.no_grad():
                                 logits = module.logits(torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32)))
+                            if not greedy:  # Gumbel-max: a sample from the policy
+                                logits = logits - torch.log(-torch.log(torch.from_numpy(
+                                    rng.random(tuple(logits.shape)).astype(np.float32)) + 1e-20) + 1e-20)
                             for a, act in zip(ours, logits.argmax(dim=1).tolist()):
                                 acts[a] = int(act)
                         res = game.step(acts)
@@ -168,8 +175,9 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
 
 
 def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapping[str, Any], env_id: str,
-                 games: int) -> list[float]:
-    """Scores of A (1 win, 0.5 draw, 0 loss) against B on every held-out map, `games` per map and seat."""
+                 games: int, greedy: bool = False) -> list[float]:
+    """Scores of A (1 win, 0.5 draw, 0 loss) against B on every held-out map, `games` per map and seat
+    (both sample their actions unless `greedy`)."""
     from spade_rllib.rllib.frozen_opponent import FROZEN_SLOT
     from spade_rllib.rllib.plan import DriverUpdate
 
@@ -177,7 +185,7 @@ def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapp
     try:
         runner.apply_driver_update(DriverUpdate(slot_weights={FROZEN_SLOT: {"member": "b", "weights": dict(weights_b)}}))
         levels = heldout_reset_options(heldout_paths(env_id), agents_per_team=len(runner.games[0].teams[0]))
-        records = runner.evaluate_main({"opponents": [FROZEN_SLOT], "games": 2 * games, "greedy": True, "levels": levels})
+        records = runner.evaluate_main({"opponents": [FROZEN_SLOT], "games": 2 * games, "greedy": greedy, "levels": levels})
     finally:
         runner.stop()
     return [float(r.learner_score) for r in records if r.learner_score is not None]

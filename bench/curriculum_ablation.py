@@ -19,6 +19,8 @@ weights play every held-out map of the env (`spade_rllib/levels/heldout*`, never
 each bot of the env's ladder, `--games` games per map and seat, and alone (the other team idles:
 the navigation-only solve rate). Per setup the bench reports the mean and the 95% Student-t interval
 over seeds of each number, and writes the difficulty and level-size curves as PNG (`--out-dir`).
+Every evaluation samples main's actions from its policy as in training (`--greedy`: argmax; a memoryless
+CTF policy acting by argmax loops on unknown maps, which floored every score at 0.5 in a first full run).
 Default size: 6 setups x 3 seeds x 3 min, about an hour on 2 CPUs with evaluation.
 
 The LAST line is one JSON object: {"bench", "env_id", "seeds", "minutes", "setups": {setup:
@@ -95,6 +97,7 @@ def main(argv=None) -> int:
     ap.add_argument("--env-id", default=DEFAULT_ENV_ID, help="MazeRace-v0 or CaptureTheFlag-v0")
     ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated subset of {','.join(SETUPS)}")
     ap.add_argument("--games", type=int, default=5, help="held-out games per map, seat and opponent")
+    ap.add_argument("--greedy", action="store_true", help="evaluate by argmax instead of sampled actions (the default)")
     ap.add_argument("--env-steps", type=int, default=None, help="also stop each run at this many env steps")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for every run (repeatable), e.g. agent.model.hidden=[64,64]")
@@ -118,8 +121,9 @@ def main(argv=None) -> int:
             for setup in setups:
                 run = train(setup_config(args.env_id, setup, seed, overrides), args.minutes, args.env_steps,
                             f"{setup} seed {seed}", keep=list(CURVES))
-                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games)
-                run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], args.env_id, args.games, seed)
+                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy)
+                run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], args.env_id, args.games,
+                                                          seed, args.greedy)
                 runs[setup].append(run)
     finally:
         ray.shutdown()

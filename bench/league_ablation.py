@@ -24,6 +24,8 @@ every iteration go to `<out-dir>/league_plan.json` and each league's final `leag
 `<out-dir>/league_<setup>_seed<k>.csv`; `pfsp_spread` is max/min planned probability
 over the pool at the end (1 = uniform), `final_plan` the probabilities themselves.
 
+Every evaluation samples main's actions from its policy as in training (`--greedy`: argmax; a memoryless
+CTF policy acting by argmax loops on unknown maps, which floored every score at 0.5 in a first full run).
 The LAST line is one JSON object: {"bench", "env_id", "seeds", "minutes", "exploit_minutes",
 "setups": {setup: {"ladder": {bot: {mean, low, high, n, values}}, "exploitability": {...},
 "rating": {...}, "pfsp_spread": [...], "iterations": [...]}}, "mains": {main: {elo, low, high}}}.
@@ -86,7 +88,7 @@ def pfsp_spread(history: dict) -> float:
 
 
 def exploitability(run: dict, env_id: str, seed: int, minutes: float, env_steps, games: int,
-                   overrides: list[str]) -> tuple[float, float]:
+                   overrides: list[str], greedy: bool = False) -> tuple[float, float]:
     """(score of a fresh learner trained `minutes` against the frozen final main, on the held-out maps;
     its training games against that main in its last iteration, the proof that it trained against it)."""
     from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
@@ -97,18 +99,18 @@ def exploitability(run: dict, env_id: str, seed: int, minutes: float, env_steps,
 
     raw = setup_config(env_id, "mirror", 1000 + seed, overrides)  # a fresh network: another init seed
     exploiter = train(raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install, keep=["train/target/games"])
-    scores = head_to_head(exploiter["algo_config"], exploiter["weights"], run["weights"], env_id, games)
+    scores = head_to_head(exploiter["algo_config"], exploiter["weights"], run["weights"], env_id, games, greedy)
     return (float(np.mean(scores)) if scores else math.nan), exploiter["history"]["train/target/games"][-1]
 
 
-def round_robin(mains: list[tuple[str, dict]], env_id: str, games: int) -> dict:
+def round_robin(mains: list[tuple[str, dict]], env_id: str, games: int, greedy: bool = False) -> dict:
     """Every pair of final mains on the held-out maps; Bradley-Terry Elo with bootstrap intervals."""
     from spade_rllib.ratings import bootstrap_bradley_terry_elo
 
     a, b, score = [], [], []
     for i, j in itertools.combinations(range(len(mains)), 2):
         ri, rj = mains[i][1], mains[j][1]
-        for s in head_to_head(ri["algo_config"], ri["weights"], rj["weights"], env_id, games):
+        for s in head_to_head(ri["algo_config"], ri["weights"], rj["weights"], env_id, games, greedy):
             a.append(i)
             b.append(j)
             score.append(s)
@@ -127,6 +129,7 @@ def main(argv=None) -> int:
     ap.add_argument("--env-id", default=DEFAULT_ENV_ID, help="MazeRace-v0 or CaptureTheFlag-v0")
     ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated subset of {','.join(SETUPS)}")
     ap.add_argument("--games", type=int, default=3, help="games per held-out map and seat (ladder, exploiter, round robin)")
+    ap.add_argument("--greedy", action="store_true", help="evaluate by argmax instead of sampled actions (the default)")
     ap.add_argument("--env-steps", type=int, default=None, help="also stop each run (and each exploiter) at this many env steps")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for every run (repeatable)")
@@ -159,13 +162,13 @@ def main(argv=None) -> int:
                 if setup != "mirror" and table.is_file():  # the league's final table, beside the plans
                     args.out_dir.mkdir(parents=True, exist_ok=True)
                     shutil.copy(table, args.out_dir / f"league_{setup}_seed{seed}.csv")
-                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games)
+                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy)
                 run["exploitability"], run["exploiter_games"] = exploitability(run, args.env_id, seed, args.exploit_minutes, args.env_steps,
                                                        args.games, overrides)
                 runs[setup].append(run)
                 plans[setup].append(run["history"])
         mains = [(f"{setup}/seed{k}", r) for setup, rs in runs.items() for k, r in enumerate(rs)]
-        ratings = round_robin(mains, args.env_id, args.games)
+        ratings = round_robin(mains, args.env_id, args.games, args.greedy)
     finally:
         ray.shutdown()
 
