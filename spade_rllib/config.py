@@ -31,6 +31,7 @@ from typing import Any, Optional, Union
 
 import yaml
 
+from spade_rllib.bots import BOT_PREFIX
 from spade_rllib.curriculum.curriculum_config import STRATEGIES as CURRICULUM_STRATEGIES
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCurriculumConfig
 from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, EnvKind, env_kind, spade_env_ids
@@ -469,7 +470,6 @@ def _cross_check(cfg: RunConfig) -> None:
     check_config(cfg)
 
 
-BOT_PREFIX = "bot:"
 BUILTIN_OPPONENTS = ("random", "mirror")
 
 

@@ -11,7 +11,10 @@ import difflib
 
 from . import c4_bots, ctf_bots, race_bots
 
-__all__ = ["make_bot", "bot_names", "BOT_NAMES", "BOTS_BY_ENV"]
+__all__ = ["make_bot", "bot_names", "BOT_NAMES", "BOTS_BY_ENV", "BOT_PREFIX"]
+
+BOT_PREFIX = "bot:"
+"""Opponent ids ``bot:<name>`` name a scripted bot in configs, plans and evaluation."""
 
 # env id -> {bot name: class}
 BOTS_BY_ENV: dict[str, dict[str, type]] = {

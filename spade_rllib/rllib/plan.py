@@ -26,12 +26,13 @@ from typing import Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
+from spade_rllib.bots import BOT_PREFIX  # noqa: F401 - re-exported: the runner's opponent ids
+from spade_rllib.outcome import MAIN
+
 MIRROR = "mirror"
 RANDOM = "random"
-BOT_PREFIX = "bot:"
 SLOT_PREFIX = "slot_"
 LIVE_PREFIX = "live:"
-from spade_rllib.outcome import MAIN  # noqa: E402
 
 EpisodeKey = tuple  # (worker_index, env_index, episode_number)
 
