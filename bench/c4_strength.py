@@ -14,7 +14,8 @@ One run, sequentially, the same minutes of training each, on the same CPUs:
    ``--num-episodes-human-play=0``, ``--min-league-size`` and ``--stop-timesteps``/``--stop-iters``
    far out of reach; the time limit is Tune's ``time_total_s`` stop, added to the script's own stop
    dict by wrapping ``run_rllib_example_script_experiment`` (the script has no flag for it).
-   ``RAY_STORAGE`` puts its Tune results (one checkpoint per iteration) under ``--out``.
+   The one behavioural patch: its callback skips results without episode metrics (it raised
+   KeyError on a loaded machine's first iteration). ``RAY_STORAGE`` puts its Tune results (one checkpoint per iteration) under ``--out``.
 3. **games**, no Ray: both mains act by masked argmax. The peer reads OpenSpiel's observation of a
    shadow ``pyspiel`` state that replays the game's moves (exactly what it saw in training); ours
    reads the PettingZoo observation (``spade_rllib.policy.load_policy``). Head to head: ``--games``
@@ -133,6 +134,19 @@ def run_peer_example(seconds: int, example_args: list[str]) -> None:
         return original(config, args, stop={**(stop or {}), TIME_TOTAL_S: seconds}, **kwargs)
 
     example_utils.run_rllib_example_script_experiment = with_time_limit
+    # The example's callback reads result["env_runners"]["win_rate"]; on a loaded machine its first
+    # iteration can end with no episode metrics and the run dies with KeyError (measured at load ~5).
+    # Skip such results (no snapshot decision); every other iteration runs the callback unchanged.
+    from ray.rllib.examples.multi_agent.utils.self_play_callback import SelfPlayCallback
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS
+
+    on_train_result = SelfPlayCallback.on_train_result
+
+    def guarded(self, *, result, **kwargs):
+        if "win_rate" in (result.get(ENV_RUNNER_RESULTS) or {}):
+            on_train_result(self, result=result, **kwargs)
+
+    SelfPlayCallback.on_train_result = guarded
     path = importlib.util.find_spec(EXAMPLE).origin
     sys.argv = [path, *example_args]
     runpy.run_path(path, run_name="__main__")
