@@ -140,6 +140,8 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
     seat; a timeout is a failure."""
     import torch
 
+    from spade_rllib.rllib.runner import sample_actions
+
     runner = make_runner(algo_config, weights)
     try:
         game = runner.games[0]
@@ -158,10 +160,8 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
                         if ours:
                             with torch.no_grad():
                                 logits = module.logits(torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32)))
-                            if not greedy:  # Gumbel-max: a sample from the policy
-                                logits = logits - torch.log(-torch.log(torch.from_numpy(
-                                    rng.random(tuple(logits.shape)).astype(np.float32)) + 1e-20) + 1e-20)
-                            for a, act in zip(ours, logits.argmax(dim=1).tolist()):
+                            actions, _ = sample_actions(logits.numpy(), rng, greedy)
+                            for a, act in zip(ours, actions.tolist()):
                                 acts[a] = int(act)
                         res = game.step(acts)
                         if res.done:

@@ -305,6 +305,7 @@ def inference_only(cfg, obs: np.ndarray, seconds: float, agents_per_step: int) -
     import torch
 
     from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.runner import sample_actions
 
     spec = build_algo_config(cfg).get_multi_rl_module_spec(inference_only=True)
     module = spec.rl_module_specs["main"].build()
@@ -314,13 +315,10 @@ def inference_only(cfg, obs: np.ndarray, seconds: float, agents_per_step: int) -
     torch.set_num_threads(1)  # runners act on one thread
     x = torch.from_numpy(obs)
 
-    def act():
+    def act():  # the runner's acting path
         with torch.no_grad():
-            logits = module.fast_logits(x).numpy()  # the runner's acting path
-        g = -np.log(-np.log(rng.random(logits.shape, dtype=np.float32) + 1e-20) + 1e-20)
-        a = (logits + g).argmax(axis=1)
-        mx = logits.max(axis=1, keepdims=True)
-        return logits[np.arange(len(a)), a] - (mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1)))
+            logits = module.fast_logits(x).numpy()
+        return sample_actions(logits, rng)
 
     try:
         for _ in range(20):

@@ -88,6 +88,18 @@ def _single_thread():
             torch.set_num_threads(prev)
 
 
+def sample_actions(logits: np.ndarray, rng: np.random.Generator, greedy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(actions, log-probabilities) for rows of logits: argmax, or a sample by Gumbel-max with `rng`."""
+    if greedy:
+        actions = logits.argmax(axis=1)
+    else:
+        gumbel = -np.log(-np.log(rng.random(logits.shape, dtype=np.float32) + 1e-20) + 1e-20)
+        actions = (logits + gumbel).argmax(axis=1)
+    mx = logits.max(axis=1, keepdims=True)
+    lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
+    return actions, logits[np.arange(len(actions)), actions] - lse
+
+
 class _Traj:
     """The learner's pending transitions for one agent in one lane."""
 
@@ -415,17 +427,9 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             return module.fast_logits(torch.from_numpy(obs)).numpy()
 
     def _sample_actions(self, logits: np.ndarray, greedy: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Actions and their log-probabilities for rows of logits (one call for every network group of a
-        step: numpy's per-call overhead, not the arithmetic, is what costs at these sizes)."""
-        if greedy:
-            actions = logits.argmax(axis=1)
-        else:
-            gumbel = -np.log(-np.log(self._rng.random(logits.shape, dtype=np.float32) + 1e-20) + 1e-20)
-            actions = (logits + gumbel).argmax(axis=1)
-        mx = logits.max(axis=1, keepdims=True)
-        lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
-        logp = logits[np.arange(len(actions)), actions] - lse
-        return actions, logp
+        """Actions and log-probabilities for the rows of every network of a step, in one call: numpy's
+        per-call overhead, not the arithmetic, is what costs at these sizes."""
+        return sample_actions(logits, self._rng, greedy)
 
     def _random_action(self, game: Game, obs: np.ndarray) -> int:
         legal = game.legal_actions(obs)
