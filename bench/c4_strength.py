@@ -26,6 +26,7 @@ One run, sequentially, the same minutes of training each, on the same CPUs:
 Scores are win 1, draw 0.5, loss 0, from the first-named side. The last line of output is one JSON
 object: ``head_to_head`` (ours' score against the peer), ``ours_vs_random``, ``ours_vs_tactical``,
 ``ours_vs_lookahead``, ``peer_vs_random``, ``peer_vs_tactical``, ``peer_vs_lookahead``,
+the same against the references from the empty board (``ours_vs_tactical_empty``, ...),
 ``ours_env_steps``, ``peer_env_steps`` and details (checkpoints, seconds, game counts).
 ``--ours-checkpoint`` / ``--peer-checkpoint`` skip a side's training and play that checkpoint.
 """
@@ -277,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     sides = {}
     for name, given, train in (("ours", args.ours_checkpoint, train_ours), ("peer", args.peer_checkpoint, train_peer)):
         if given:
-            sides[name] = (Path(given), None, 0.0)
+            sides[name] = (Path(given).resolve(), None, 0.0)  # RLModule.from_checkpoint needs an absolute path
         else:
             print(f"training {name} for {args.minutes:g} min ...", flush=True)
             sides[name] = train(args, out)
@@ -290,11 +291,15 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     result["head_to_head"] = match(ours, peer, args.games, args.opening_plies, rng)
     print(f"head to head (ours vs peer, {args.games} games): {result['head_to_head']:.3f}", flush=True)
+    # Against the references twice: from --opening-plies random plies (the head-to-head protocol; the
+    # primary keys) and from the empty board (``*_empty``: what the run's own evaluation and
+    # `spade_rllib.evaluate` measure; the bots' own randomness varies those games).
     for k, reference in enumerate(REFERENCES):
         for name, player in (("ours", ours), ("peer", peer)):
-            bot = BotPlayer(reference, seed=args.seed * 1000 + k)
-            result[f"{name}_vs_{reference}"] = score = match(player, bot, args.ref_games, args.opening_plies, rng)
-            print(f"{name} vs {reference} ({args.ref_games} games): {score:.3f}", flush=True)
+            for suffix, plies in (("", args.opening_plies), ("_empty", 0)):
+                bot = BotPlayer(reference, seed=args.seed * 1000 + k)
+                result[f"{name}_vs_{reference}{suffix}"] = score = match(player, bot, args.ref_games, plies, rng)
+                print(f"{name} vs {reference} ({args.ref_games} games, {plies}-ply openings): {score:.3f}", flush=True)
     result.update({"games": args.games, "ref_games": args.ref_games, "opening_plies": args.opening_plies,
                    "play_s": round(time.perf_counter() - started, 1)})
     print(json.dumps(result))

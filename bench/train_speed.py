@@ -16,6 +16,7 @@ one env copy with every live agent acting):
   league_curriculum_train_sps  + league (as above) AND the threshold curriculum, its difficulty kept
                                inside the level-size band of --difficulty (6: 11x11), so the row
                                differs from train_sps only by the two components;
+  league_curriculum_2runners_train_sps  the same with 2 env runners (x the config's envs each);
   stock_equal_train_sps        stock RLlib configured like ours: `ParallelPettingZooEnv` over the
                                same game and levels, the stock `MultiAgentEnvRunner` vectorizing the
                                same number of env copies (`num_envs_per_env_runner`, gymnasium
@@ -434,6 +435,13 @@ def main() -> None:
         lc_cfg = load_config(args.config, [*overrides, *LEAGUE_ON, *curriculum_on(diff)])
         lc = ours(lc_cfg, args.seconds, sample=False)
         say("league + curriculum", lc, "league_curriculum")
+        # The same with 2 env runners: on 2 CPUs the runners share the cores with the learner, which
+        # is busy ~30% of an iteration here, so sampling can use ~1.7 cores instead of 1.
+        lc2 = ours(load_config(args.config, [*overrides, *LEAGUE_ON, *curriculum_on(diff), "training.num_env_runners=2"]),
+                   args.seconds, sample=False)
+        say("league + curr., 2 runners", lc2, "league_curriculum_2runners")
+        out.update(league_curriculum_2runners_train_sps=_r(lc2["train_sps"]),
+                   league_curriculum_2runners_detail=lc2["detail"])
         out.update(league_train_sps=_r(lg["train_sps"]), league_overhead=_r(1 - lg["train_sps"] / res["train_sps"], 3),
                    league_curriculum_train_sps=_r(lc["train_sps"]),
                    league_curriculum_overhead=_r(1 - lc["train_sps"] / res["train_sps"], 3),

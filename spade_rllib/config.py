@@ -66,6 +66,7 @@ class EnvConfig:
     level_file: Optional[str] = _f(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
     difficulty: Optional[float] = _f(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
     level_pool: int = _f(512, help="Level games without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
+    random_opening_plies: int = _f(0, help="Turn-based PettingZoo games (AEC, e.g. connect_four_v3) only: every training episode starts after k ~ U{0..N} uniformly random legal moves, so main also trains on positions its own openings never reach (0 = off).", min=0, max=100)
 
 
 @dataclass
@@ -198,6 +199,7 @@ class EvaluationConfig:
     games: int = _f(40, help="Games per opponent per evaluation (seats alternate).", min=1)
     opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
     greedy: bool = _f(False, help="Evaluate with argmax actions instead of sampling.")
+    random_opening_plies: int = _f(0, help="Turn-based PettingZoo games only: evaluation games start after k ~ U{0..N} random legal moves (0 = from the empty board).", min=0, max=100)
     target_win_rate: float = _f(0.9, help="The summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
     heldout_levels: list[str] = _f(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
     heldout_games: int = _f(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1)
@@ -461,6 +463,11 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError("curriculum.strategy = 'none': choose a strategy when curriculum.enabled is true")
     if cfg.curriculum.enabled and kind != LEVEL_KIND:
         raise ConfigError(f"curriculum.enabled = true: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
+    for key, plies in (("env.random_opening_plies", cfg.env.random_opening_plies),
+                       ("evaluation.random_opening_plies", cfg.evaluation.random_opening_plies)):
+        if plies and kind != "pettingzoo":
+            raise ConfigError(f"{key} = {plies}: only allowed with a turn-based PettingZoo env such as "
+                              f"'pettingzoo.classic:connect_four_v3' (env.id is {cfg.env.id!r})")
     if cfg.evaluation.heldout_levels and kind != LEVEL_KIND:
         raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.

@@ -105,6 +105,17 @@ def check_env(cfg) -> None:
     level = read_level(env.level_file, "env.level_file") if env.level_file else None
     factory = env_factory(env.id)
     check_env_kwargs(env.id, env.kwargs, factory)
+    plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
+    if plies and factory is None:  # only a turn-based PettingZoo env can start after random moves
+        from spade_rllib.rllib.env_adapters import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
+
+        key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
+        try:
+            make_game_factory(env.id, env.kwargs, opening_plies=plies)()
+        except ValueError as e:
+            if "opening plies" in str(e):
+                raise ConfigError(f"{key} = {plies}: {e}") from e
+            raise
     if factory is None:
         return
     kwargs = dict(env.kwargs)

@@ -104,7 +104,10 @@ def test_shipped_sweeps_load_and_smoke_is_tiny():
     assert seeds.space["experiment.seed"].values == (0, 1, 2, 3, 4)
     pbt, _ = load_sweep("pbt")
     assert set(pbt.scheduler.mutations) == {"agent.lr", "agent.entropy", "agent.clip"}
-    for name in ("lr_gamma", "seeds", "pbt", "asha"):
+    c4, c4_base = load_sweep("c4_strength")
+    assert c4.num_trials() == 4 and c4.budget.max_concurrent == 1 and c4.metric.name == "eval/bot:tactical/win_rate"
+    assert c4_base["evaluation"]["random_opening_plies"] == 2 and c4_base["evaluation"]["opponents"] == ["bot:tactical"]
+    for name in ("lr_gamma", "seeds", "pbt", "asha", "c4_strength"):
         spec, base = load_sweep(name, smoke=True, sets=("training.torch_threads=1",))
         assert 2 <= spec.num_trials() <= 4, name
         assert base["training"]["stop"].get("iterations") in (2, 4) and "time_s" not in base["training"]["stop"], name

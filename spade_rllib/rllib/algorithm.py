@@ -155,6 +155,8 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
         # learners shard episodes, which needs RLlib's SingleAgentEpisodes and default connectors.
         "packed": num_learners == 0,
         "level_pool": cfg.env.level_pool if (env_kind(cfg.env.id) == LEVEL_KIND and not cfg.env.level_file) else 0,
+        "random_opening_plies": cfg.env.random_opening_plies,
+        "eval_random_opening_plies": cfg.evaluation.random_opening_plies,
         "learners": learners,
         "runinfo": runinfo,
         "restore_from": restore_from,

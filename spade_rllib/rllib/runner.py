@@ -154,7 +154,9 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self.spade: dict = dict(self.config.env_config["spade"])
         self.worker_index = int(self.worker_index or 0)
         self.num_envs = int(self.config.num_envs_per_env_runner)
-        self._make_game: Callable[[], Game] = make_game_factory(self.spade["env_id"], self.spade.get("env_kwargs"))
+        env_id, env_kwargs = self.spade["env_id"], self.spade.get("env_kwargs")
+        self._make_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, int(self.spade.get("random_opening_plies") or 0))
+        self._make_eval_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, int(self.spade.get("eval_random_opening_plies") or 0))
         self._base_seed = int(self.spade.get("seed", 0)) * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
         self._rng = np.random.default_rng([int(self.spade.get("seed", 0)), self.worker_index, 17])
         self.plan: OpponentPlan = self.spade.get("opponent_plan") or OpponentPlan()
@@ -336,7 +338,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         if not jobs:
             return []
         if self._eval_lanes is None:
-            self._eval_lanes = _Lanes([self._make_game() for _ in range(min(self.num_envs, 32))], record=False)
+            self._eval_lanes = _Lanes([self._make_eval_game() for _ in range(min(self.num_envs, 32))], record=False)
         lanes = self._eval_lanes
         queue = deque(jobs)
         results: list[EpisodeOutcome] = []
