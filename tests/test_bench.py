@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.profile_iteration import SelfTimers  # noqa: E402
-from bench.train_speed import LEAGUE_ON, ceiling, curriculum_on, env_only  # noqa: E402
+from bench.train_speed import FAST_LAYOUT, LEAGUE_ON, ceiling, curriculum_on, env_only  # noqa: E402
 
 QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")
 
@@ -24,6 +24,9 @@ def test_league_curriculum_overrides_validate_and_keep_the_level_size():
     th = cfg.curriculum.threshold
     assert th.min == 4.0 and th.initial == 4.0
     assert 5 + 2 * (int(th.max) // 2) == 9  # the band of difficulty 4: 9x9 levels only
+    fast = load_config(QUICKSTART, [*LEAGUE_ON, *curriculum_on(6.0), *FAST_LAYOUT])
+    assert (fast.training.num_env_runners, fast.training.num_envs_per_runner) == (2, 128)
+    assert fast.curriculum.threshold.min == 6.0 and fast.league.enabled
 
 
 def test_ceiling_overlapped_vs_serial():
