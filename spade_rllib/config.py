@@ -68,6 +68,11 @@ class ModelConfig:
     activation: str = setting("tanh", help="Hidden activation.", choices=("tanh", "relu"))
     vf_share_layers: bool = setting(False, help="Share the hidden layers between policy and value heads.")
     cnn_channels: list[int] = setting(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1)
+    use_lstm: bool = setting(False, help="Recurrent policy: an LSTM after the encoder (MLP or CNN); policy and value heads share encoder and LSTM (one hidden state per agent, vf_share_layers is then not used). RLlib's DefaultModelConfig naming.")
+    lstm_cell_size: int = setting(256, help="use_lstm only: LSTM hidden size.", min=1, max=8192)
+    max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
+    lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action (one-hot) to the LSTM.")
+    lstm_use_prev_reward: bool = setting(False, help="use_lstm only: feed the agent's previous reward to the LSTM.")
 
 
 @dataclass
@@ -380,6 +385,14 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
         )
+    model = cfg.agent.model
+    if model.use_lstm and model.max_seq_len > cfg.agent.train_batch_size:
+        raise ConfigError(f"agent.model.max_seq_len = {model.max_seq_len}: out of range, allowed <= agent.train_batch_size "
+                          f"({cfg.agent.train_batch_size}) with use_lstm (a training sequence must fit in one batch)")
+    if model.use_lstm and (model.lstm_use_prev_action or model.lstm_use_prev_reward) and cfg.resources.num_learners > 0:
+        key = "lstm_use_prev_action" if model.lstm_use_prev_action else "lstm_use_prev_reward"
+        raise ConfigError(f"agent.model.{key} = true: only allowed with resources.num_learners = 0 (the local "
+                          f"learner's packed path; RLlib's stock learner pipeline has no previous-action input)")
     stop = cfg.training.stop
     if (stop.metric is None) != (stop.target is None):
         raise ConfigError(f"training.stop.metric = {stop.metric!r}: metric and target must be given together (target = {stop.target!r})")
