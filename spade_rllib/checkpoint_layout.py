@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from spade_rllib import checkpoint_guard as _guard
-from spade_rllib.env_ids import canonical_env_id
+from spade_rllib.games import canonical_env_id
 from spade_rllib.outcome import MAIN
 
 RL_MODULE_SUBPATH = Path("learner_group") / "learner" / "rl_module"

@@ -19,10 +19,9 @@ from typing import Sequence
 
 from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
-from spade_rllib.env_ids import canonical_env_id
+from spade_rllib.games import canonical_env_id, game_ids
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
-    SUPPORTED_ENV_IDS,
     PolicyLoadError,
     infer_env_id,
     known_env_id,
@@ -185,8 +184,8 @@ def build_pool(cfg: EvalConfig):
         env_id = infer_env_id(load_policy(entries[0][0].path, entries[0][1][0]))
         if env_id is None:
             raise PolicyLoadError(f"cannot tell which env {entries[0][0].path} was trained on; pass --env")
-    if env_id not in SUPPORTED_ENV_IDS:
-        raise PolicyLoadError(f"env {env_id!r} is not playable by evaluation; supported: {', '.join(SUPPORTED_ENV_IDS)}")
+    if env_id not in game_ids():
+        raise PolicyLoadError(f"env {env_id!r} is not playable by evaluation; supported: {', '.join(game_ids())}")
     multi = len(entries) > 1
     taken: set[str] = set()
     specs: dict[str, PlayerSpec] = {}

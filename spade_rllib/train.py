@@ -305,21 +305,22 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--address", help="Attach to a running Ray cluster instead of starting a local one.")
     ap.add_argument("--resume", metavar="PATH", help="Continue from the newest checkpoint under PATH.")
     ap.add_argument("--final-eval-games", type=int, default=FINAL_EVAL_GAMES, help="Games per opponent in the final evaluation (0: skip).")
-    ap.add_argument("--print-config", action="store_true", help="Print the resolved config and exit (no Ray).")
+    ap.add_argument("--print-config", action="store_true", help="Print the resolved config and exit (checks the file alone; imports no env, no Ray).")
     ap.add_argument("--help-config", action="store_true", help="List every config key with its help text and exit.")
     add_debug_flag(ap)
     return ap.parse_args(argv)
 
 
-def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
-    """(config, checkpoint to restore or None), validated; raises ConfigError."""
+def resolve_config(args: argparse.Namespace, resolve: bool = True) -> tuple[RunConfig, Optional[str]]:
+    """(config, checkpoint to restore or None), validated; raises ConfigError. `resolve=False`: the
+    file alone, nothing imported (`parse_config`)."""
     checkpoint = find_checkpoint(args.resume) if args.resume else None
     path = args.config
     if path is None and checkpoint is not None:
         path = saved_config_for(checkpoint)
     if path is None:
         raise ConfigError("--config: missing; give a YAML file, e.g. --config tune_configs/quickstart.yaml")
-    cfg = parse_config(apply_overrides(load_raw(path), args.overrides), source_path=path)
+    cfg = parse_config(apply_overrides(load_raw(path), args.overrides), source_path=path, resolve=resolve)
     return cfg, checkpoint
 
 
@@ -332,7 +333,7 @@ def main(argv=None) -> int:
         print(describe())
         return 0
     try:
-        cfg, checkpoint = resolve_config(args)
+        cfg, checkpoint = resolve_config(args, resolve=not args.print_config)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
-from spade_rllib.envs import CaptureTheFlag, Knobs, Level, MazeRace, make_env
+from spade_rllib.envs import CaptureTheFlag, Knobs, Level, MazeRace
+from spade_rllib.games import make_env
 from spade_rllib.envs.ctf import (CH_CARRIER, CH_ENEMY_BASE, CH_ENEMY_FLAG, CH_HALF, CH_OPP, CH_OWN_BASE, CH_OWN_FLAG,
                                   CH_TRAIL, CH_WALL, DOWN, LEFT, NOOP, RIGHT, TAG, UP, V_BASE_DC, V_BASE_DIST, V_BASE_DR,
                                   V_CARRYING, V_COOLDOWN, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_ENEMY_FLAG_DR,

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
-from spade_rllib.bots import make_bot
-from spade_rllib.envs import ENV_IDS, Knobs, Level, MazeRace, generate_level, make_env
+from spade_rllib.games import make_bot
+from spade_rllib.envs import Knobs, Level, MazeRace, generate_level
+from spade_rllib.games import game_ids, make_env
 from spade_rllib.envs.maze_race import (CH_DIST, CH_FLAG, CH_MATE, CH_OPP, CH_STUN, CH_WALL, DOWN, LEFT, NOOP, RIGHT,
                                         TAG, UP, V_COOLDOWN, V_DOWNHILL, V_LEAD, V_OPP_ADJ, V_STUN, V_TAG_READY,
                                         V_TEAM, V_TIME)
@@ -380,7 +381,7 @@ def test_hand_written_maps_load_and_play(n):
         pytest.fail(f"hand map {n}: {e}")
     env = MazeRace(level=lv, render_mode="ansi")
     env.reset(seed=n)
-    bots = {a: make_bot("rusher", seed=i) for i, a in enumerate(env.possible_agents)}
+    bots = {a: make_bot("rusher", seed=i, env_id="MazeRace-v0") for i, a in enumerate(env.possible_agents)}
     while env.agents:
         _, _, _, _, info = env.step({a: bots[a].act(env, a) for a in env.agents})
     assert info[P0]["winner"] in ("A", "B", "draw")
@@ -402,7 +403,7 @@ def test_render_modes():
 
 
 def test_registry():
-    assert "MazeRace-v0" in ENV_IDS
+    assert "MazeRace-v0" in game_ids()
     env = make_env("MazeRace-v0", difficulty=2, seed=0)
     assert isinstance(env, MazeRace)
     with pytest.raises(ValueError, match="Did you mean 'MazeRace-v0'"):

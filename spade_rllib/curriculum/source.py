@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from spade_rllib.curriculum.level_spec import LevelSpec, build_level
+from spade_rllib.curriculum.level_spec import LevelSpec
 from spade_rllib.curriculum.strategies import sample_level
 
 SOURCE_CACHE_SIZE = 512  # built levels per process, by (builder, level_id): as many as `training.level_pool` holds
@@ -50,12 +50,12 @@ class CurriculumLevelSource:
     sampling_state: `strategy.sampling_state()` from the driver (plain JSON-able dict).
     seed:           the run's seed, mixed into every pick.
     version:        the driver's broadcast counter, mixed in so each broadcast draws fresh levels.
-    level_builder:  LevelSpec -> what goes into `options["level"]` (default: a MazeRace `Level`;
-                    the curriculum component passes `build_level` bound to its game).
+    level_builder:  LevelSpec -> what goes into `options["level"]` (the curriculum component passes
+                    `build_level` bound to its game).
     """
 
-    def __init__(self, sampling_state: Mapping[str, Any], seed: int = 0, version: int = 0,
-                 level_builder: Callable[[LevelSpec], Any] = build_level):
+    def __init__(self, sampling_state: Mapping[str, Any], level_builder: Callable[[LevelSpec], Any], seed: int = 0,
+                 version: int = 0):
         self.sampling_state = dict(sampling_state)
         self.seed = int(seed)
         self.version = int(version)

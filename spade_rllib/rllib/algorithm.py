@@ -49,7 +49,7 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
 from spade_rllib.config import RunConfig, parse_config
-from spade_rllib.env_ids import LEVEL_KIND, env_kind
+from spade_rllib.games import LEVEL_KIND, env_kind
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.component_registry import build_components
 from spade_rllib.rllib.components import (
@@ -61,7 +61,7 @@ from spade_rllib.rllib.components import (
     placeholder_win_rates,
     win_rates,
 )
-from spade_rllib.rllib.env_adapters import make_game_factory
+from spade_rllib.games.adapter import make_game_factory
 from spade_rllib.rllib.health import check_losses, check_weights, trained_now
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.runner import SpadeEnvRunner
@@ -109,9 +109,9 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
     window = None
     kind = env_kind(cfg.env.id)
     if kind == LEVEL_KIND:
-        from spade_rllib.envs import env_class  # noqa: PLC0415
+        from spade_rllib.games import game as game_spec  # noqa: PLC0415
 
-        window = tuple(env_class(cfg.env.id).obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
+        window = tuple(game_spec(cfg.env.id).level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
     info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window)
     close = getattr(game.raw_env, "close", None)
     if close:

@@ -9,7 +9,7 @@ matchup, and a restored run with the same plan repeats the same matchups.
 Opponent ids understood by `SpadeEnvRunner`:
   "mirror"        the learner plays every team; every seat's experience trains it
   "random"        uniform over legal actions
-  "bot:<name>"    `spade_rllib.bots.make_bot(name, seed, env_id)` (the level games)
+  "bot:<name>"    `spade_rllib.games.make_bot(name, seed, env_id=...)` (a game's scripted bots)
   "slot_<k>"      frozen weights in opponent slot k, loaded by `DriverUpdate.slot_weights`
   "live:<module>" another trained module at its current weights (a main exploiter's opponent is
                   "live:main"); it acts but its side of the game is not recorded
@@ -26,13 +26,7 @@ from typing import Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-from spade_rllib.bots import BOT_PREFIX  # noqa: F401 - re-exported: the runner's opponent ids
-from spade_rllib.outcome import MAIN
-
-MIRROR = "mirror"
-RANDOM = "random"
-SLOT_PREFIX = "slot_"
-LIVE_PREFIX = "live:"
+from spade_rllib.outcome import BOT_PREFIX, LIVE_PREFIX, MAIN, MIRROR, RANDOM, SLOT_PREFIX  # noqa: F401 - the ids (outcome.py)
 
 EpisodeKey = tuple  # (worker_index, env_index, episode_number)
 

@@ -7,7 +7,7 @@ in lock-step and makes ONE batched forward pass per policy per step:
 
   * `main` (the trained module, id "main", weights synced by RLlib after every update);
   * opponents played *inside* the runner: "mirror" (main itself), "random", "bot:<name>" scripted
-    bots of the level game (`make_bot(name, seed, env_id)`), and K frozen opponent slots "slot_<k>" whose weights the driver (the league)
+    bots of the game (`spade_rllib.games.make_bot`), and K frozen opponent slots "slot_<k>" whose weights the driver (the league)
     swaps in with `apply_driver_update`. Slots are plain torch modules, not part of the
     MultiRLModule, so RLlib never syncs or overwrites them and Learners never see them.
 
@@ -69,7 +69,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
-from spade_rllib.rllib.env_adapters import LEVEL_RESET_KEYS, Game, make_game_factory
+from spade_rllib.games.adapter import LEVEL_RESET_KEYS, Game, make_game_factory
 from spade_rllib.rllib.health import env_fault, first_non_finite_row
 from spade_rllib.rllib.packed import PackedEpisodes
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
@@ -233,7 +233,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         kwargs = dict(self.spade.get("env_kwargs") or {})
         if not size or not game.is_level_game or kwargs.get("level") is not None:
             return None
-        from spade_rllib.envs import Knobs, knobs_for_difficulty, level_generator  # noqa: PLC0415
+        from spade_rllib.envs import Knobs, knobs_for_difficulty  # noqa: PLC0415
+        from spade_rllib.games import game as game_spec  # noqa: PLC0415
 
         knobs = kwargs.get("knobs")
         if isinstance(knobs, dict):
@@ -242,7 +243,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             knobs = knobs_for_difficulty(float(kwargs.get("difficulty", 5.0)), family=kwargs.get("family"),
                                          agents_per_team=int(kwargs.get("agents_per_team") or 1))
         seeds = np.random.default_rng([int(self.spade.get("seed", 0)), self.worker_index, 23]).integers(2**31 - 1, size=size)
-        generate = level_generator(self.spade["env_id"])
+        generate = game_spec(self.spade["env_id"]).level_generator
         return [generate(knobs, int(s)) for s in seeds]
 
     def make_module(self) -> None:
@@ -503,7 +504,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
     def _bot(self, name: str):
         bot = self._bots.get(name)
         if bot is None:
-            from spade_rllib.bots import make_bot  # noqa: PLC0415
+            from spade_rllib.games import make_bot  # noqa: PLC0415
 
             bot = make_bot(name, seed=int(self._rng.integers(2**31)), env_id=self.spade["env_id"])
             self._bots[name] = bot
