@@ -125,7 +125,7 @@ def resolve_checkpoint(checkpoint: str | Path) -> CheckpointInfo:
             f"(the one holding {RL_MODULE_SUBPATH}/)"
         )
     path = path.resolve()
-    escape = _guard.symlink_escape(path)  # issue 16: a copied checkpoint may not lead the loader elsewhere
+    escape = _guard.symlink_escape(path)  # a copied checkpoint may not lead the loader elsewhere
     if escape is not None:
         raise PolicyLoadError(f"refused: {escape} is a symbolic link to {escape.resolve()}, outside the checkpoint {path}")
     if not (path / RL_MODULE_SUBPATH).is_dir() and not _is_module_dir(path):

@@ -92,7 +92,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="parallel Ray tasks (0: no Ray, play in this process)")
     p.add_argument("--local", action="store_const", const=0, dest="workers", help="same as --workers 0")
-    p.add_argument("--env", default=None, help="env id override (CaptureTheFlag-v0, MazeRace-v0, connect_four_v3)")
+    p.add_argument("--env", default=None, help=f"env id override ({', '.join(game_ids())})")
     p.add_argument("--bots", default=None, help="comma-separated bots to add, or 'none'")
     p.add_argument("--no-league", action="store_false", dest="league", help="main only, no frozen snapshots")
     p.add_argument("--bootstrap", type=int, default=200)
@@ -129,7 +129,7 @@ def validate(cfg: EvalConfig) -> None:
             raise ValueError(f"--{name} = {value}: must be >= 0")
     from spade_rllib.preflight import check_output_path  # noqa: PLC0415
 
-    check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after (issue 16)
+    check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after
 
 
 # --------------------------------------------------------------------------------------------

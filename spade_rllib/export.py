@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from spade_rllib.preflight import check_output_path  # noqa: PLC0415
 
-    check_output_path(args.out, "--out", directory=False)  # before loading anything (issue 16)
+    check_output_path(args.out, "--out", directory=False)  # before loading anything
     try:
         policy = load_policy(args.checkpoint, args.module)
     except PolicyLoadError as e:

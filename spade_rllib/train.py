@@ -342,7 +342,7 @@ def main(argv=None) -> int:
 
         print(dump_config(cfg), end="")
         return 0
-    try:  # about this machine: stop condition, storage, CPUs/GPUs (issue 16)
+    try:  # about this machine: stop condition, storage, CPUs/GPUs
         from spade_rllib.preflight import check_launch  # noqa: PLC0415
 
         check_launch(cfg, address=args.address)

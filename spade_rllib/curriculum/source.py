@@ -27,7 +27,7 @@ MAX_BUILD_ATTEMPTS = 5  # a spec the generator rejects is redrawn (from the same
 _BUILT: OrderedDict[tuple, Any] = OrderedDict()
 """Process-wide LRU of built levels. A new source arrives with every broadcast; levels of specs seen
 before (PLR replays, `level_seeds` repeats) are reused with the observation templates the env cached
-on them, so a runner builds each level once (issue 17: level building was 13-17% of the runner)."""
+on them, so a runner builds each level once (building levels was a large share of the runner's time)."""
 
 
 def _builder_key(builder: Callable) -> tuple:

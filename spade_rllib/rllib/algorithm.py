@@ -331,7 +331,7 @@ class SpadePPO(PPO):
         t0 = time.perf_counter()
         trained_with = self.learner_hyperparams()  # read before the update: the values it trains with
         results = super().step()
-        lifetime = self.__dict__.setdefault("_trained_lifetime", {})  # NaN stops here (issue 16)
+        lifetime = self.__dict__.setdefault("_trained_lifetime", {})  # NaN stops here
         check_losses(trained_now(results.get("learners") or {}, lifetime), self.iteration + 1)
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
@@ -502,7 +502,7 @@ class SpadePPO(PPO):
         self.learner_group.foreach_learner(_reapply_config_lr)
 
     def save_checkpoint(self, checkpoint_dir):
-        """Refuse to write a checkpoint whose trained weights hold NaN/inf (issue 16)."""
+        """Refuse to write a checkpoint whose trained weights hold NaN/inf."""
         check_weights({m: self.module_weights(m) for m in learner_module_ids(self.run_config)}, self.iteration)
         return super().save_checkpoint(checkpoint_dir)
 

@@ -586,7 +586,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                             tr.prev_rewards.append(rec[2])
             try:
                 res = lanes.games[i].step(actions[i])
-            except Exception as e:  # the env's own error, with where it happened (issue 16)
+            except Exception as e:  # the env's own error, with where it happened
                 raise env_fault(self.spade["env_id"], i, lanes.length[i], sorted(actions[i]) or None,
                                 f"step raised {e.__class__.__name__}: {' '.join(str(e).split())}") from e
             env_steps += 1
