@@ -64,6 +64,7 @@ from spade_rllib.rllib.components import (
 from spade_rllib.games.adapter import make_game_factory
 from spade_rllib.rllib.health import check_losses, check_weights, trained_now
 from spade_rllib.rllib.module import SpadeModule
+from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
 from spade_rllib.rllib.runner import SpadeEnvRunner
 
 logger = logging.getLogger(__name__)
@@ -149,26 +150,26 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
     )
     a, t, r = cfg.agent, cfg.training, cfg.resources
     num_learners = r.num_learners
-    spade = {
-        "run_config": cfg.to_dict(),
-        "env_id": cfg.env.id,
-        "env_kwargs": env_kwargs_for(cfg),
-        "seed": cfg.experiment.seed,
+    spade = RunnerSpec(
+        run_config=cfg.to_dict(),
+        env_id=cfg.env.id,
+        env_kwargs=env_kwargs_for(cfg),
+        seed=cfg.experiment.seed,
         # Local learner: ship experience packed and run SpadeGAEConnector (see packed.py). Remote
         # learners shard episodes, which needs RLlib's SingleAgentEpisodes and default connectors.
-        "packed": num_learners == 0,
-        "level_pool": cfg.env.level_pool if (env_kind(cfg.env.id) == LEVEL_KIND and not cfg.env.level_file) else 0,
-        "random_opening_plies": cfg.env.random_opening_plies,
-        "eval_random_opening_plies": cfg.evaluation.random_opening_plies,
-        "learners": learners,
-        "runinfo": runinfo,
-        "restore_from": restore_from,
+        packed=num_learners == 0,
+        level_pool=cfg.env.level_pool if (env_kind(cfg.env.id) == LEVEL_KIND and not cfg.env.level_file) else 0,
+        random_opening_plies=cfg.env.random_opening_plies,
+        eval_random_opening_plies=cfg.evaluation.random_opening_plies,
+        learners=tuple(learners),
+        runinfo=runinfo,
+        restore_from=restore_from,
         # Runners start with the config's self-play plan (the driver re-broadcasts it, or the league's).
-        "opponent_plan": SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, cfg.experiment.seed).plan,
-    }
+        opponent_plan=SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, cfg.experiment.seed).plan,
+    ).to_dict()
     config = (
         PPOConfig(algo_class=SpadePPO)
-        .environment(env=None, env_config={"spade": spade}, observation_space=obs_space, action_space=act_space)
+        .environment(env=None, env_config={RUNNER_SPEC_KEY: spade}, observation_space=obs_space, action_space=act_space)
         .framework("torch")
         .env_runners(
             env_runner_cls=SpadeEnvRunner,
@@ -220,8 +221,8 @@ class SpadePPO(PPO):
     def setup(self, config) -> None:
         import torch  # noqa: PLC0415
 
-        spade = config.env_config["spade"]
-        self.run_config: RunConfig = parse_config(spade["run_config"])
+        spade = RunnerSpec.from_mapping(config.env_config[RUNNER_SPEC_KEY])
+        self.run_config: RunConfig = parse_config(spade.run_config)
         super().setup(config)
         threads = self.run_config.training.torch_threads or min(4, os.cpu_count() or 1)
         torch.set_num_threads(threads)  # the local learner; env runners act single-threaded
@@ -238,13 +239,13 @@ class SpadePPO(PPO):
         for comp in self.components:
             self._spade_metrics.update(getattr(comp, "initial_metrics", lambda: {})())
         self._broadcast(full=True)
-        if spade.get("runinfo"):
+        if spade.runinfo:
             trial_dir = self.trial_dir()
             if trial_dir is not None:
-                _write_runinfo(trial_dir, spade["runinfo"], self.run_config)
-        if spade.get("restore_from"):
-            logger.info("restoring from %s", spade["restore_from"])
-            self.restore_from_path(spade["restore_from"])
+                _write_runinfo(trial_dir, spade.runinfo, self.run_config)
+        if spade.restore_from:
+            logger.info("restoring from %s", spade.restore_from)
+            self.restore_from_path(spade.restore_from)
 
     def trial_dir(self) -> Optional[Path]:
         """The Tune trial directory under the storage path (local storage), else the logdir."""

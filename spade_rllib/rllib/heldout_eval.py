@@ -102,7 +102,9 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
     names to runner opponent ids (default `heldout_opponents(env_id)`)."""
     from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
 
-    opponents = dict(opponents or heldout_opponents(algo_config.env_config["spade"]["env_id"]))
+    from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec  # noqa: PLC0415
+
+    opponents = dict(opponents or heldout_opponents(RunnerSpec.from_mapping(algo_config.env_config[RUNNER_SPEC_KEY]).env_id))
     config = algo_config.copy(copy_frozen=False)
     config.env_runners(num_envs_per_env_runner=max(1, min(int(lanes), int(config.num_envs_per_env_runner))))
     runner = SpadeEnvRunner(config=config, worker_index=0, num_workers=0)
