@@ -134,7 +134,7 @@ class CurriculumSection:
     embedded like `LeagueSection`; `strategy` may also be 'none' (the default: no curriculum)."""
 
     enabled: bool = setting(False, help="Turn the adaptive curriculum on (level games only): the driver picks every training level.")
-    strategy: str = setting(CURRICULUM_OFF, help="threshold (difficulty follows main's score) | plr (prioritized level replay) | accel (plr + fair level edits) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
+    strategy: str = setting(CURRICULUM_OFF, help="threshold (difficulty follows main's score) | plr (prioritized level replay) | accel (plr + fair level edits) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | maestro (one PLR buffer per co-player, co-players by regret) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
     settings: CoreCurriculumConfig = setting(help="The curriculum core's settings.", factory=CoreCurriculumConfig, embedded=True)
 
     def to_core(self) -> CoreCurriculumConfig:
