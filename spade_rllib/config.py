@@ -197,7 +197,8 @@ class EvaluationConfig:
     opponents: list[str] = setting(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
     greedy: bool = setting(False, help="Evaluate with argmax actions instead of sampling.")
     random_opening_plies: int = setting(0, help="Turn-based PettingZoo games only: evaluation games start after k ~ U{0..N} random legal moves (0 = from the empty board).", min=0, max=100)
-    target_win_rate: float = setting(0.9, help="The summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
+    target_win_rate: float = setting(0.9, help="Without `targets`: the summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
+    targets: dict = setting(help="Verdicts of the summary and the report: evaluation opponent -> the least score (win + draw/2) main must reach in the final evaluation, e.g. {random: 0.9, 'bot:rusher': 0.75}; opponents not in `opponents` get no verdict; empty = `target_win_rate` vs random.", factory=dict)
     heldout_levels: list[str] = setting(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
     heldout_games: int = setting(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1)
 
@@ -379,6 +380,10 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"self_play.opponent_mix = {cfg.self_play.opponent_mix!r}: out of range, the weights must sum to <= 1")
     for i, opp in enumerate(cfg.evaluation.opponents):
         _check_opponent_id(opp, f"evaluation.opponents[{i}]", cfg.env.id)
+    for opp, t in cfg.evaluation.targets.items():  # a target whose opponent is not evaluated gets no verdict
+        _check_opponent_id(opp, f"evaluation.targets.{opp}", cfg.env.id)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= t <= 1.0:
+            raise ConfigError(f"evaluation.targets.{opp} = {t!r}: out of range, allowed a score in [0, 1]")
     for i, name in enumerate(cfg.league.bots):
         _check_opponent_id(f"{BOT_PREFIX}{name}", f"league.bots[{i}]", cfg.env.id)
     if cfg.agent.minibatch_size > cfg.agent.train_batch_size * 2:
