@@ -37,6 +37,7 @@ from spade_rllib.curriculum.level_spec import LevelSpec, build_level
 from spade_rllib.curriculum.plr import replay_probabilities
 from spade_rllib.curriculum.strategies import (
     SAMPLING_STATE_FORMAT,
+    STRATEGY_CLASSES,
     PLRStrategy,
     _StrategyBase,
     sample_level,
@@ -158,6 +159,9 @@ class MaestroStrategy(_StrategyBase):
         self.last_played = {str(k): int(v) for k, v in state["last_played"].items()}
         self.episode_count = int(state["episode_count"])
         self.dropped_coplayers = int(state.get("dropped_coplayers", 0))
+
+
+STRATEGY_CLASSES[MaestroStrategy.kind] = MaestroStrategy  # make_strategy builds it (the package imports this module)
 
 
 def coplayer_priority_of(strategy: Any) -> Mapping[str, float] | None:

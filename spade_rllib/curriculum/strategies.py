@@ -567,6 +567,7 @@ class AccelStrategy(PLRStrategy):
 
 STRATEGY_CLASSES = {"threshold": ThresholdStrategy, "plr": PLRStrategy, "accel": AccelStrategy,
                     "uniform": UniformStrategy, "fixed": FixedStrategy}
+"""strategy name -> class; `curriculum.maestro` (built on this module) adds "maestro" when the package loads."""
 
 
 def make_strategy(config: CurriculumConfig | Mapping[str, Any] | None, seed: int | None = None,
@@ -575,10 +576,6 @@ def make_strategy(config: CurriculumConfig | Mapping[str, Any] | None, seed: int
     `knobs_fn` overrides the difficulty -> knobs map (default: the env's knobs_for_difficulty)."""
     if not isinstance(config, CurriculumConfig):
         config = CurriculumConfig.from_dict(config)
-    if config.strategy == "maestro":
-        from spade_rllib.curriculum.maestro import MaestroStrategy  # noqa: PLC0415 - it builds on this module
-
-        return MaestroStrategy(config, seed)
     cls = STRATEGY_CLASSES[config.strategy]
     if cls in (ThresholdStrategy, FixedStrategy):
         return cls(config, seed, knobs_fn)
