@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from spade_rllib.config import ConfigError
@@ -178,6 +179,22 @@ def test_t_quantile_and_seed_interval():
     assert iv.n == 5 and iv.mean == pytest.approx(0.6) and iv.std == pytest.approx(0.0790569, rel=1e-5)
     assert (iv.high - iv.mean) == pytest.approx(2.7764451 * 0.0790569 / math.sqrt(5), rel=1e-5)
     assert seed_interval([0.3, float("nan")]).n == 1 and math.isnan(seed_interval([0.3]).low)
+
+
+def test_iqm_bootstrap_and_intervals_clipped_to_the_metric_range():
+    from spade_rllib.sweeps.stats import bootstrap_interval, iqm, metric_bounds, seed_interval
+
+    assert iqm([0.0, 1.0, 2.0, 3.0, 100.0, -100.0, 1.5, 2.5]) == pytest.approx(np.mean([1.0, 1.5, 2.0, 2.5]))
+    lo, hi = bootstrap_interval([0.1, 0.2, 0.3, 0.4, 0.5], confidence=0.9, seed=1)
+    assert 0.1 <= lo < 0.3 < hi <= 0.5
+    assert bootstrap_interval([0.1, 0.2, 0.3, 0.4, 0.5], seed=1) == bootstrap_interval([0.1, 0.2, 0.3, 0.4, 0.5], seed=1)
+    # n=2 win rates: the t interval runs far outside [0, 1] unclipped (the old sweep printed [-1.46, 1.71])
+    raw = seed_interval([0.05, 0.2])
+    assert raw.low < 0 and raw.high > 1
+    clipped = seed_interval([0.05, 0.2], bounds=metric_bounds("eval/random/win_rate"))
+    assert (clipped.low, clipped.high) == (0.0, 1.0) and 0.0 <= clipped.iqm_low <= clipped.iqm <= clipped.iqm_high <= 1.0
+    assert "IQM" in clipped.describe() and "clipped to [0, 1]" in clipped.describe()
+    assert metric_bounds("heldout/ladder/score") == (0.0, 1.0) and metric_bounds("env_runners/episode_return_mean") is None
 
 
 def test_report_groups_and_heatmap(tmp_path):
