@@ -391,10 +391,11 @@ def main(argv=None) -> int:
     stop = ", ".join(f"{k.rpartition('/')[2]}={v:g}" for k, v in stop_criteria(cfg).items()) or "never (Ctrl-C stops)"
     print(f"training {cfg.env.id} ({cfg.self_play.mode}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
     t0 = time.time()
+    from spade_rllib.reporting.tensorboard import heatmap_callback  # noqa: PLC0415
     from spade_rllib.trackers import tracker_callbacks  # noqa: PLC0415
 
     tuner = tune.Tuner(trainable, param_space=param_space,
-                       run_config=make_tune_run_config(cfg, callbacks=[console, *tracker_callbacks(cfg)]),
+                       run_config=make_tune_run_config(cfg, callbacks=[console, heatmap_callback(), *tracker_callbacks(cfg)]),
                        tune_config=make_tune_config(cfg))
     try:
         results = tuner.fit()
