@@ -201,10 +201,12 @@ def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapp
 
 
 def over_seeds(values: Sequence[float]) -> dict[str, Any]:
-    """Mean and two-sided 95% Student-t interval over seeds (`sweeps.stats.seed_interval`), with the values."""
+    """Mean and two-sided 95% Student-t interval over seeds (`sweeps.stats.seed_interval`), the IQM with
+    its bootstrap interval, and the values."""
     iv = seed_interval(values, CONFIDENCE)
     clean = lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)  # noqa: E731
     return {"mean": clean(iv.mean), "low": clean(iv.low), "high": clean(iv.high), "n": iv.n,
+            "iqm": clean(iv.iqm), "iqm_low": clean(iv.iqm_low), "iqm_high": clean(iv.iqm_high),
             "values": [clean(v) for v in values]}
 
 

@@ -49,6 +49,9 @@ class ExperimentConfig:
     name: str = setting("spade", help="Experiment name; the Tune experiment directory under storage_path.")
     seed: int = setting(0, help="Master seed: env runners, matchmaking, levels and torch derive from it.", min=0)
     storage_path: str = setting("results", help="Where Tune writes results and checkpoints (relative to cwd or absolute).")
+    loggers: list[str] = setting(help="Experiment trackers fed by Tune's own callbacks (also `train --logger NAME`): 'mlflow' (MLflowLoggerCallback), 'wandb' (WandbLoggerCallback; WANDB_MODE=offline works without an account). Needs the `trackers` extra.", factory=list, choices=("mlflow", "wandb"))
+    mlflow_tracking_uri: Optional[str] = setting(None, help="MLflow store for `loggers: [mlflow]`; null: $MLFLOW_TRACKING_URI, else sqlite:///<storage_path>/mlflow.db.")
+    wandb_project: Optional[str] = setting(None, help="W&B project for `loggers: [wandb]`; null: $WANDB_PROJECT, else the experiment name.")
 
 
 @dataclass
@@ -363,6 +366,9 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None) -> RunC
 
 def _cross_check(cfg: RunConfig) -> None:
     """Rules that involve more than one field."""
+    from spade_rllib.trackers import check_trackers  # noqa: PLC0415
+
+    check_trackers(cfg.experiment.loggers)
     kind = classify_env_id(cfg.env.id)
     if kind != LEVEL_KIND:
         for name in ("level_file", "difficulty"):
