@@ -144,6 +144,8 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
     assert "--levels heldout" in text and "--stochastic" in text
     trial = next((tmp_path / "results" / "quickstart").glob("quickstart_*"))
     assert (trial / "report.html").is_file() and (trial / "iterations.log").read_text().count("iter ") == 3
+    assert list((trial / "final_games" / "replays").glob("*.gif"))  # the report's replays of the last checkpoint
+    assert "data:image/gif;base64," in (trial / "report.html").read_text()
     tb = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     acc = tb.EventAccumulator(str(trial))
     acc.Reload()

@@ -313,3 +313,12 @@ def test_heldout_heatmap_goes_to_tensorboard_as_an_image(tmp_path):
     assert IMAGE_TAG in acc.Tags()["images"]
     images = acc.Images(IMAGE_TAG)
     assert [im.step for im in images] == [1, 2] and all(im.width > 100 and im.height > 50 for im in images)
+
+
+def test_a_trial_brings_the_evaluations_inside_it(tmp_path):
+    from spade_rllib.reporting import find_runs
+
+    trial = write_run(tmp_path / "exp")
+    nested = write_eval(trial, trial)  # evaluate --out <trial>/eval_out
+    assert find_runs(trial) == [trial, nested]
+    assert find_runs(tmp_path / "exp") == [trial]
