@@ -154,12 +154,21 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
                 for seat in range(len(game.teams)):
                     obs = game.reset(seed=int(rng.integers(2**31)), options={"level": options["level"]})
                     mine = set(game.teams[seat])
+                    states: dict = {}  # recurrent main: one state per agent, from zeros each game
                     while True:
                         acts = {a: NOOP for a in obs}
                         ours = [a for a in obs if a in mine]
                         if ours:
+                            x = torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32))
                             with torch.no_grad():
-                                logits = module.logits(torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32)))
+                                if getattr(module, "use_lstm", False):
+                                    zeros = torch.zeros(module.cell_size)
+                                    h = torch.stack([states.get(a, (zeros, zeros))[0] for a in ours])
+                                    c = torch.stack([states.get(a, (zeros, zeros))[1] for a in ours])
+                                    logits, new = module.step(x, {"h": h, "c": c})
+                                    states.update({a: (new["h"][j], new["c"][j]) for j, a in enumerate(ours)})
+                                else:
+                                    logits = module.logits(x)
                             actions, _ = sample_actions(logits.numpy(), rng, greedy)
                             for a, act in zip(ours, actions.tolist()):
                                 acts[a] = int(act)
