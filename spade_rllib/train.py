@@ -451,6 +451,18 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             for line in wrap_text(f"held-out maps (iteration {result_value(last, 'heldout/iteration'):g}): main's score "
                                   + ", ".join(f"{o} {s:.2f}" for o, s in scores.items())):
                 print(line)
+        if cfg.evaluation.final_heldout_levels:  # the held-out line: main on maps it never trained on
+            from spade_rllib.rllib.heldout_line import heldout_line, run_final_heldout  # noqa: PLC0415
+
+            try:
+                held = run_final_heldout(cfg, ckpt) or {}
+                ev = cfg.evaluation
+                for line in wrap_text(heldout_line(held, ev.final_heldout_opponents, ev.final_heldout_targets,
+                                                   ev.final_heldout_max_size)):
+                    print(line)
+                final.update(held)
+            except Exception as e:  # noqa: BLE001 - the summary must still print
+                print(f"held-out line skipped: {e.__class__.__name__}: {e}")
         if trial_path:
             import json  # noqa: PLC0415
 

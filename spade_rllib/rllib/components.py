@@ -30,6 +30,11 @@ from spade_rllib.config import BOT_PREFIX, RunConfig
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
 from spade_rllib.rllib.plan import MIRROR, RANDOM, DriverUpdate, OpponentPlan
 
+COPLAYER_PRIORITY = "coplayer_priority"
+"""`DriverContext.extra` key: (the joint curriculum's {co-player id: probability}, maestro.coplayer_mix),
+set by the curriculum's update before the league's (registry order); the league mixes it into main's plan."""
+
+
 @dataclass
 class EnvInfo:
     """What components may need to know about the env (computed once on the driver)."""
