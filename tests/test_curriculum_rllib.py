@@ -79,7 +79,7 @@ def test_config_section_carries_every_core_key():
         ({"threshold": {"up_factor": 0.5}}, "curriculum.threshold.up_factor = 0.5: out of range, allowed a number in (1.0, 100.0]"),
         ({"plr": {"score": "regret"}}, "curriculum.plr.score = 'regret': not allowed"),
         ({"uniform": {"size": [4, 9]}}, "curriculum.uniform.size[0] = 4: out of range"),
-        ({"fixed": {"difficulty": 11}}, "curriculum.fixed.difficulty = 11.0: out of range, allowed a number in [1.0, 10.0]"),
+        ({"fixed": {"difficulty": 11}}, "curriculum.fixed.difficulty = 11: out of range, allowed a number in [1.0, 10.0]"),
         ({"families": ["mazes"]}, "curriculum.families[0] = 'mazes': not allowed (did you mean 'maze'?)"),
         ({"metrics_window": 0}, "curriculum.metrics_window = 0: out of range"),
         ({"strategy": "plrr"}, "curriculum.strategy = 'plrr': not allowed (did you mean 'plr'?)"),
