@@ -200,7 +200,8 @@ def play_alternating(players: Sequence[Player], entry: LevelEntry, spec: GameSpe
     final_rewards: dict[str, float] = {}
     moves = 0
     if record is not None:
-        _capture(out, env, record, game_spec.render_ascii, header=f"seed {spec.seed}: X = {spec.seat0}, O = {spec.seat1}")
+        _capture(out, env, record, game_spec.render_ascii, header=f"seed {spec.seed}: X = {spec.seat0}, O = {spec.seat1}",
+                 caption=False)
     for agent in env.agent_iter():
         obs, reward, term, trunc, _ = env.last()
         if term or trunc:
@@ -218,7 +219,8 @@ def play_alternating(players: Sequence[Player], entry: LevelEntry, spec: GameSpe
         env.step(action)
         moves += 1
         if record is not None:
-            _capture(out, env, record, game_spec.render_ascii, header=f"move {moves}: {names[seat]} plays {game_spec.action_name(action)}")
+            _capture(out, env, record, game_spec.render_ascii,
+                     header=f"move {moves}: {names[seat]} plays {game_spec.action_name(action)}", caption=False)
     r0 = final_rewards.get(env.possible_agents[0], 0.0)
     winner = 0 if r0 > 0 else 1 if r0 < 0 else DRAW
     out.result = GameResult(spec.index, spec.seat0, spec.seat1, entry.level_id, int(spec.seed), winner,
@@ -238,12 +240,12 @@ def _capture_text(out: GameRecord, text: str) -> None:
     out.texts.append(text)
 
 
-def _capture(out: GameRecord, env, mode: str, render_ascii, header: str) -> None:
+def _capture(out: GameRecord, env, mode: str, render_ascii, header: str, caption: bool = True) -> None:
     if mode == "rgb_array":
         frame = env.render()
         if frame is not None:
             out.frames.append(np.asarray(frame, dtype=np.uint8))
-            out.captions.append("" if c4 else frame_caption(env))
+            out.captions.append(frame_caption(env) if caption else "")
         return
     board = render_ascii(env) if render_ascii is not None else str(env.render())
     out.texts.append(f"{header}\n{board}")
