@@ -55,7 +55,8 @@ def _f(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None, **
 @dataclass
 class ExperimentConfig:
     name: str = _f("spade", help="Experiment name; the Tune experiment directory under storage_path.")
-    seed: int = _f(0, help="Master seed: env runners, matchmaking, levels and torch derive from it.", min=0)
+    seed: int = _f(0, help="Master seed: env runners, matchmaking, levels and torch derive from it.", min=0,
+                   max=2**32 - 1)
     storage_path: str = _f("results", help="Where Tune writes results and checkpoints (relative to cwd or absolute).")
 
 

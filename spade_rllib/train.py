@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from spade_rllib.checkpoint_layout import CheckpointError, LEAGUE_CSV, RL_MODULE_SUBPATH, RUN_CONFIG_FILE, module_dir
-from spade_rllib.cli import add_debug_flag, cli_entry, one_line
+from spade_rllib.cli import add_debug_flag, cli_entry, config_error, one_line
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
+MAX_FINAL_EVAL_GAMES = 100_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,43 +237,41 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
 
 
 def find_checkpoint(path: str) -> str:
-    """The newest whole Tune/RLlib checkpoint directory at or under `path`. A checkpoint cut short
-    (killed driver, full disk) or one whose symlinks leave it is skipped with a note, never taken as
-    the latest; pointing at such a checkpoint directly is a `ConfigError`."""
-    from spade_rllib.checkpoint_layout import checkpoint_problem  # noqa: PLC0415
+    """The newest whole checkpoint at or under `path`, by the loader's rule
+    (`checkpoint_layout.newest_checkpoint`: the highest number; a damaged one skipped with a note).
+    Pointing at a damaged checkpoint directly is a `ConfigError`."""
+    from spade_rllib.checkpoint_layout import checkpoint_problem, is_algorithm_checkpoint, newest_checkpoint  # noqa: PLC0415
 
     p = Path(os.path.expanduser(path)).resolve()
     if not p.exists():
         raise ConfigError(f"--resume = {path!r}: file not found (cwd: {os.getcwd()})")
-    if (p / RL_MODULE_SUBPATH).is_dir() or (p / "algorithm_state.pkl").exists():
+    if is_algorithm_checkpoint(p):
         problem = checkpoint_problem(p)
         if problem:
             raise ConfigError(f"--resume = {path!r}: not a usable checkpoint: {problem}")
         return str(p)
-    candidates = [c for c in p.rglob("checkpoint_*") if c.is_dir()]
-    if not candidates:
+    if not any(c.is_dir() and is_algorithm_checkpoint(c) for c in p.rglob("checkpoint_*")):
         raise ConfigError(f"--resume = {path!r}: no checkpoint (a directory with {RL_MODULE_SUBPATH}/) found under it")
-    for c in sorted(candidates, key=lambda c: (c.stat().st_mtime, c.name), reverse=True):
-        problem = checkpoint_problem(c)
-        if problem is None:
-            return str(c)
-        print(f"note: skipping incomplete checkpoint {c}: {problem}", file=sys.stderr)
-    raise ConfigError(f"--resume = {path!r}: every checkpoint under it is incomplete or damaged (see the notes above)")
+    newest = newest_checkpoint(p, recursive=True)
+    if newest is None:
+        raise ConfigError(f"--resume = {path!r}: every checkpoint under it is incomplete or damaged (see the notes above)")
+    return str(newest)
 
 
 def saved_config_for(checkpoint: str) -> Optional[str]:
-    """The config.yaml written next to a checkpoint's trial (None when not found)."""
-    for parent in Path(checkpoint).parents:
+    """The config.yaml a run wrote into the checkpoint's trial directory (the nearest of the
+    checkpoint's two parents), None when neither holds one."""
+    for parent in list(Path(checkpoint).parents)[:2]:
         cand = parent / RUN_CONFIG_FILE
-        if cand.is_file() and (parent / "runinfo.json").is_file():
+        if cand.is_file():
             return str(cand)
     return None
 
 
 def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[dict]:
     """Play the final checkpoint's main against `evaluation.opponents` in the driver process."""
-    from ray.rllib.core.rl_module.rl_module import RLModule  # noqa: PLC0415
-
+    from spade_rllib.checkpoint_layout import resolve_checkpoint  # noqa: PLC0415
+    from spade_rllib.policy import load_module  # noqa: PLC0415
     from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
     from spade_rllib.rllib.components import placeholder_win_rates, win_rates  # noqa: PLC0415
     from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
@@ -281,7 +280,7 @@ def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[di
     runner = SpadeEnvRunner(config=algo_config, worker_index=0, num_workers=0)
     if len(runner.games[0].teams) < 2:
         return None
-    module = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN)))
+    module = load_module(resolve_checkpoint(checkpoint), MAIN)  # weights checked against the module
     runner.module[MAIN].set_state(module.get_state())
     ev = cfg.evaluation
     opponents = [*ev.opponents, *([] if MIRROR in ev.opponents else [MIRROR])]  # mirror: how often self-play draws
@@ -313,10 +312,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
     """(config, checkpoint to restore or None), validated; raises ConfigError."""
+    if not 0 <= args.final_eval_games <= MAX_FINAL_EVAL_GAMES:
+        raise ConfigError(f"--final-eval-games = {args.final_eval_games}: out of range, allowed 0..{MAX_FINAL_EVAL_GAMES}")
     checkpoint = find_checkpoint(args.resume) if args.resume else None
     path = args.config
     if path is None and checkpoint is not None:
         path = saved_config_for(checkpoint)
+    if path is None and checkpoint is not None:
+        raise ConfigError(f"--config: missing, and the trial of {checkpoint} holds no {RUN_CONFIG_FILE}; give the run's "
+                          "YAML file, e.g. --config tune_configs/quickstart.yaml")
     if path is None:
         raise ConfigError("--config: missing; give a YAML file, e.g. --config tune_configs/quickstart.yaml")
     cfg = parse_config(apply_overrides(load_raw(path), args.overrides), source_path=path)
@@ -334,20 +338,23 @@ def main(argv=None) -> int:
     try:
         cfg, checkpoint = resolve_config(args)
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
     if args.print_config:
         from spade_rllib.config import dump_config  # noqa: PLC0415
 
         print(dump_config(cfg), end="")
         return 0
-    try:  # about this machine: stop condition, storage, CPUs/GPUs (issue 16)
+    try:  # about this machine: stop condition, storage, CPUs/GPUs; the env, model size and resume fit
         from spade_rllib.preflight import check_launch  # noqa: PLC0415
+        from spade_rllib.rllib.prelaunch import check_env_builds, check_model_memory, check_resume  # noqa: PLC0415
 
         check_launch(cfg, address=args.address)
+        info = check_env_builds(cfg)
+        check_model_memory(cfg, info)
+        if checkpoint is not None:
+            check_resume(cfg, checkpoint, info)
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
 
     from spade_rllib.runinfo import collect_runinfo  # noqa: PLC0415
 
@@ -357,8 +364,7 @@ def main(argv=None) -> int:
         # Build once here so env/model problems surface before Tune starts.
         trainable, param_space = trainable_and_param_space(cfg, runinfo=runinfo, restore_from=checkpoint)
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
     from ray import tune  # noqa: PLC0415
 
     console = console_callback()

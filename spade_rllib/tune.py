@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from spade_rllib.cli import add_debug_flag, cli_entry
+from spade_rllib.cli import add_debug_flag, cli_entry, config_error
 from spade_rllib.config import ConfigError
 from spade_rllib.sweeps.sweep_spec import (
     SweepSpec,
@@ -239,8 +239,7 @@ def main(argv=None) -> int:
             print_plan(spec, base, trial_template(spec, base, args), storage)
             return 0
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
     if spec.smoke:  # a checkpoint every iteration makes Tune warn about frequent state snapshots
         os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     from ray import tune  # noqa: PLC0415
@@ -261,8 +260,7 @@ def main(argv=None) -> int:
         tuner = (tune.Tuner.restore(exp_dir, trainable=SweepPPO, resume_unfinished=True, resume_errored=True)
                  if args.resume else build_tuner(spec, base, args, storage, runinfo))
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
     if "://" not in exp_dir:
         Path(exp_dir).mkdir(parents=True, exist_ok=True)
         (Path(exp_dir) / "sweep.json").write_text(json.dumps(
