@@ -263,6 +263,37 @@ def check_output_path(path: str, key: str, *, directory: bool) -> None:
     check_storage_path(str(p if directory else p.parent), key=key)
 
 
+def check_not_in_checkpoint(path: str, key: str, inputs: tuple = ()) -> None:
+    """An output may not land inside a checkpoint (an algorithm checkpoint, a module directory, or
+    one of the command's `inputs`): writing there would change what the next load reads."""
+    from spade_rllib.checkpoint_layout import CTOR_FILE, is_algorithm_checkpoint  # noqa: PLC0415
+
+    target = Path(os.path.expanduser(str(path))).resolve()
+    roots = {Path(os.path.expanduser(str(p))).resolve() for p in inputs}
+    for parent in (target, *target.parents):
+        if parent in roots or (parent.is_dir() and (is_algorithm_checkpoint(parent) or (parent / CTOR_FILE).is_file())):
+            raise ConfigError(f"{key} = {path!r}: inside the checkpoint {parent}; refused (it would change the "
+                              "input); write the output elsewhere")
+
+
+def check_overwrite(path: str, key: str, force: bool, ours, what: str) -> None:
+    """Refuse to replace an existing file that `ours(path)` does not recognise as `what` (a previous
+    output of the same command), unless `force`."""
+    p = Path(os.path.expanduser(str(path)))
+    if force or not p.is_file():
+        return
+    if not ours(p):
+        raise ConfigError(f"{key} = {path!r}: the file exists and is not {what}; refused (pass --force to overwrite it)")
+
+
+def check_fresh_directory(path: str, key: str, force: bool) -> None:
+    """An output directory must be new or empty, unless `force`."""
+    p = Path(os.path.expanduser(str(path)))
+    if not force and p.is_dir() and any(p.iterdir()):
+        raise ConfigError(f"{key} = {path!r}: the directory exists and is not empty; refused (give a new "
+                          "directory, or pass --force to write into it)")
+
+
 def required_resources(cfg) -> dict:
     """{"CPU": n, "GPU": g} a run of `cfg` asks Ray for: the trial's driver (with the local learner),
     each remote env runner and each remote learner (RLlib's `default_resource_request` bundles)."""
@@ -307,6 +338,7 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_config", "check_env", "check_env_kwargs", "check_heldout_levels", "check_launch", "check_output_path",
+__all__ = ["check_config", "check_env", "check_env_kwargs", "check_fresh_directory", "check_heldout_levels",
+           "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]

@@ -425,7 +425,9 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             import json  # noqa: PLC0415
 
             try:
-                Path(trial_path, "final_evaluation.json").write_text(json.dumps(final, indent=2))
+                from spade_rllib.atomic_io import write_text  # noqa: PLC0415
+
+                write_text(Path(trial_path, "final_evaluation.json"), json.dumps(final, indent=2))
             except OSError:
                 pass
     if trial_path:
