@@ -37,6 +37,8 @@ from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCur
 from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, EnvKind, env_kind, spade_env_ids
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
 from spade_rllib.validation import ConfigError, did_you_mean
+from spade_rllib.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
+from spade_rllib.yaml_reader import read_yaml as _read_yaml
 
 
 def _f(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None, **constraints: Any) -> Any:
@@ -537,24 +539,9 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
 
 
 def read_yaml(text: str) -> Any:
-    """The one YAML reader for configs, sweep files and `--set` values: `yaml.safe_load`, then
-    '1e-4'-style numbers (strings to YAML 1.1) as floats, so a value reads the same wherever it is written."""
-    return _fix_yaml_floats(yaml.safe_load(text))
-
-
-def _fix_yaml_floats(obj: Any) -> Any:
-    """PyYAML reads '1e-4' (no dot) as a string; turn such strings into floats."""
-    if isinstance(obj, dict):
-        return {k: _fix_yaml_floats(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_fix_yaml_floats(v) for v in obj]
-    if isinstance(obj, str):
-        try:
-            if obj.strip() and obj.strip()[0] in "0123456789.-+" and ("e" in obj.lower()):
-                return float(obj)
-        except ValueError:
-            return obj
-    return obj
+    """The one YAML reader for configs, sweep files and `--set` values (`spade_rllib.yaml_reader`:
+    duplicate keys refused, aliases bounded before any walk, a plain `1e-4` a float, a quoted one a string)."""
+    return _read_yaml(text)
 
 
 def load_raw(path: Optional[str]) -> dict:
@@ -564,6 +551,8 @@ def load_raw(path: Optional[str]) -> dict:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"--config = {str(path)!r}: file not found (cwd: {os.getcwd()})")
+    if p.stat().st_size > _MAX_YAML_BYTES:
+        raise ConfigError(f"--config = {str(path)!r}: {p.stat().st_size:,d} bytes; a config is at most {_MAX_YAML_BYTES:,d}")
     try:
         raw = read_yaml(p.read_text())
     except yaml.YAMLError as e:
