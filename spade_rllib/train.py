@@ -3,14 +3,18 @@
     python -m spade_rllib.train --config FILE [--set agent.lr=1e-4 ...] [--address ADDR] [--resume PATH]
 
 * The config is validated before Ray starts; a bad key or value prints one line and exits 2.
-* Embedded default: starts a local Ray (token auth stays on); prints the dashboard URL (loopback).
+* Embedded default: starts a local Ray whose services listen on 127.0.0.1 only (token auth stays
+  on); prints the dashboard URL.
   `--address` attaches to a running cluster instead (its token: RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH).
 * Runs as one Ray Tune trial: results, TensorBoard event files, progress.csv and checkpoints land
   in the standard Tune layout under `experiment.storage_path/experiment.name/`.
+* SIGINT and SIGTERM stop the run after the current iteration (final checkpoint, summary naming the
+  iteration and the resume command; exit 130 / 143); a second one ends it at once.
 * Console: one compact line per iteration, then a summary with the result paths and, for games,
   a final evaluation of the last checkpoint against `evaluation.opponents`.
 * `--resume PATH` continues from the newest checkpoint under PATH (a checkpoint, trial or
-  experiment directory). Iterations, env-step counters and league/curriculum state continue;
+  experiment directory; the highest number wins, as for the loader), after checking that its
+  weights, env and model fit the config. Iterations, env-step counters and league/curriculum state continue;
   `training.stop.time_s` counts the new session only.
 
 Reuse for sweeps: `build_algo_config(cfg)`, `stop_criteria(cfg)`, `make_tune_run_config(cfg)` and
@@ -64,15 +68,15 @@ def trainable_and_param_space(cfg: RunConfig, **kwargs):
     return SpadePPO, build_algo_config(cfg, **kwargs)
 
 
-def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbose: int = 0):
-    """`tune.RunConfig` with storage, stop criteria and checkpointing from the config."""
+def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbose: int = 0, stopper=None):
+    """`tune.RunConfig` with storage, stop criteria (or `stopper`, which checks them) and checkpointing from the config."""
     from ray import tune  # noqa: PLC0415
 
     t = cfg.training
     return tune.RunConfig(
         name=cfg.experiment.name,
         storage_path=str(Path(os.path.expanduser(cfg.experiment.storage_path)).resolve()),
-        stop=stop_criteria(cfg) or None,
+        stop=stopper if stopper is not None else (stop_criteria(cfg) or None),
         checkpoint_config=tune.CheckpointConfig(
             num_to_keep=t.checkpoint_keep,
             checkpoint_frequency=t.checkpoint_every,
@@ -229,8 +233,10 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
     if address:
         ctx = ray.init(address=address, log_to_driver=False)
     else:
-        ctx = ray.init(num_cpus=cfg.resources.num_cpus, dashboard_host="127.0.0.1", log_to_driver=False,
-                       include_dashboard=None, configure_logging=True, logging_level="WARNING")
+        from spade_rllib.rllib.local_ray import init_local_ray  # noqa: PLC0415 - services on 127.0.0.1 only
+
+        ctx = init_local_ray(num_cpus=cfg.resources.num_cpus, log_to_driver=False,
+                             include_dashboard=None, configure_logging=True, logging_level="WARNING")
     url = getattr(ctx, "dashboard_url", None)
     if url:
         print(f"Ray dashboard: http://{url}" if not url.startswith("http") else f"Ray dashboard: {url}", flush=True)
@@ -367,27 +373,44 @@ def main(argv=None) -> int:
         return config_error(e, argv)
     from ray import tune  # noqa: PLC0415
 
+    from spade_rllib.rllib.graceful_stop import GracefulStop  # noqa: PLC0415
+
     console = console_callback()
+    stopper = GracefulStop(stop_criteria(cfg))
     print(f"training {cfg.env.id} ({cfg.self_play.mode}) as experiment {cfg.experiment.name!r}; "
           f"stop: {stop_criteria(cfg) or 'never (Ctrl-C stops)'}", flush=True)
     t0 = time.time()
-    tuner = tune.Tuner(trainable, param_space=param_space, run_config=make_tune_run_config(cfg, callbacks=[console]),
+    tuner = tune.Tuner(trainable, param_space=param_space,
+                       run_config=make_tune_run_config(cfg, callbacks=[console], stopper=stopper),
                        tune_config=make_tune_config(cfg))
-    results = tuner.fit()
+    stopper.install()  # after ray.init: SIGINT and SIGTERM stop the trial after its iteration
+    try:
+        results = tuner.fit()
+    finally:
+        stopper.uninstall()
     wall = time.time() - t0
     result = results[0] if len(results) else None
     ok = result is not None and result.error is None
-    print_summary(cfg, result, console, wall, args.final_eval_games)
+    print_summary(cfg, result, console, wall, args.final_eval_games, interrupted=stopper.signum)
+    if stopper.exit_code is not None:
+        return stopper.exit_code
     return 0 if ok else 1
 
 
-def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int) -> None:
+def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int, interrupted: Optional[int] = None) -> None:
+    """The end-of-run summary; `interrupted` is the number of the signal that stopped the run, if one did."""
     last = (result.metrics if result is not None else None) or console.last_result or {}
     trial_path = (result.path if result is not None else None) or console.trial_path
     ckpt = result.checkpoint.path if (result is not None and result.checkpoint) else None
     print("=" * 78)
     if result is not None and result.error is not None:
         print(f"run FAILED: {one_line(result.error)}")  # the cause from inside Ray's wrapper
+    if interrupted is not None:
+        import signal  # noqa: PLC0415
+
+        where = Path(trial_path) if trial_path else Path(os.path.expanduser(cfg.experiment.storage_path)) / cfg.experiment.name
+        print(f"interrupted at iteration {int(last.get('training_iteration', 0))} ({signal.Signals(interrupted).name}); "
+              f"resume with: python -m spade_rllib.train --resume {where}")
     steps = result_value(last, "env_runners/num_env_steps_sampled_lifetime", 0)
     ttot = float(last.get("time_total_s", wall) or wall)
     print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
