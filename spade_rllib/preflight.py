@@ -27,6 +27,7 @@ from spade_rllib.validation import ConfigError, did_you_mean
 
 def check_config(cfg) -> None:
     """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`."""
+    check_experiment_name(cfg.experiment.name)
     check_env(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
@@ -232,9 +233,47 @@ def check_stop_present(cfg) -> None:
                           "time_s, env_steps, iterations, metric+target (e.g. --set training.stop.time_s=300)")
 
 
+def check_experiment_name(name: str, key: str = "experiment.name") -> None:
+    """One path component: the experiment directory is `storage_path/name`, never somewhere else."""
+    if not name or name in (".", "..") or any(c in name for c in "/\\\x00") or name != name.strip():
+        raise ConfigError(f"{key} = {name!r}: not allowed, the name is one directory name (no '/', '\\', "
+                          "'..', NUL or surrounding spaces), e.g. 'quickstart'")
+
+
+STORAGE_SCHEMES = {"file": None, "s3": "S3FileSystem", "gs": "GcsFileSystem", "gcs": "GcsFileSystem"}
+"""URI schemes a storage path may use, with the pyarrow filesystem each needs (Tune writes through pyarrow)."""
+
+
+def check_storage_uri(uri: str, key: str = "experiment.storage_path") -> None:
+    """A storage URI: a known scheme whose pyarrow filesystem is available here (nothing is contacted)."""
+    from urllib.parse import urlparse  # noqa: PLC0415
+
+    parsed = urlparse(str(uri))
+    scheme = parsed.scheme.lower()
+    if scheme not in STORAGE_SCHEMES:
+        raise ConfigError(f"{key} = {uri!r}: unknown storage scheme {scheme!r}{did_you_mean(scheme, list(STORAGE_SCHEMES))}; "
+                          f"allowed: a local path or {', '.join(s + '://' for s in STORAGE_SCHEMES)}")
+    if scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise ConfigError(f"{key} = {uri!r}: a file:// URI names a local path (file:///abs/path)")
+        check_storage_path(parsed.path or "/", key)
+        return
+    if not parsed.netloc:
+        raise ConfigError(f"{key} = {uri!r}: no bucket; expected {scheme}://BUCKET/PATH")
+    try:
+        import pyarrow.fs  # noqa: PLC0415
+
+        getattr(pyarrow.fs, STORAGE_SCHEMES[scheme])
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"{key} = {uri!r}: the {scheme}:// filesystem is not available here (pyarrow without "
+                          f"{STORAGE_SCHEMES[scheme]}: {e.__class__.__name__}); use a local path or install pyarrow with it") from e
+
+
 def check_storage_path(path: str, key: str = "experiment.storage_path") -> None:
-    """The storage directory can be created and written: no regular file on the way, no read-only parent."""
-    if "://" in str(path):  # s3://, gs://: checked by the storage itself
+    """The storage directory can be created and written: no regular file on the way, no read-only parent.
+    A URI (s3://, gs://, file://) goes to `check_storage_uri`."""
+    if "://" in str(path):
+        check_storage_uri(str(path), key)
         return
     if "\x00" in str(path):
         raise ConfigError(f"{key} = {path!r}: not allowed, a path cannot hold a NUL byte")
@@ -338,7 +377,7 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_config", "check_env", "check_env_kwargs", "check_fresh_directory", "check_heldout_levels",
+__all__ = ["check_config", "check_env", "check_env_kwargs", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
            "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]

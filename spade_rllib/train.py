@@ -75,7 +75,7 @@ def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbo
     t = cfg.training
     return tune.RunConfig(
         name=cfg.experiment.name,
-        storage_path=str(Path(os.path.expanduser(cfg.experiment.storage_path)).resolve()),
+        storage_path=storage_uri_or_path(cfg.experiment.storage_path),
         stop=stopper if stopper is not None else (stop_criteria(cfg) or None),
         checkpoint_config=tune.CheckpointConfig(
             num_to_keep=t.checkpoint_keep,
@@ -86,6 +86,13 @@ def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbo
         verbose=verbose,
         failure_config=tune.FailureConfig(max_failures=0),
     )
+
+
+def storage_uri_or_path(storage: str) -> str:
+    """A URI (s3://, gs://, file://) as it is, for Tune's pyarrow filesystem; a local path made absolute."""
+    if "://" in storage:
+        return storage
+    return str(Path(os.path.expanduser(storage)).resolve())
 
 
 def make_tune_config(cfg: RunConfig):

@@ -22,7 +22,10 @@ Rules for hand-written maps:
   same number of spawns. Agents are numbered in reading order (row by row, left to right): the
   first ``A`` is ``a_0`` (or ``player_0`` in 1v1), the second ``a_1``.
 * The flag and every spawn are reachable from each other (4-neighbourhood moves). CTF maps: each
-  base is reachable from the other team's spawns and from its own team's spawns.
+  base is reachable from the other team's spawns and from its own team's spawns, and by the game's
+  movement rule: an agent enters its own base only while carrying the enemy flag, so every spawn
+  must reach the enemy base without passing its own base (`#A.ab.B#` is refused: the blocking
+  cell is the own base).
 
 Any violation raises :class:`LevelError` naming the problem with ``line L, column C`` (1-based).
 
@@ -159,6 +162,16 @@ def _validate_ctf(walls: np.ndarray, bases: tuple[Cell, Cell], spawns) -> tuple[
                 raise LevelError(f"spawn unreachable: no path from this team {name} spawn to base '{enemy}'", *s)
             if dists[team][s] < 0:
                 raise LevelError(f"spawn unreachable: no path from this team {name} spawn to its own base", *s)
+        # The movement rule: an agent enters its own base only while carrying the enemy flag, so on
+        # the way out the own base is a wall (the way home from the enemy base is open).
+        closed = walls.copy()
+        closed[bases[team]] = True
+        out = _bfs(closed, bases[other])
+        for s in spawns[team]:
+            if out[s] < 0:
+                raise LevelError(f"unwinnable map: team {name}'s spawn at line {s[0] + 1}, column {s[1] + 1} reaches "
+                                 f"base '{enemy}' only through its own base '{name.lower()}', which an agent enters "
+                                 "only while carrying the enemy flag; blocking cell", *bases[team])
     return dists
 
 
