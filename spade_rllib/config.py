@@ -75,10 +75,10 @@ class EnvConfig:
 @dataclass
 class ModelConfig:
     kind: str = _f("mlp", help="'mlp' over the flat observation, or 'cnn' over the level game's window plus an MLP head.", choices=("mlp", "cnn"))
-    hidden: list[int] = _f(help="Hidden layer widths of the MLP (policy and value nets each).", factory=lambda: [128, 128], min=1)
+    hidden: list[int] = _f(help="Hidden layer widths of the MLP (policy and value nets each).", factory=lambda: [128, 128], min=1, max=65_536)
     activation: str = _f("tanh", help="Hidden activation.", choices=("tanh", "relu"))
     vf_share_layers: bool = _f(False, help="Share the hidden layers between policy and value heads.")
-    cnn_channels: list[int] = _f(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1)
+    cnn_channels: list[int] = _f(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1, max=4096)
 
 
 @dataclass
@@ -94,8 +94,8 @@ class AgentConfig:
     kl_coeff: float = _f(0.0, help="Initial KL penalty coefficient; 0 turns the KL loss off.", min=0.0)
     grad_clip: Optional[float] = _f(0.5, help="Global gradient-norm clip; null for none.", gt=0.0)
     epochs: int = _f(4, help="Passes over each train batch.", min=1, max=100)
-    minibatch_size: int = _f(2048, help="SGD minibatch size (agent steps of the trained policy).", min=1)
-    train_batch_size: int = _f(8192, help="Env steps sampled per training iteration.", min=1)
+    minibatch_size: int = _f(2048, help="SGD minibatch size (agent steps of the trained policy).", min=1, max=10_000_000)
+    train_batch_size: int = _f(8192, help="Env steps sampled per training iteration.", min=1, max=10_000_000)
     model: ModelConfig = _f(help="Network architecture.", factory=ModelConfig)
 
 
@@ -182,15 +182,15 @@ class TrainingConfig:
     num_env_runners: int = _f(0, help="Remote env runner processes; 0 samples in the trainer process itself.", min=0, max=1024)
     num_envs_per_runner: int = _f(64, help="Env copies stepped together (one batched forward pass) in each runner.", min=1, max=4096)
     checkpoint_every: int = _f(10, help="Checkpoint every N iterations; 0 only at the end.", min=0)
-    checkpoint_keep: int = _f(3, help="How many recent checkpoints to keep.", min=1)
+    checkpoint_keep: int = _f(3, help="How many recent checkpoints to keep.", min=1, max=10_000)
     torch_threads: int = _f(1, help="Torch threads of the local learner; 0 = min(4, CPUs). Runners act on 1 thread. >1 only pays on an idle machine.", min=0, max=64)
     sample_ahead: bool = _f(True, help="With remote env runners: sample the next batch while the learner updates (policy lag of 1 iteration).")
 
 
 @dataclass
 class ResourcesConfig:
-    num_cpus: Optional[int] = _f(None, help="CPUs for the embedded local Ray; null = all of this machine.", min=1)
-    num_learners: int = _f(0, help="Remote learner processes; 0 learns in the trainer process.", min=0)
+    num_cpus: Optional[int] = _f(None, help="CPUs for the embedded local Ray; null = all of this machine.", min=1, max=4096)
+    num_learners: int = _f(0, help="Remote learner processes; 0 learns in the trainer process.", min=0, max=1024)
     num_gpus_per_learner: float = _f(0.0, help="GPUs per learner; fractions allowed.", min=0.0)
     num_cpus_per_learner: float = _f(1.0, help="CPUs per remote learner.", min=0.0)
     num_cpus_per_env_runner: float = _f(1.0, help="CPUs per remote env runner.", min=0.0)
@@ -199,13 +199,13 @@ class ResourcesConfig:
 @dataclass
 class EvaluationConfig:
     interval: int = _f(5, help="Evaluate main every N iterations (and at the end); 0 turns evaluation off.", min=0)
-    games: int = _f(40, help="Games per opponent per evaluation (seats alternate).", min=1)
+    games: int = _f(40, help="Games per opponent per evaluation (seats alternate).", min=1, max=100_000)
     opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
     greedy: bool = _f(False, help="Evaluate with argmax actions instead of sampling.")
     random_opening_plies: int = _f(0, help="Turn-based PettingZoo games only: evaluation games start after k ~ U{0..N} random legal moves (0 = from the empty board).", min=0, max=100)
     target_win_rate: float = _f(0.9, help="The summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
     heldout_levels: list[str] = _f(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
-    heldout_games: int = _f(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1)
+    heldout_games: int = _f(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1, max=10_000)
 
 
 @dataclass

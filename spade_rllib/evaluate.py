@@ -122,16 +122,17 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     return cfg
 
 
+LIMITS = {"games_per_pair": (1, 10_000), "bootstrap": (1, 100_000), "max_round_robin": (1, 256),
+          "sampled_opponents": (1, 256), "replays": (0, 100), "workers": (0, 4096), "top": (0, 100_000)}
+"""(lowest, highest) of every count that sizes an evaluation's work."""
+
+
 def validate(cfg: EvalConfig) -> None:
     """Argument checks before anything is loaded; `ValueError` naming the option and the value."""
-    for name in ("games_per_pair", "bootstrap", "max_round_robin", "sampled_opponents"):
+    for name, (lo, hi) in LIMITS.items():
         value = getattr(cfg, name)
-        if value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} = {value}: must be >= 1")
-    for name in ("replays", "workers", "top"):
-        value = getattr(cfg, name)
-        if value < 0:
-            raise ValueError(f"--{name} = {value}: must be >= 0")
+        if not lo <= value <= hi:
+            raise ValueError(f"--{name.replace('_', '-')} = {value}: out of range, allowed {lo}..{hi}")
     from spade_rllib.preflight import check_fresh_directory, check_not_in_checkpoint, check_output_path  # noqa: PLC0415
 
     check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after

@@ -33,12 +33,18 @@ def check_config(cfg) -> None:
     check_stop_metric(cfg.training.stop.metric)
 
 
+MAX_MAP_BYTES = 1 << 20
+"""Largest map file read (1 MiB; the largest map, `envs.level.MAX_SIDE` squared cells, is far smaller)."""
+
+
 def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
     """Parse an ASCII map file into a `Level`; `ConfigError` naming key, file, line and column."""
     from spade_rllib.envs import Level, LevelError  # noqa: PLC0415
 
     p = Path(os.path.expanduser(path))
     try:
+        if p.is_file() and p.stat().st_size > MAX_MAP_BYTES:
+            raise ConfigError(f"{key} = {path!r}: {p.stat().st_size:,d} bytes; a map file is at most {MAX_MAP_BYTES:,d}")
         text = p.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{key} = {path!r}: cannot read the map ({e.__class__.__name__}: {e})") from e
@@ -333,6 +339,10 @@ def check_fresh_directory(path: str, key: str, force: bool) -> None:
                           "directory, or pass --force to write into it)")
 
 
+CPU_OVERCOMMIT = 4
+"""An embedded Ray may declare at most this many CPUs per CPU of the machine."""
+
+
 def required_resources(cfg) -> dict:
     """{"CPU": n, "GPU": g} a run of `cfg` asks Ray for: the trial's driver (with the local learner),
     each remote env runner and each remote learner (RLlib's `default_resource_request` bundles)."""
@@ -360,7 +370,11 @@ def machine_gpus() -> int:
 def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Optional[float] = None) -> None:
     """An embedded Ray gets `resources.num_cpus` (or every CPU here) and this machine's GPUs; a run that
     asks for more never starts (Tune waits silently), so refuse it now."""
-    have_cpu = float(cpus if cpus is not None else (cfg.resources.num_cpus or os.cpu_count() or 1))
+    machine = os.cpu_count() or 1
+    if cpus is None and cfg.resources.num_cpus and cfg.resources.num_cpus > CPU_OVERCOMMIT * machine:
+        raise ConfigError(f"resources.num_cpus = {cfg.resources.num_cpus}: out of range, this machine has {machine} CPUs "
+                          f"(allowed up to {CPU_OVERCOMMIT}x that, {CPU_OVERCOMMIT * machine}, for the embedded Ray)")
+    have_cpu = float(cpus if cpus is not None else (cfg.resources.num_cpus or machine))
     need_cpu, need_gpu = float(required.get("CPU", 0)), float(required.get("GPU", 0))
     have_gpu = float(gpus if gpus is not None else (machine_gpus() if need_gpu > 0 else 0))  # torch only when asked
     r, t = cfg.resources, cfg.training

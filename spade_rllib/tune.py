@@ -60,11 +60,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+MAX_TRIALS = 10_000
+"""Most trials one sweep may plan (grid size x num_samples)."""
+
+
 def _check_options(args: argparse.Namespace) -> None:
     for name in ("num_samples", "max_concurrent"):
         v = getattr(args, name)
-        if v is not None and v < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} {v}: out of range, allowed >= 1")
+        if v is not None and not 1 <= v <= MAX_TRIALS:
+            raise ConfigError(f"--{name.replace('_', '-')} {v}: out of range, allowed 1..{MAX_TRIALS}")
     if args.cpus_per_trial is not None and not args.cpus_per_trial >= 1:
         raise ConfigError(f"--cpus-per-trial {args.cpus_per_trial:g}: out of range, allowed >= 1")
     if args.gpus_per_trial is not None and (not args.gpus_per_trial >= 0 or math.isinf(args.gpus_per_trial)):
@@ -81,6 +85,9 @@ def resolve(args: argparse.Namespace) -> tuple[SweepSpec, dict]:
         spec.budget.num_samples = args.num_samples
     if args.max_concurrent is not None:
         spec.budget.max_concurrent = args.max_concurrent
+    if spec.num_trials() > MAX_TRIALS:
+        raise ConfigError(f"--sweep {args.sweep}: {spec.num_trials():,d} trials (grid x num_samples {spec.budget.num_samples}): "
+                          f"out of range, at most {MAX_TRIALS:,d}")
     return spec, base
 
 

@@ -56,6 +56,8 @@ Cell = tuple[int, int]
 WALL, FLOOR, FLAG, SPAWN_A, SPAWN_B, BASE_A, BASE_B = "#", ".", "F", "A", "B", "a", "b"
 ALLOWED = (WALL, FLOOR, FLAG, SPAWN_A, SPAWN_B, BASE_A, BASE_B)
 MIN_SIDE = 3
+MAX_SIDE = 256
+"""Longest side of a map (rows or columns); larger maps are refused before they are parsed."""
 NEIGHBOURS = ((-1, 0), (1, 0), (0, -1), (0, 1))
 
 
@@ -257,6 +259,8 @@ class Level:
         """Parse a map (see the module docstring). ``max_unfairness`` makes unfair maps an error."""
         if max_unfairness is not None and (not isinstance(max_unfairness, int) or max_unfairness < 0):
             raise ValueError(f"max_unfairness must be None or an int >= 0, got {max_unfairness!r}")
+        if len(text) > 4 * (MAX_SIDE + 1) * MAX_SIDE:  # indentation and trailing blanks allowed, but not megabytes
+            raise LevelError(f"map text is {len(text):,d} characters; a map is at most {MAX_SIDE}x{MAX_SIDE} cells", 0, 0)
         lines = [ln.rstrip() for ln in textwrap.dedent(text.replace("\r\n", "\n")).split("\n")]
         while lines and not lines[0]:
             lines.pop(0)
@@ -265,6 +269,8 @@ class Level:
         if not lines:
             raise LevelError("empty map", 0, 0)
         width = len(lines[0])
+        if len(lines) > MAX_SIDE or max(len(ln) for ln in lines) > MAX_SIDE:
+            raise LevelError(f"map is {len(lines)}x{max(len(ln) for ln in lines)}; at most {MAX_SIDE}x{MAX_SIDE}", 0, 0)
         for r, ln in enumerate(lines):
             if len(ln) != width:
                 raise LevelError(

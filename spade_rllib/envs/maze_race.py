@@ -213,8 +213,8 @@ class MazeRace(ParallelEnv):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
                 raise ValueError(f"{name} must be an int in [{lo}, {hi}], got {v!r}")
         if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer))
-                                      or max_steps < 1):
-            raise ValueError(f"max_steps must be None or an int >= 1, got {max_steps!r}")
+                                      or not 1 <= max_steps <= 100_000):
+            raise ValueError(f"max_steps must be None or an int in [1, 100000], got {max_steps!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
