@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,20 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python -m spade_rllib.train --config tune_configs/quickstart.yaml
 
-test: $(VENV)/.installed-dev
+# The report's browser test (tests/test_report.py) renders in headless Chromium: install the Debian
+# package where apt-get can (root, or passwordless sudo); elsewhere the test skips and says why.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	    command -v google-chrome >/dev/null 2>&1 || [ -n "$$CHROMIUM" ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+	    echo "note: apt-get could not install chromium; the browser test will skip"; \
+	elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	    (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+	    echo "note: apt-get could not install chromium; the browser test will skip"; \
+	else echo "note: no Chromium and no apt-get as root; the browser test will skip"; fi
+
+test: $(VENV)/.installed-dev browser
 	$(BIN)/python -m pytest -q -ra
 
 # Skips the tests marked `ray` (shared Ray session, multi-node cluster): a quicker inner loop.

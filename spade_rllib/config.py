@@ -36,17 +36,9 @@ from spade_rllib.curriculum.curriculum_config import STRATEGIES as CURRICULUM_ST
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCurriculumConfig
 from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, EnvKind, env_kind, spade_env_ids
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
-from spade_rllib.validation import ConfigError, did_you_mean
+from spade_rllib.validation import ConfigError, allowed_range, check_value, did_you_mean, setting, type_name
 from spade_rllib.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
 from spade_rllib.yaml_reader import read_yaml as _read_yaml
-
-
-def _f(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None, **constraints: Any) -> Any:
-    """A dataclass field with a help line and optional constraints (`min`, `max`, `gt`, `lt`, `choices`, `path`)."""
-    md = {"help": help, **constraints}
-    if factory is not None:
-        return field(default_factory=factory, metadata=md)
-    return field(default=default, metadata=md)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -56,53 +48,58 @@ def _f(default: Any = dataclasses.MISSING, *, help: str, factory: Any = None, **
 
 @dataclass
 class ExperimentConfig:
-    name: str = _f("spade", help="Experiment name; the Tune experiment directory under storage_path.")
-    seed: int = _f(0, help="Master seed: env runners, matchmaking, levels and torch derive from it.", min=0,
-                   max=2**32 - 1)
-    storage_path: str = _f("results", help="Where Tune writes results and checkpoints (relative to cwd or absolute).")
+    name: str = setting("spade", help="Experiment name; the Tune experiment directory under storage_path.")
+    seed: int = setting(0, help="Master seed: env runners, matchmaking, levels and torch derive from it.", min=0,
+                       max=2**32 - 1)
+    storage_path: str = setting("results", help="Where Tune writes results and checkpoints (relative to cwd or absolute).")
 
 
 @dataclass
 class EnvConfig:
-    id: str = _f(MAZERACE_ID, help="A level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
-    kwargs: dict = _f(help="Keyword arguments for the env constructor (level games: agents_per_team, view_radius, ...; CTF also trail, captures_to_win, ...).", factory=dict)
-    level_file: Optional[str] = _f(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
-    difficulty: Optional[float] = _f(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
-    level_pool: int = _f(512, help="Level games without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
-    random_opening_plies: int = _f(0, help="Turn-based PettingZoo games (AEC, e.g. connect_four_v3) only: every training episode starts after k ~ U{0..N} uniformly random legal moves, so main also trains on positions its own openings never reach (0 = off).", min=0, max=100)
+    id: str = setting(MAZERACE_ID, help="A level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
+    kwargs: dict = setting(help="Keyword arguments for the env constructor (level games: agents_per_team, view_radius, ...; CTF also trail, captures_to_win, ...).", factory=dict)
+    level_file: Optional[str] = setting(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
+    difficulty: Optional[float] = setting(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
+    level_pool: int = setting(512, help="Level games without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
+    random_opening_plies: int = setting(0, help="Turn-based PettingZoo games (AEC, e.g. connect_four_v3) only: every training episode starts after k ~ U{0..N} uniformly random legal moves, so main also trains on positions its own openings never reach (0 = off).", min=0, max=100)
 
 
 @dataclass
 class ModelConfig:
-    kind: str = _f("mlp", help="'mlp' over the flat observation, or 'cnn' over the level game's window plus an MLP head.", choices=("mlp", "cnn"))
-    hidden: list[int] = _f(help="Hidden layer widths of the MLP (policy and value nets each).", factory=lambda: [128, 128], min=1, max=65_536)
-    activation: str = _f("tanh", help="Hidden activation.", choices=("tanh", "relu"))
-    vf_share_layers: bool = _f(False, help="Share the hidden layers between policy and value heads.")
-    cnn_channels: list[int] = _f(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1, max=4096)
+    kind: str = setting("mlp", help="'mlp' over the flat observation, or 'cnn' over the level game's window plus an MLP head.", choices=("mlp", "cnn"))
+    hidden: list[int] = setting(help="Hidden layer widths of the MLP (policy and value nets each).", factory=lambda: [128, 128], min=1, max=65_536)
+    activation: str = setting("tanh", help="Hidden activation.", choices=("tanh", "relu"))
+    vf_share_layers: bool = setting(False, help="Share the hidden layers between policy and value heads.")
+    cnn_channels: list[int] = setting(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1, max=4096)
+    use_lstm: bool = setting(False, help="Recurrent policy: an LSTM after the encoder (MLP or CNN); policy and value heads share encoder and LSTM (one hidden state per agent, vf_share_layers is then not used). RLlib's DefaultModelConfig naming.")
+    lstm_cell_size: int = setting(256, help="use_lstm only: LSTM hidden size.", min=1, max=8192)
+    max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
+    lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action (one-hot) to the LSTM.")
+    lstm_use_prev_reward: bool = setting(False, help="use_lstm only: feed the agent's previous reward to the LSTM.")
 
 
 @dataclass
 class AgentConfig:
-    algorithm: str = _f("PPO", help="Training algorithm.", choices=("PPO",))
-    lr: float = _f(3e-4, help="Adam learning rate.", gt=0.0, max=1.0)
-    gamma: float = _f(0.99, help="Discount factor.", min=0.0, max=1.0)
-    lambda_: float = _f(0.95, help="GAE lambda (YAML key: lambda_).", min=0.0, max=1.0)
-    clip: float = _f(0.2, help="PPO policy clip parameter.", gt=0.0, max=1.0)
-    vf_clip: float = _f(10.0, help="PPO value-function clip parameter.", gt=0.0)
-    entropy: float = _f(0.01, help="Entropy bonus coefficient.", min=0.0)
-    vf_coeff: float = _f(0.5, help="Value loss coefficient.", min=0.0)
-    kl_coeff: float = _f(0.0, help="Initial KL penalty coefficient; 0 turns the KL loss off.", min=0.0)
-    grad_clip: Optional[float] = _f(0.5, help="Global gradient-norm clip; null for none.", gt=0.0)
-    epochs: int = _f(4, help="Passes over each train batch.", min=1, max=100)
-    minibatch_size: int = _f(2048, help="SGD minibatch size (agent steps of the trained policy).", min=1, max=10_000_000)
-    train_batch_size: int = _f(8192, help="Env steps sampled per training iteration.", min=1, max=10_000_000)
-    model: ModelConfig = _f(help="Network architecture.", factory=ModelConfig)
+    algorithm: str = setting("PPO", help="Training algorithm.", choices=("PPO",))
+    lr: float = setting(3e-4, help="Adam learning rate.", gt=0.0, max=1.0)
+    gamma: float = setting(0.99, help="Discount factor.", min=0.0, max=1.0)
+    lambda_: float = setting(0.95, help="GAE lambda (YAML key: lambda_).", min=0.0, max=1.0)
+    clip: float = setting(0.2, help="PPO policy clip parameter.", gt=0.0, max=1.0)
+    vf_clip: float = setting(10.0, help="PPO value-function clip parameter.", gt=0.0)
+    entropy: float = setting(0.01, help="Entropy bonus coefficient.", min=0.0)
+    vf_coeff: float = setting(0.5, help="Value loss coefficient.", min=0.0)
+    kl_coeff: float = setting(0.0, help="Initial KL penalty coefficient; 0 turns the KL loss off.", min=0.0)
+    grad_clip: Optional[float] = setting(0.5, help="Global gradient-norm clip; null for none.", gt=0.0)
+    epochs: int = setting(4, help="Passes over each train batch.", min=1, max=100)
+    minibatch_size: int = setting(2048, help="SGD minibatch size (agent steps of the trained policy).", min=1, max=10_000_000)
+    train_batch_size: int = setting(8192, help="Env steps sampled per training iteration.", min=1, max=10_000_000)
+    model: ModelConfig = setting(help="Network architecture.", factory=ModelConfig)
 
 
 @dataclass
 class SelfPlayConfig:
-    mode: str = _f("mirror", help="'mirror': main vs main (both seats learn); 'vs_random': main vs a random-action player; 'none' for single-agent envs.", choices=("mirror", "vs_random", "none"))
-    opponent_mix: dict = _f(help="Optional extra opponents with weights, e.g. {random: 0.2, 'bot:rusher': 0.1}; the rest follows `mode`.", factory=dict)
+    mode: str = setting("mirror", help="'mirror': main vs main (both seats learn); 'vs_random': main vs a random-action player; 'none' for single-agent envs.", choices=("mirror", "vs_random", "none"))
+    opponent_mix: dict = setting(help="Optional extra opponents with weights, e.g. {random: 0.2, 'bot:rusher': 0.1}; the rest follows `mode`.", factory=dict)
 
 
 @dataclass
@@ -110,8 +107,8 @@ class LeagueSection:
     """`league:` = `enabled` plus the league core's `LeagueConfig` (docs/league.md), embedded: the
     core owns the fields, their defaults and their validation; `cfg.league.<field>` reads the core."""
 
-    enabled: bool = _f(False, help="Turn league self-play on: main plays frozen snapshots of itself (replaces self_play's plan).")
-    settings: CoreLeagueConfig = _f(help="The league core's settings.", factory=CoreLeagueConfig, embedded=True)
+    enabled: bool = setting(False, help="Turn league self-play on: main plays frozen snapshots of itself (replaces self_play's plan).")
+    settings: CoreLeagueConfig = setting(help="The league core's settings.", factory=CoreLeagueConfig, embedded=True)
 
     def to_core(self) -> CoreLeagueConfig:
         return self.settings
@@ -139,9 +136,9 @@ class CurriculumSection:
     """`curriculum:` = `enabled` plus the curriculum core's `CurriculumConfig` (docs/curriculum.md),
     embedded like `LeagueSection`; `strategy` may also be 'none' (the default: no curriculum)."""
 
-    enabled: bool = _f(False, help="Turn the adaptive curriculum on (level games only): the driver picks every training level.")
-    strategy: str = _f(CURRICULUM_OFF, help="threshold (difficulty follows main's score) | plr (prioritized level replay) | accel (plr + fair level edits) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
-    settings: CoreCurriculumConfig = _f(help="The curriculum core's settings.", factory=CoreCurriculumConfig, embedded=True)
+    enabled: bool = setting(False, help="Turn the adaptive curriculum on (level games only): the driver picks every training level.")
+    strategy: str = setting(CURRICULUM_OFF, help="threshold (difficulty follows main's score) | plr (prioritized level replay) | accel (plr + fair level edits) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
+    settings: CoreCurriculumConfig = setting(help="The curriculum core's settings.", factory=CoreCurriculumConfig, embedded=True)
 
     def to_core(self) -> CoreCurriculumConfig:
         return self.settings
@@ -169,56 +166,57 @@ EMBEDDED_SECTIONS = (LeagueSection, CurriculumSection)
 
 @dataclass
 class StopConfig:
-    time_s: Optional[float] = _f(None, help="Stop after this many seconds of training.", gt=0.0)
-    env_steps: Optional[int] = _f(None, help="Stop after this many sampled env steps.", min=1)
-    iterations: Optional[int] = _f(None, help="Stop after this many training iterations.", min=1)
-    metric: Optional[str] = _f(None, help="Stop when this result key (Tune path, e.g. env_runners/episode_return_mean) reaches `target`.")
-    target: Optional[float] = _f(None, help="Target value for `metric`.")
+    time_s: Optional[float] = setting(None, help="Stop after this many seconds of training.", gt=0.0)
+    env_steps: Optional[int] = setting(None, help="Stop after this many sampled env steps.", min=1)
+    iterations: Optional[int] = setting(None, help="Stop after this many training iterations.", min=1)
+    metric: Optional[str] = setting(None, help="Stop when this result key (Tune path, e.g. env_runners/episode_return_mean) reaches `target`.")
+    target: Optional[float] = setting(None, help="Target value for `metric`.")
 
 
 @dataclass
 class TrainingConfig:
-    stop: StopConfig = _f(help="Stop conditions; the first one reached stops the run.", factory=StopConfig)
-    num_env_runners: int = _f(0, help="Remote env runner processes; 0 samples in the trainer process itself.", min=0, max=1024)
-    num_envs_per_runner: int = _f(64, help="Env copies stepped together (one batched forward pass) in each runner.", min=1, max=4096)
-    checkpoint_every: int = _f(10, help="Checkpoint every N iterations; 0 only at the end.", min=0)
-    checkpoint_keep: int = _f(3, help="How many recent checkpoints to keep.", min=1, max=10_000)
-    torch_threads: int = _f(1, help="Torch threads of the local learner; 0 = min(4, CPUs). Runners act on 1 thread. >1 only pays on an idle machine.", min=0, max=64)
-    sample_ahead: bool = _f(True, help="With remote env runners: sample the next batch while the learner updates (policy lag of 1 iteration).")
+    stop: StopConfig = setting(help="Stop conditions; the first one reached stops the run.", factory=StopConfig)
+    num_env_runners: int = setting(0, help="Remote env runner processes; 0 samples in the trainer process itself.", min=0, max=1024)
+    num_envs_per_runner: int = setting(64, help="Env copies stepped together (one batched forward pass) in each runner.", min=1, max=4096)
+    checkpoint_every: int = setting(10, help="Checkpoint every N iterations; 0 only at the end.", min=0)
+    checkpoint_keep: int = setting(3, help="How many recent checkpoints to keep.", min=1, max=10_000)
+    torch_threads: int = setting(1, help="Torch threads of the local learner; 0 = min(4, CPUs). Runners act on 1 thread. >1 only pays on an idle machine.", min=0, max=64)
+    sample_ahead: bool = setting(True, help="With remote env runners: sample the next batch while the learner updates (policy lag of 1 iteration).")
 
 
 @dataclass
 class ResourcesConfig:
-    num_cpus: Optional[int] = _f(None, help="CPUs for the embedded local Ray; null = all of this machine.", min=1, max=4096)
-    num_learners: int = _f(0, help="Remote learner processes; 0 learns in the trainer process.", min=0, max=1024)
-    num_gpus_per_learner: float = _f(0.0, help="GPUs per learner; fractions allowed.", min=0.0)
-    num_cpus_per_learner: float = _f(1.0, help="CPUs per remote learner.", min=0.0)
-    num_cpus_per_env_runner: float = _f(1.0, help="CPUs per remote env runner.", min=0.0)
+    num_cpus: Optional[int] = setting(None, help="CPUs for the embedded local Ray; null = all of this machine.", min=1, max=4096)
+    num_learners: int = setting(0, help="Remote learner processes; 0 learns in the trainer process.", min=0, max=1024)
+    num_gpus_per_learner: float = setting(0.0, help="GPUs per learner; fractions allowed.", min=0.0)
+    num_cpus_per_learner: float = setting(1.0, help="CPUs per remote learner.", min=0.0)
+    num_cpus_per_env_runner: float = setting(1.0, help="CPUs per remote env runner.", min=0.0)
 
 
 @dataclass
 class EvaluationConfig:
-    interval: int = _f(5, help="Evaluate main every N iterations (and at the end); 0 turns evaluation off.", min=0)
-    games: int = _f(40, help="Games per opponent per evaluation (seats alternate).", min=1, max=100_000)
-    opponents: list[str] = _f(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
-    greedy: bool = _f(False, help="Evaluate with argmax actions instead of sampling.")
-    random_opening_plies: int = _f(0, help="Turn-based PettingZoo games only: evaluation games start after k ~ U{0..N} random legal moves (0 = from the empty board).", min=0, max=100)
-    target_win_rate: float = _f(0.9, help="The summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
-    heldout_levels: list[str] = _f(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
-    heldout_games: int = _f(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1, max=10_000)
+    interval: int = setting(5, help="Evaluate main every N iterations (and at the end); 0 turns evaluation off.", min=0)
+    games: int = setting(40, help="Games per opponent per evaluation (seats alternate).", min=1, max=100_000)
+    opponents: list[str] = setting(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
+    greedy: bool = setting(False, help="Evaluate with argmax actions instead of sampling.")
+    random_opening_plies: int = setting(0, help="Turn-based PettingZoo games only: evaluation games start after k ~ U{0..N} random legal moves (0 = from the empty board).", min=0, max=100)
+    target_win_rate: float = setting(0.9, help="Without `targets`: the summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
+    targets: dict = setting(help="Verdicts of the summary and the report: evaluation opponent -> the least score (win + draw/2) main must reach in the final evaluation, e.g. {random: 0.9, 'bot:rusher': 0.75}; opponents not in `opponents` get no verdict; empty = `target_win_rate` vs random.", factory=dict)
+    heldout_levels: list[str] = setting(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
+    heldout_games: int = setting(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1, max=10_000)
 
 
 @dataclass
 class RunConfig:
-    experiment: ExperimentConfig = _f(help="Name, seed, storage.", factory=ExperimentConfig)
-    env: EnvConfig = _f(help="Environment id and knobs.", factory=EnvConfig)
-    agent: AgentConfig = _f(help="Algorithm hyperparameters and model.", factory=AgentConfig)
-    self_play: SelfPlayConfig = _f(help="How agents map to policies.", factory=SelfPlayConfig)
-    league: LeagueSection = _f(help="League self-play.", factory=LeagueSection)
-    curriculum: CurriculumSection = _f(help="Adaptive curriculum.", factory=CurriculumSection)
-    training: TrainingConfig = _f(help="Stop condition, sampling, checkpoints.", factory=TrainingConfig)
-    resources: ResourcesConfig = _f(help="CPUs and GPUs.", factory=ResourcesConfig)
-    evaluation: EvaluationConfig = _f(help="Periodic evaluation of main.", factory=EvaluationConfig)
+    experiment: ExperimentConfig = setting(help="Name, seed, storage.", factory=ExperimentConfig)
+    env: EnvConfig = setting(help="Environment id and knobs.", factory=EnvConfig)
+    agent: AgentConfig = setting(help="Algorithm hyperparameters and model.", factory=AgentConfig)
+    self_play: SelfPlayConfig = setting(help="How agents map to policies.", factory=SelfPlayConfig)
+    league: LeagueSection = setting(help="League self-play.", factory=LeagueSection)
+    curriculum: CurriculumSection = setting(help="Adaptive curriculum.", factory=CurriculumSection)
+    training: TrainingConfig = setting(help="Stop condition, sampling, checkpoints.", factory=TrainingConfig)
+    resources: ResourcesConfig = setting(help="CPUs and GPUs.", factory=ResourcesConfig)
+    evaluation: EvaluationConfig = setting(help="Periodic evaluation of main.", factory=EvaluationConfig)
     # Derived, filled by `parse_config` (not read from YAML):
     source_path: Optional[str] = field(default=None, metadata={"help": "File the config came from.", "derived": True})
 
@@ -284,20 +282,6 @@ def classify_env_id(env_id: str, key: str = "env.id") -> EnvKind:
 # ----------------------------------------------------------------------------------------------
 
 
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return " or ".join(_type_name(a) for a in args) + " or null"
-    if origin is list:
-        (inner,) = typing.get_args(tp) or (Any,)
-        plural = {int: "integers", float: "numbers", str: "strings", bool: "booleans"}.get(inner, _type_name(inner))
-        return f"a list of {plural}"
-    if dataclasses.is_dataclass(tp):
-        return "a mapping"
-    return {int: "an integer", float: "a number", str: "a string", bool: "true/false", dict: "a mapping"}.get(tp, str(tp))
-
-
 def _convert(value: Any, tp: Any, key: str, md: dict) -> Any:
     """Check `value` against type `tp` and constraints `md`; return the converted value."""
     origin = typing.get_origin(tp)
@@ -314,56 +298,7 @@ def _convert(value: Any, tp: Any, key: str, md: dict) -> Any:
         if tp in EMBEDDED_SECTIONS:
             return _build_embedded(tp, dict(value), key)
         return _build(tp, value, key)
-    if origin is list:
-        (inner,) = typing.get_args(tp)
-        if not isinstance(value, list):
-            raise ConfigError(f"{key} = {value!r}: wrong type, expected {_type_name(tp)}")
-        return [_convert(v, inner, f"{key}[{i}]", md) for i, v in enumerate(value)]
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key} = {value!r}: wrong type, expected true/false")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                raise ConfigError(f"{key} = {value!r}: wrong type, expected an integer")
-    elif tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key} = {value!r}: wrong type, expected a number")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f"{key} = {value!r}: not a finite number, allowed {_allowed(md) or 'any finite number'}")
-    elif tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key} = {value!r}: wrong type, expected a string")
-    elif tp is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key} = {value!r}: wrong type, expected a mapping")
-        return dict(value)
-    _check_constraints(value, key, md)
-    return value
-
-
-def _check_constraints(value: Any, key: str, md: dict) -> None:
-    if "choices" in md and value not in md["choices"]:
-        choices = ", ".join(repr(c) for c in md["choices"])
-        raise ConfigError(f"{key} = {value!r}: not allowed{did_you_mean(value, md['choices'])}; allowed: {choices}")
-    lo, hi, gt, lt = md.get("min"), md.get("max"), md.get("gt"), md.get("lt")
-    if isinstance(value, (int, float)):
-        bad = (lo is not None and value < lo) or (hi is not None and value > hi) or (gt is not None and value <= gt) or (lt is not None and value >= lt)
-        if bad:
-            raise ConfigError(f"{key} = {value!r}: out of range, allowed {_allowed(md)}")
-    if md.get("path") and isinstance(value, str):
-        if not Path(os.path.expanduser(value)).exists():
-            raise ConfigError(f"{key} = {value!r}: file not found (cwd: {os.getcwd()})")
-
-
-def _allowed(md: dict) -> str:
-    """The range constraints of a field as text ("> 0.0 and <= 1.0"); "" when it has none."""
-    parts = [f"{op} {md[name]}" for name, op in (("gt", ">"), ("min", ">="), ("lt", "<"), ("max", "<=")) if md.get(name) is not None]
-    return " and ".join(parts)
+    return check_value(key, value, tp, md)
 
 
 def _refuse_non_finite(value: Any, key: str) -> None:
@@ -448,12 +383,24 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"self_play.opponent_mix = {cfg.self_play.opponent_mix!r}: out of range, the weights must sum to <= 1")
     for i, opp in enumerate(cfg.evaluation.opponents):
         _check_opponent_id(opp, f"evaluation.opponents[{i}]", cfg.env.id)
+    for opp, t in cfg.evaluation.targets.items():  # a target whose opponent is not evaluated gets no verdict
+        _check_opponent_id(opp, f"evaluation.targets.{opp}", cfg.env.id)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= t <= 1.0:
+            raise ConfigError(f"evaluation.targets.{opp} = {t!r}: out of range, allowed a score in [0, 1]")
     for i, name in enumerate(cfg.league.bots):
         _check_opponent_id(f"{BOT_PREFIX}{name}", f"league.bots[{i}]", cfg.env.id)
     if cfg.agent.minibatch_size > cfg.agent.train_batch_size * 2:
         raise ConfigError(
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
         )
+    model = cfg.agent.model
+    if model.use_lstm and model.max_seq_len > cfg.agent.train_batch_size:
+        raise ConfigError(f"agent.model.max_seq_len = {model.max_seq_len}: out of range, allowed <= agent.train_batch_size "
+                          f"({cfg.agent.train_batch_size}) with use_lstm (a training sequence must fit in one batch)")
+    if model.use_lstm and (model.lstm_use_prev_action or model.lstm_use_prev_reward) and cfg.resources.num_learners > 0:
+        key = "lstm_use_prev_action" if model.lstm_use_prev_action else "lstm_use_prev_reward"
+        raise ConfigError(f"agent.model.{key} = true: only allowed with resources.num_learners = 0 (the local "
+                          f"learner's packed path; RLlib's stock learner pipeline has no previous-action input)")
     stop = cfg.training.stop
     if (stop.metric is None) != (stop.target is None):
         raise ConfigError(f"training.stop.metric = {stop.metric!r}: metric and target must be given together (target = {stop.target!r})")
@@ -578,46 +525,34 @@ def dump_config(cfg: RunConfig) -> str:
 
 
 def describe() -> str:
-    """All keys with their help lines (for `--help-config`); an embedded core's keys with its field docs."""
+    """All keys with their default, type, allowed values and help line (for `--help-config`), read from
+    the fields' metadata (`spade_rllib.validation.setting`); an embedded core's keys in its section."""
     lines: list[str] = []
+    seen: set[str] = set()
 
-    def walk(cls: type, prefix: str) -> None:
+    def walk(cls: type, prefix: str, instance: Any) -> None:
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             if f.metadata.get("derived"):
                 continue
-            tp = hints[f.name]
-            key = f"{prefix}{f.name}"
+            tp, key = hints[f.name], f"{prefix}{f.name}"
+            value = getattr(instance, f.name)
             if f.metadata.get("embedded"):
-                docs = field_docs(tp)
-                core = tp()
-                for c in dataclasses.fields(tp):
-                    if f"{prefix}{c.name}" not in seen:
-                        lines.append(f"  {prefix}{c.name} = {getattr(core, c.name)!r}  {docs.get(c.name, '')}")
-            elif dataclasses.is_dataclass(tp):
-                lines.append(f"{key}:  {f.metadata['help']}")
-                walk(tp, key + ".")
-            else:
-                default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-                lines.append(f"  {key} = {default!r}  ({_type_name(tp)}) {f.metadata['help']}")
+                walk(tp, prefix, value)
+                continue
+            if key in seen:
+                continue
             seen.add(key)
+            if dataclasses.is_dataclass(tp):
+                lines.append(f"{key}:  {f.metadata.get('help', '')}")
+                walk(tp, key + ".", value)
+                continue
+            args = [a for a in typing.get_args(tp) if a is not type(None)] if typing.get_origin(tp) in (Union, types.UnionType) else [tp]
+            what = allowed_range(f.metadata, integer=args[0] is int)
+            if "choices" in f.metadata:
+                what = "one of " + ", ".join(repr(c) for c in f.metadata["choices"])
+            what = (what + (" or null" if len(args) == 1 and tp is not args[0] else "")) if what else type_name(tp)
+            lines.append(f"  {key} = {value!r}  ({what}) {f.metadata.get('help', '')}")
 
-    seen: set[str] = set()
-    walk(RunConfig, "")
+    walk(RunConfig, "", RunConfig())
     return "\n".join(lines)
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """{field: its attribute docstring} of a dataclass written `name: type = default` + `\"\"\"doc\"\"\"`."""
-    import ast
-    import inspect
-    import textwrap
-
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body
-    docs = {}
-    for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr) \
-                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
-            docs[node.target.id] = " ".join(nxt.value.value.split())
-    return docs

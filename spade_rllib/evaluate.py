@@ -275,6 +275,11 @@ def evaluate(cfg: EvalConfig) -> dict:
     files["report"] = report.write_report(out, title="Evaluation report", summary=summary, ratings=rating_rows,
                                           levels=level_rows, plots=plots, replays=replays)
     write_text(out / "eval_config.json", json.dumps(asdict(cfg), indent=2) + "\n")
+    from spade_rllib.report import write_quietly  # noqa: PLC0415
+
+    html = write_quietly([out], command="python -m spade_rllib.evaluate")
+    if html is not None:
+        files["html"] = html
     return {"files": files, "plots": plots, "replays": replays, "ratings": rating_rows, "results": results,
             "players": players, "summary": summary, "console": report.console_table(rating_rows, cfg.top)}
 
@@ -295,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     print(outcome["console"])
     print(f"{outcome['summary']['games']} games, {outcome['summary']['players']} players -> {Path(cfg.out) / 'report.md'}")
+    if "html" in outcome["files"]:
+        print(f"report: {outcome['files']['html']} (open in a browser)")
     return 0
 
 

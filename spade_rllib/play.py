@@ -109,6 +109,7 @@ def play_level_game(policy: Policy, read: Reader, write: Writer, *, env_id: str 
                  if base.team_of(a) == human_seat and a != human_agent}
     write(f"You are {human_agent} ({'A' if human_seat == 0 else 'B'}); the policy plays the other team. {MAZE_HINT}")
     steps = 0
+    states: dict = {}  # a recurrent policy's state per agent it moves (this game only)
     while env.agents:
         write(env.render().rstrip("\n"))
         try:
@@ -124,7 +125,7 @@ def play_level_game(policy: Policy, read: Reader, write: Writer, *, env_id: str 
             elif agent in teammates:
                 actions[agent] = teammates[agent].act(env, agent)
             else:
-                actions[agent] = policy.act(obs[agent])
+                actions[agent], states[agent] = policy.step(obs[agent], states.get(agent) or policy.initial_state())
         obs, _, _, _, infos = env.step(actions)
         steps += 1
     write(env.render().rstrip("\n"))
@@ -144,6 +145,7 @@ def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int 
     env = connect_four_v3.env()
     env.reset(seed=seed)
     human_agent = env.possible_agents[human_seat]
+    policy.reset()  # a recurrent policy starts the game from zeros (one agent: act() keeps its state)
     write(f"You are {'X' if human_seat == 0 else 'O'} ({human_agent}); X moves first. {C4_HINT}")
     rewards: dict[str, float] = {}
     moves = 0

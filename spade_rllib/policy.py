@@ -4,6 +4,11 @@
     policy = load_policy("runs/quickstart/PPO_.../checkpoint_000003")   # module "main"
     action = policy.act(obs, action_mask=None, deterministic=True)
 
+Recurrent policies (trained with `agent.model.use_lstm`; `policy.recurrent` is True) keep state:
+`act()` advances one internal state, so call `policy.reset()` at every episode start (one stream of
+observations per policy object); `step(obs, state)` is the explicit form, pure in `state`
+(`policy.initial_state()`), for several games or agents at once. Feed-forward policies ignore both.
+
 What a *checkpoint* may be (resolved by `resolve_checkpoint`):
 - an RLlib algorithm checkpoint directory, i.e. one holding `learner_group/learner/rl_module/<module_id>`;
 - a Tune trial directory holding `checkpoint_*` folders (the newest, by number, is used);
@@ -199,6 +204,22 @@ class Policy:
         if hasattr(module, "eval"):
             module.eval()
         self._direct = _is_torch_rl_module(module)
+        self.recurrent = bool(getattr(module, "use_lstm", False)) and hasattr(module, "step")
+        self.uses_prev_reward = self.recurrent and bool(getattr(module, "use_prev_reward", False))
+        self.state = self.initial_state()
+
+    # -- recurrent state ---------------------------------------------------------------------
+    def initial_state(self) -> dict:
+        """The state at an episode start: {"h", "c"} zeros of the LSTM size and the previous action
+        (0); {} for a feed-forward policy."""
+        if not self.recurrent:
+            return {}
+        cell = int(self.module.cell_size)
+        return {"h": np.zeros(cell, np.float32), "c": np.zeros(cell, np.float32), "prev_action": 0}
+
+    def reset(self) -> None:
+        """Start a new episode for `act()` (zero the internal recurrent state)."""
+        self.state = self.initial_state()
 
     @property
     def input_size(self) -> int:
@@ -254,13 +275,32 @@ class Policy:
             obs_in = torch.from_numpy(feats.reshape((len(pairs),) + self._obs_shape))
         return obs_in, mask, have_mask
 
-    def logits_batch(self, obs_batch: Sequence[Any], action_masks: Sequence[Any] | None = None) -> np.ndarray:
-        """Action logits [B, num_actions] of the inference forward pass; masked entries are -inf."""
+    def logits_batch(self, obs_batch: Sequence[Any], action_masks: Sequence[Any] | None = None,
+                     states: list | None = None, rewards: Sequence[float] | None = None) -> np.ndarray:
+        """Action logits [B, num_actions] of the inference forward pass; masked entries are -inf.
+
+        Recurrent policies need `states` (one state per row, see `initial_state`); each is replaced
+        in the list by the state after this step (its `prev_action` is set by `_advance`)."""
         import torch
 
         obs_in, mask, have_mask = self.module_inputs(obs_batch, action_masks)
         with torch.no_grad():
-            if self._direct:
+            if self.recurrent:
+                if states is None or len(states) != len(obs_batch):
+                    raise ValueError(f"recurrent policy {self.module_id!r}: pass one state per observation "
+                                     "(policy.initial_state()), or use act() with reset()")
+                if self.uses_prev_reward and rewards is None:
+                    raise ValueError(f"recurrent policy {self.module_id!r} reads the previous reward: pass reward=")
+                h = torch.from_numpy(np.stack([np.asarray(st["h"], np.float32) for st in states]))
+                c = torch.from_numpy(np.stack([np.asarray(st["c"], np.float32) for st in states]))
+                prev_a = torch.tensor([int(st.get("prev_action", 0)) for st in states])
+                prev_r = torch.tensor(list(rewards) if rewards is not None else [0.0] * len(states), dtype=torch.float32)
+                logits_t, new = self.module.step(obs_in, {"h": h, "c": c}, prev_a, prev_r)
+                for j in range(len(states)):
+                    states[j] = {"h": new["h"][j].numpy(), "c": new["c"][j].numpy(),
+                                 "prev_action": int(states[j].get("prev_action", 0))}
+                out = {"action_dist_inputs": logits_t}
+            elif self._direct:
                 # Same as TorchRLModule.forward_inference (eval() + _forward_inference) minus the
                 # per-call eval()/train() toggling, which costs more than an MLP forward pass.
                 out = self.module._forward_inference({"obs": obs_in})
@@ -279,16 +319,24 @@ class Policy:
         action_masks: Sequence[Any] | None = None,
         deterministic: bool = True,
         rng: np.random.Generator | None = None,
+        states: list | None = None,
+        rewards: Sequence[float] | None = None,
     ) -> np.ndarray:
-        """Actions for a batch: argmax of the logits, or a sample from their softmax with `rng`."""
-        logits = self.logits_batch(obs_batch, action_masks)
+        """Actions for a batch: argmax of the logits, or a sample from their softmax with `rng`.
+        Recurrent: `states` (one per row) are replaced in the list by the states after this step."""
+        logits = self.logits_batch(obs_batch, action_masks, states=states, rewards=rewards)
         if deterministic:
-            return np.argmax(logits, axis=1).astype(np.int64)
-        rng = rng if rng is not None else np.random.default_rng()
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        probs = np.exp(shifted)
-        probs /= probs.sum(axis=1, keepdims=True)
-        return np.array([rng.choice(self.num_actions, p=p) for p in probs], dtype=np.int64)
+            actions = np.argmax(logits, axis=1).astype(np.int64)
+        else:
+            rng = rng if rng is not None else np.random.default_rng()
+            shifted = logits - logits.max(axis=1, keepdims=True)
+            probs = np.exp(shifted)
+            probs /= probs.sum(axis=1, keepdims=True)
+            actions = np.array([rng.choice(self.num_actions, p=p) for p in probs], dtype=np.int64)
+        if states is not None and self.recurrent:
+            for j, a in enumerate(actions.tolist()):
+                states[j]["prev_action"] = int(a)
+        return actions
 
     def act(
         self,
@@ -296,10 +344,31 @@ class Policy:
         action_mask: Any = None,
         deterministic: bool = True,
         rng: np.random.Generator | None = None,
+        reward: float | None = None,
     ) -> int:
-        """One action for one observation (see class docstring for accepted forms)."""
+        """One action for one observation (see class docstring for accepted forms). A recurrent
+        policy advances its internal state (`reset()` at each episode start); `reward`: the reward
+        since the previous action, for policies trained with `lstm_use_prev_reward`."""
         masks = None if action_mask is None else [action_mask]
-        return int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng)[0])
+        if not self.recurrent:
+            return int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng)[0])
+        states = [self.state]
+        action = int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng, states=states,
+                                    rewards=None if reward is None else [float(reward)])[0])
+        self.state = states[0]
+        return action
+
+    def step(self, obs: Any, state: dict, action_mask: Any = None, deterministic: bool = True,
+             rng: np.random.Generator | None = None, reward: float | None = None) -> tuple[int, dict]:
+        """(action, next state) from an explicit state (`initial_state()` at an episode start); the
+        policy's internal state is untouched. Feed-forward policies return `state` unchanged."""
+        masks = None if action_mask is None else [action_mask]
+        if not self.recurrent:
+            return int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng)[0]), state
+        states = [dict(state)]
+        action = int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng, states=states,
+                                    rewards=None if reward is None else [float(reward)])[0])
+        return action, states[0]
 
     def __repr__(self) -> str:
         return f"Policy(module_id={self.module_id!r}, env_id={self.env_id!r}, checkpoint={str(self.checkpoint)!r})"

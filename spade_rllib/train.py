@@ -202,24 +202,35 @@ def _heldout_scores(result: dict) -> dict[str, float]:
     return out
 
 
-def console_callback():
-    """A Tune callback printing `format_line` per result (instead of Tune's wide table)."""
+def console_callback(cfg: Optional[RunConfig] = None, live: Optional[bool] = None):
+    """A Tune callback showing each result (`spade_rllib.console`: a live panel on a terminal, short
+    lines otherwise; the full `format_line` in the trial's iterations.log) instead of Tune's table."""
     from ray.tune import Callback  # noqa: PLC0415
+
+    from spade_rllib.console import RunConsole  # noqa: PLC0415
+
+    budget = cfg.training.stop.time_s if cfg is not None else None
+    title = f"{cfg.env.id} / {cfg.experiment.name}" if cfg is not None else "training"
 
     class SpadeConsole(Callback):
         def __init__(self):
             self.last_result: Optional[dict] = None
             self.trial_path: Optional[str] = None
+            self.view = RunConsole(budget, title, format_line, live=live)
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             self.last_result = result
             self.trial_path = trial.path
-            print(format_line(result), flush=True)
+            self.view.on_result(result, trial.path)
 
         def on_trial_error(self, iteration, trials, trial, **info):
+            self.view.close()
             self.trial_path = trial.path
             error_file = Path(trial.path) / "error.txt"
             print(f"trial {trial.trial_id} failed" + (f"; see {error_file}" if error_file.is_file() else ""), flush=True)
+
+        def on_experiment_end(self, trials, **info):
+            self.view.close()
 
     return SpadeConsole()
 
@@ -237,6 +248,9 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
     # and a TensorBoard hint pointing at the session's staging dir); our summary prints the paths.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "0")
+    from spade_rllib.console import quiet_ray_noise  # noqa: PLC0415
+
+    quiet_ray_noise()
     if address:
         ctx = ray.init(address=address, log_to_driver=False)
     else:
@@ -244,9 +258,12 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
 
         ctx = init_local_ray(num_cpus=cfg.resources.num_cpus, log_to_driver=False,
                              include_dashboard=None, configure_logging=True, logging_level="WARNING")
+    quiet_ray_noise()  # ray.init replaces the handlers
     url = getattr(ctx, "dashboard_url", None)
     if url:
-        print(f"Ray dashboard: http://{url}" if not url.startswith("http") else f"Ray dashboard: {url}", flush=True)
+        from spade_rllib.console import dashboard_line  # noqa: PLC0415
+
+        print(dashboard_line(url), flush=True)
 
 
 def find_checkpoint(path: str) -> str:
@@ -376,16 +393,19 @@ def main(argv=None) -> int:
         start_ray(cfg, args.address)
         # Build once here so env/model problems surface before Tune starts.
         trainable, param_space = trainable_and_param_space(cfg, runinfo=runinfo, restore_from=checkpoint)
+        from spade_rllib.console import quiet_ray_noise  # noqa: PLC0415
+
+        quiet_ray_noise()  # RLlib's loggers exist now
     except ConfigError as e:
         return config_error(e, argv)
     from ray import tune  # noqa: PLC0415
 
     from spade_rllib.rllib.graceful_stop import GracefulStop  # noqa: PLC0415
 
-    console = console_callback()
+    console = console_callback(cfg)
     stopper = GracefulStop(stop_criteria(cfg))
-    print(f"training {cfg.env.id} ({cfg.self_play.mode}) as experiment {cfg.experiment.name!r}; "
-          f"stop: {stop_criteria(cfg) or 'never (Ctrl-C stops)'}", flush=True)
+    stop = ", ".join(f"{k.rpartition('/')[2]}={v:g}" for k, v in stop_criteria(cfg).items()) or "never (Ctrl-C stops)"
+    print(f"training {cfg.env.id} ({cfg.self_play.mode}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
     t0 = time.time()
     tuner = tune.Tuner(trainable, param_space=param_space,
                        run_config=make_tune_run_config(cfg, callbacks=[console], stopper=stopper),
@@ -395,6 +415,7 @@ def main(argv=None) -> int:
         results = tuner.fit()
     finally:
         stopper.uninstall()
+        console.view.close()
     wall = time.time() - t0
     result = results[0] if len(results) else None
     ok = result is not None and result.error is None
@@ -415,13 +436,15 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     if interrupted is not None:
         import signal  # noqa: PLC0415
 
+        from spade_rllib.console import rel  # noqa: PLC0415
+
         where = Path(trial_path) if trial_path else Path(os.path.expanduser(cfg.experiment.storage_path)) / cfg.experiment.name
         print(f"interrupted at iteration {int(last.get('training_iteration', 0))} ({signal.Signals(interrupted).name}); "
-              f"resume with: python -m spade_rllib.train --resume {where}")
+              f"resume with: python -m spade_rllib.train --resume {rel(where)}")
     steps = result_value(last, "env_runners/num_env_steps_sampled_lifetime", 0)
     ttot = float(last.get("time_total_s", wall) or wall)
     print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
-          f"({steps / max(ttot, 1e-9):,.0f} env steps/s), wall {wall:.0f} s")
+          f"({steps / max(ttot, 1e-9):,.0f}/s); wall {wall:.0f} s")
     ret = result_value(last, "env_runners/episode_return_mean")
     print(f"mean return (training episodes): {ret:.3f}" if isinstance(ret, float) else f"mean return: {ret}")
     stop = cfg.training.stop
@@ -436,21 +459,24 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         except Exception as e:  # noqa: BLE001 - the summary must still print
             print(f"final evaluation skipped: {e.__class__.__name__}: {e}")
     if final:
-        target = cfg.evaluation.target_win_rate
-        for opp in [*cfg.evaluation.opponents, *([] if MIRROR in cfg.evaluation.opponents else [MIRROR])]:
-            w, d, l_ = (final.get(f"final/{opp}/{k}", math.nan) for k in ("win_rate", "draw_rate", "loss_rate"))
-            if opp == MIRROR:  # main against itself: the interesting number is how many games end undecided
-                print(f"final evaluation vs mirror: draw {d:.1%} (W/D/L of seat A {w:.2f}/{d:.2f}/{l_:.2f}) over {final_games} games")
-                continue
-            line = (f"final evaluation vs {opp}: score {w + d / 2:.3f} (win + draw/2), win {w:.1%}, draw {d:.1%}, "
-                    f"loss {l_:.1%} over {final_games} games")
-            if opp == "random":
-                line += f" -> {'PASS' if w >= target else 'BELOW TARGET'} (target win rate {target:.0%})"
+        from spade_rllib.console import final_table, wrap_text  # noqa: PLC0415
+        from spade_rllib.targets import target_verdicts  # noqa: PLC0415
+
+        opponents = [*cfg.evaluation.opponents, *([] if MIRROR in cfg.evaluation.opponents else [MIRROR])]
+        from spade_rllib.env_ids import LEVEL_KIND, env_kind  # noqa: PLC0415
+
+        where = "" if env_kind(cfg.env.id) != LEVEL_KIND else (
+            " on training-like levels" if cfg.env.difficulty is None else f" on levels of difficulty {cfg.env.difficulty:g}")
+        for line in wrap_text(f"final evaluation of the last checkpoint: {final_games} games per opponent{where}, "
+                              f"{'argmax' if cfg.evaluation.greedy else 'sampled'} actions"):
+            print(line)
+        for line in final_table(opponents, final, target_verdicts(cfg.to_dict(), final), mirror=MIRROR):
             print(line)
         scores = _heldout_scores(last)
         if scores:
-            print(f"held-out maps (iteration {result_value(last, 'heldout/iteration'):g}): main's score "
-                  + ", ".join(f"{o} {s:.2f}" for o, s in scores.items()))
+            for line in wrap_text(f"held-out maps (iteration {result_value(last, 'heldout/iteration'):g}): main's score "
+                                  + ", ".join(f"{o} {s:.2f}" for o, s in scores.items())):
+                print(line)
         if trial_path:
             import json  # noqa: PLC0415
 
@@ -461,27 +487,46 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             except OSError:
                 pass
     if trial_path:
+        from spade_rllib.console import rel  # noqa: PLC0415
+
         tp = Path(trial_path)
         events = sorted(tp.glob("events.out.tfevents*"))
-        print(f"trial dir:     {tp}")
+        print(f"trial dir:     {rel(tp)}")
         if (tp / "progress.csv").is_file():  # point only at files that exist (a run that failed early has none)
-            print(f"progress.csv:  {tp / 'progress.csv'}")
+            print(f"progress.csv:  {rel(tp / 'progress.csv')}")
+        if (tp / "iterations.log").is_file():
+            print(f"log:           {rel(tp / 'iterations.log')}")
         if events:
-            print(f"tensorboard:   tensorboard --logdir {tp.parent}")
+            print(f"tensorboard:   tensorboard --logdir {rel(tp.parent)}")
         if (tp / "runinfo.json").is_file():
-            print(f"run info:      {tp / 'runinfo.json'}  (+ config.yaml)")
+            print("run info:      runinfo.json, config.yaml (in the trial dir)")
         if (tp / "error.txt").is_file():
-            print(f"error trace:   {tp / 'error.txt'}")
+            print(f"error trace:   {rel(tp / 'error.txt')}")
         if (tp / LEAGUE_CSV).is_file():  # written by the league component at the end of the run
             from spade_rllib.league import format_table, read_table  # noqa: PLC0415
 
-            print(f"league table:  {tp / LEAGUE_CSV}")
+            print(f"league table:  {rel(tp / LEAGUE_CSV)}")
             print(format_table(read_table(tp / LEAGUE_CSV)))
-    if ckpt:
-        print(f"checkpoint:    {ckpt}")
-        print(f"policy module: {module_dir(ckpt, MAIN)}")
-        print(f"resume with:   python -m spade_rllib.train --resume {Path(trial_path or ckpt)}")
+    report = None
+    if trial_path:
+        from spade_rllib.report import write_quietly  # noqa: PLC0415
 
+        report = write_quietly([trial_path], command="python -m spade_rllib.train")
+        if report is not None:
+            print(f"report:        {rel(report)}")
+    if ckpt:
+        from spade_rllib.console import ready_commands, wrap_command  # noqa: PLC0415
+
+        print(f"checkpoint:    {rel(ckpt)}")
+        print("# resume with:")
+        for line in wrap_command(["python", "-m", "spade_rllib.train", "--resume", rel(Path(trial_path or ckpt))]):
+            print(line)
+        if final:  # a game: evaluate and play make sense
+            from spade_rllib.env_ids import LEVEL_KIND, env_kind  # noqa: PLC0415
+
+            for line in ready_commands(Path(trial_path or ckpt), ckpt, cfg.env.difficulty, report,
+                                       level_game=env_kind(cfg.env.id) == LEVEL_KIND):
+                print(line)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -79,7 +79,7 @@ def test_config_defaults_match_spec():
     ({"uniform": {"size": [9, 7]}}, r"curriculum\.uniform\.size = \(9, 7\).*low <= high"),
     ({"uniform": {"families": ["opne"]}}, r"curriculum\.uniform\.families\[0\] = 'opne'.*did you mean 'open'"),
     ({"fixed": {"difficulty": 11}}, r"curriculum\.fixed\.difficulty = 11.*\[1\.0, 10\.0\]"),
-    ({"agents_per_team": 3}, r"curriculum\.agents_per_team = 3.*1 or 2"),
+    ({"agents_per_team": 3}, r"curriculum\.agents_per_team = 3: not allowed; allowed: 1, 2"),
     ({"threshhold": {}}, r"curriculum\.threshhold: unknown key \(did you mean 'threshold'\?\)"),
     ({"plr": {"beta": 0.3}}, r"curriculum\.plr\.beta: unknown key"),
 ])

@@ -22,6 +22,7 @@ FLOORS: dict[str, int] = {
     "spade_rllib.runinfo": 3, "spade_rllib.preflight": 3, "spade_rllib.checkpoint_guard": 3,
     "spade_rllib.train": 4, "spade_rllib.tune": 4, "spade_rllib.evaluate": 4, "spade_rllib.export": 4,
     "spade_rllib.play": 4, "spade_rllib.evaluation": 4, "spade_rllib.sweeps": 4,
+    "spade_rllib.report": 4, "spade_rllib.reporting": 4, "spade_rllib.console": 4, "spade_rllib.targets": 0,
 }
 """Module (or package) -> floor. 0-2 are the pure core; 3 the glue and the Ray-free loaders; 4 entry points."""
 PURE_FLOOR = 2

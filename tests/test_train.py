@@ -211,8 +211,12 @@ def test_train_cli_smoke_and_resume(tmp_path):
     proc = subprocess.run(base + ["--set", "training.stop.iterations=2"], capture_output=True, text=True, timeout=240, cwd=ROOT, env=env, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
-    assert "iter    2 |" in out and re.search(r"vs mirror \(\d+\) W/D/L", out) and "final evaluation vs random" in out, out
+    assert "iter    2 |" in out and re.search(r"\n  random +\d\.\d{3}  ", out) and "final evaluation" in out, out
+    assert all(len(ln) <= 80 for ln in out.splitlines() if ln.startswith("iter ")), out  # not a terminal: short lines
     trial = next((tmp_path / "connect_four").glob("connect_four_*"))
+    log = (trial / "iterations.log").read_text()  # the full per-iteration lines
+    assert "iter    2 |" in log and re.search(r"vs mirror \(\d+\) W/D/L", log), log
+    assert (trial / "report.html").is_file() and "python -m spade_rllib.report" in out
     assert (trial / "progress.csv").is_file() and list(trial.glob("events.out.tfevents*")), list(trial.iterdir())
     info = json.loads((trial / "runinfo.json").read_text())
     assert {"ray", "torch", "pettingzoo"} <= set(info["versions"]) and info["seeds"]["experiment"] == 0

@@ -106,20 +106,16 @@ v0: first release.
 from __future__ import annotations
 
 import math
-from operator import index
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
-from .generators import Knobs, ctf_default_max_steps, generate_ctf_level, knobs_for_difficulty
+from .generators import Knobs, ctf_default_max_steps, generate_ctf_level
 from .level import Level
+from .level_game import DOWN, LEFT, NOOP, NUM_ACTIONS, RIGHT, TAG, UP, CellTemplates, LevelGame
 
 __all__ = ["CaptureTheFlag", "NOOP", "UP", "DOWN", "LEFT", "RIGHT", "TAG", "NUM_ACTIONS"]
 
-NOOP, UP, DOWN, LEFT, RIGHT, TAG = range(6)
-NUM_ACTIONS = 6
 DELTAS = ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1), (0, 0))
 
 CH_WALL, CH_OWN_BASE, CH_ENEMY_BASE, CH_OWN_FLAG, CH_ENEMY_FLAG, CH_MATE, CH_OPP, CH_CARRIER, CH_HALF, \
@@ -130,7 +126,6 @@ V_ENEMY_FLAG_DR, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_BASE_DR, V_BASE_DC, V_BAS
     V_OPP_CAPTURES, V_RESPAWN = range(16)
 VECTOR_SIZE = 16
 DIST_SCALE = 32.0
-MAX_VIEW_RADIUS = 12
 TEAM_LETTERS = ("A", "B")
 
 
@@ -142,113 +137,56 @@ def _compass(dr: float, dc: float) -> tuple[float, float, float]:
     return dr / d, dc / d, min(1.0, d / DIST_SCALE)
 
 
-class _Templates(dict):
-    """Per (level, team, radius): the observation template of each cell, built lazily: the static
-    window channels (wall, bases, flags at home, half) and the static vector (compasses to the enemy
-    base and the own base, team). The env overwrites only what moves."""
+class _Templates(CellTemplates):
+    """Per (level, team, radius): the observation template of each cell: the static window channels
+    (wall, bases, flags at home, half) and the static vector (compasses to the enemy base and the own
+    base, team). The env overwrites only what moves."""
 
     def __init__(self, level: Level, team: int, radius: int):
-        super().__init__()
-        self.level, self.team, self.radius = level, team, radius
-        h, w = level.height, level.width
-        pad = np.zeros((h + 2 * radius, w + 2 * radius, NUM_CHANNELS), dtype=np.float32)
-        pad[..., CH_WALL] = 1.0
-        inner = pad[radius:radius + h, radius:radius + w]
-        inner[..., CH_WALL] = level.walls
+        super().__init__(level, radius, NUM_CHANNELS, VECTOR_SIZE)
+        self.team = team
+        inner = self.inner
         own, enemy = level.bases[team], level.bases[1 - team]
         inner[own[0], own[1], CH_OWN_BASE] = inner[own[0], own[1], CH_OWN_FLAG] = 1.0
         inner[enemy[0], enemy[1], CH_ENEMY_BASE] = inner[enemy[0], enemy[1], CH_ENEMY_FLAG] = 1.0
         half = level.half()
         inner[..., CH_HALF] = np.where(half == team, 1.0, np.where(half == 1 - team, -1.0, 0.0))
-        self.pad = pad
-        side = 2 * radius + 1
-        self.k = side * side * NUM_CHANNELS
-        self.n = self.k + VECTOR_SIZE
 
-    def __missing__(self, cell: tuple[int, int]) -> np.ndarray:
+    def fill(self, cell: tuple[int, int], out: np.ndarray) -> None:
         r, c = cell
-        side = 2 * self.radius + 1
-        out = np.zeros(self.n, dtype=np.float32)
-        out[:self.k] = self.pad[r:r + side, c:c + side].ravel()
         k = self.k
+        out[:k] = self.window(cell).ravel()
         own, enemy = self.level.bases[self.team], self.level.bases[1 - self.team]
         out[k + V_ENEMY_FLAG_DR:k + V_ENEMY_FLAG_DIST + 1] = _compass(enemy[0] - r, enemy[1] - c)
         out[k + V_BASE_DR:k + V_BASE_DIST + 1] = _compass(own[0] - r, own[1] - c)
         out[k + V_TEAM] = self.team
-        out.setflags(write=False)
-        self[cell] = out
-        return out
 
 
-class CaptureTheFlag(ParallelEnv):
+class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS, vector_size=VECTOR_SIZE,
+                     ctf_levels=True, generator=generate_ctf_level, default_max_steps=ctf_default_max_steps):
     """Two teams, two bases, two flags; see the module docstring for the full manual."""
 
-    metadata = {"name": "CaptureTheFlag-v0", "render_modes": ["ansi", "rgb_array"], "render_fps": 8,
-                "is_parallelizable": True}
+    COLOURS = {"#": (40, 40, 48), ".": (235, 235, 228), "a": (120, 150, 240), "b": (240, 130, 130),
+               "X": (190, 200, 240), "Y": (240, 200, 200), "1": (40, 90, 220), "2": (210, 50, 50),
+               "3": (240, 190, 20), "4": (240, 120, 20)}
+    INFO_KEYS = ("difficulty", "level_id", "name")
 
-    def __init__(
-        self,
-        level: Level | None = None,
-        difficulty: float | None = None,
-        knobs: Knobs | None = None,
-        agents_per_team: int | None = None,
-        seed: int | None = None,
-        view_radius: int = 4,
-        max_steps: int | None = None,
-        tag_cooldown: int = 5,
-        respawn_steps: int = 6,
-        captures_to_win: int = 1,
-        tag_carriers_anywhere: bool = False,
-        stalemate_steps: int = 6,
-        trail: bool = True,
-        trail_decay: float = 0.9,
-        render_mode: str | None = None,
-        family: str | None = None,
-    ):
-        given = [n for n, v in (("level", level), ("difficulty", difficulty), ("knobs", knobs)) if v is not None]
-        if len(given) > 1:
-            raise ValueError(f"pass at most one of level, difficulty, knobs; got {given}")
-        if level is not None and not isinstance(level, Level):
-            raise TypeError(f"level must be a Level, got {type(level).__name__}")
-        if level is not None and not level.is_ctf:
-            raise ValueError("level is a MazeRace map (one 'F'); CaptureTheFlag needs bases 'a' and 'b'")
-        if knobs is not None and not isinstance(knobs, Knobs):
-            raise TypeError(f"knobs must be a Knobs, got {type(knobs).__name__}")
-        if agents_per_team is not None and (isinstance(agents_per_team, bool) or agents_per_team not in (1, 2)):
-            raise ValueError(f"agents_per_team must be 1 or 2, got {agents_per_team!r}")
-        for name, v, lo, hi in (("view_radius", view_radius, 1, MAX_VIEW_RADIUS),
-                                ("tag_cooldown", tag_cooldown, 0, 1000), ("respawn_steps", respawn_steps, 0, 1000),
-                                ("stalemate_steps", stalemate_steps, 0, 100_000),
-                                ("captures_to_win", captures_to_win, 1, 100)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-                raise ValueError(f"{name} must be an int in [{lo}, {hi}], got {v!r}")
-        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer))
-                                      or not 1 <= max_steps <= 100_000):
-            raise ValueError(f"max_steps must be None or an int in [1, 100000], got {max_steps!r}")
+    def __init__(self, level: Level | None = None, difficulty: float | None = None, knobs: Knobs | None = None,
+                 agents_per_team: int | None = None, seed: int | None = None, view_radius: int = 4,
+                 max_steps: int | None = None, tag_cooldown: int = 5, respawn_steps: int = 6,
+                 captures_to_win: int = 1, tag_carriers_anywhere: bool = False, stalemate_steps: int = 6,
+                 trail: bool = True, trail_decay: float = 0.9, render_mode: str | None = None,
+                 family: str | None = None):
         for name, v in (("tag_carriers_anywhere", tag_carriers_anywhere), ("trail", trail)):
             if not isinstance(v, bool):
                 raise ValueError(f"{name} must be a bool, got {v!r}")
         if isinstance(trail_decay, bool) or not isinstance(trail_decay, (int, float)) or not 0.0 <= trail_decay < 1.0:
             raise ValueError(f"trail_decay must be a number in [0, 1), got {trail_decay!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        _check_seed(seed, "seed")
-
-        implied = level.agents_per_team if level is not None else (knobs.agents_per_team if knobs is not None else None)
-        if level is not None and implied not in (1, 2):
-            raise ValueError(f"level has {implied} spawns per team; CaptureTheFlag plays 1 or 2 agents per team")
-        if agents_per_team is not None and implied is not None and implied != agents_per_team:
-            raise ValueError(f"agents_per_team={agents_per_team} but the level/knobs have {implied} per team")
-        apt = int(agents_per_team or implied or 1)
-        if level is None and knobs is None:
-            difficulty = 5.0 if difficulty is None else difficulty
-            knobs = knobs_for_difficulty(difficulty, family=family, agents_per_team=apt)
-        self.agents_per_team = apt
-        self.fixed_level = level
-        self.knobs = knobs
-        self.difficulty = None if difficulty is None else float(difficulty)
-        self.family = family
-        self.view_radius = int(view_radius)
+        super().__init__(level=level, difficulty=difficulty, knobs=knobs, agents_per_team=agents_per_team, seed=seed,
+                         view_radius=view_radius, max_steps=max_steps, render_mode=render_mode, family=family,
+                         int_params=(("tag_cooldown", tag_cooldown, 0, 1000), ("respawn_steps", respawn_steps, 0, 1000),
+                                     ("stalemate_steps", stalemate_steps, 0, 100_000),
+                                     ("captures_to_win", captures_to_win, 1, 100)))
         self.tag_cooldown = int(tag_cooldown)
         self.respawn_steps = int(respawn_steps)
         self.stalemate_steps = int(stalemate_steps)
@@ -256,28 +194,6 @@ class CaptureTheFlag(ParallelEnv):
         self.tag_carriers_anywhere = tag_carriers_anywhere
         self.trail = trail
         self.trail_decay = float(trail_decay)
-        self.render_mode = render_mode
-        self._max_steps_arg = max_steps
-        self._init_seed = seed
-        self._rng: np.random.Generator | None = None
-
-        if apt == 1:
-            self.possible_agents = ["player_0", "player_1"]
-        else:
-            self.possible_agents = [f"a_{i}" for i in range(apt)] + [f"b_{i}" for i in range(apt)]
-        self._team = {a: (0 if i < apt else 1) for i, a in enumerate(self.possible_agents)}
-        self._slot = {a: i % apt for i, a in enumerate(self.possible_agents)}
-        self._opponents = {a: tuple(b for b in self.possible_agents if self._team[b] != self._team[a])
-                           for a in self.possible_agents}
-        (side, _, c), v = self.obs_layout(self.view_radius)
-        self._side, self._k = side, side * side * c
-        obs_space = spaces.Box(-1.0, 1.0, shape=(self._k + v,), dtype=np.float32)
-        self.observation_spaces = {a: obs_space for a in self.possible_agents}
-        self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
-        self.agents: list[str] = []
-        self.level: Level | None = None
-        self.positions: dict[str, tuple[int, int]] = {}
-        self.cooldown: dict[str, int] = {}
         self.frozen: dict[str, int] = {}
         """Steps a tagged agent still waits on its spawn (its actions are ignored meanwhile)."""
         self.carrier: list[str | None] = [None, None]
@@ -285,114 +201,20 @@ class CaptureTheFlag(ParallelEnv):
         self.captures = [0, 0]
         self.tags = [0, 0]
         self.flag_pickups = [0, 0]
-        self.step_count = 0
-        self.max_steps = 0
-        self.outcome: dict[str, Any] | None = None
-        self._done = False
-
-    # ------------------------------------------------------------------ spaces / layout
-    @staticmethod
-    def obs_layout(view_radius: int = 4) -> tuple[tuple[int, int, int], int]:
-        """``((2r+1, 2r+1, C), V)``: the window shape (channels-last) and the vector size."""
-        w = 2 * int(view_radius) + 1
-        return (w, w, NUM_CHANNELS), VECTOR_SIZE
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
-
-    def team_of(self, agent: str) -> int:
-        """0 for team A, 1 for team B."""
-        return self._team[agent]
 
     def carrying(self, agent: str) -> bool:
         """True while ``agent`` carries the enemy flag."""
         return self.carrier[1 - self._team[agent]] == agent
 
+    def _level_extra(self, level: Level, info: dict[str, Any]) -> None:
+        info["base_distance"] = int(level.distance_to_base(0)[level.bases[1]])
+
     # ------------------------------------------------------------------ reset
-    def _choose_level(self, options: dict | None) -> Level:
-        rng = self._rng
-        opts = options or {}
-        if not isinstance(opts, dict):
-            raise TypeError(f"options must be a dict or None, got {type(opts).__name__}")
-        # other keys are ignored (PettingZoo's API test passes arbitrary options)
-        if opts.get("level") is not None:
-            level = opts["level"]
-            if not isinstance(level, Level):
-                raise TypeError(f"options['level'] must be a Level, got {type(level).__name__}")
-            if not level.is_ctf:
-                raise ValueError("options['level'] is a MazeRace map (one 'F'); CaptureTheFlag needs bases 'a' and 'b'")
-        elif opts.get("knobs") is not None or opts.get("difficulty") is not None:
-            knobs, difficulty = opts.get("knobs"), opts.get("difficulty")
-            if knobs is None:
-                knobs = knobs_for_difficulty(difficulty, family=self.family, agents_per_team=self.agents_per_team)
-            elif isinstance(knobs, dict):
-                knobs = Knobs.from_dict(knobs)
-            elif not isinstance(knobs, Knobs):
-                raise TypeError(f"options['knobs'] must be a Knobs or a dict, got {type(knobs).__name__}")
-            level_seed = opts.get("level_seed")
-            if level_seed is None:
-                level_seed = int(rng.integers(2**31 - 1))
-            level = self._generate(knobs, level_seed, difficulty)
-        elif self.fixed_level is not None:
-            level = self.fixed_level
-        else:
-            level = self._generate(self.knobs, int(rng.integers(2**31 - 1)), self.difficulty)
-        if level.agents_per_team != self.agents_per_team:
-            raise ValueError(
-                f"level has {level.agents_per_team} agents per team; this env plays {self.agents_per_team}")
-        return level
-
-    @staticmethod
-    def _generate(knobs: Knobs, level_seed: int, difficulty: float | None) -> Level:
-        level = generate_ctf_level(knobs, level_seed)
-        level.meta["level_seed"] = int(level_seed)
-        if difficulty is not None:
-            level.meta["difficulty"] = float(difficulty)
-        return level
-
-    def _level_info(self, level: Level) -> dict[str, Any]:
-        meta = level.meta
-        if "knobs" in meta:
-            info = dict(meta["knobs"])
-            info["level_seed"] = meta.get("level_seed", meta.get("seed"))
-        else:
-            info = {"family": meta.get("family", "custom"), "size": max(level.height, level.width),
-                    "agents_per_team": level.agents_per_team}
-        info.setdefault("family", meta.get("family", "custom"))
-        info["height"], info["width"] = level.height, level.width
-        info["max_steps"] = self.max_steps
-        a, b = level.bases
-        info["base_distance"] = int(level.distance_to_base(0)[b])
-        for key in ("difficulty", "level_id", "name"):
-            if key in meta:
-                info[key] = meta[key]
-        return info
-
-    def reset(self, seed: int | None = None, options: dict | None = None):
-        _check_seed(seed, "reset(seed=...)")
-        if seed is not None:
-            self._rng = np.random.default_rng(int(seed))
-        elif self._rng is None:
-            self._rng = np.random.default_rng(self._init_seed)
-        level = self._choose_level(options)
-        self.level = level
-        if self._max_steps_arg is not None:
-            self.max_steps = int(self._max_steps_arg)
-        elif "knobs" in level.meta and level.meta["knobs"].get("max_steps") is not None:
-            self.max_steps = int(level.meta["knobs"]["max_steps"])
-        else:
-            self.max_steps = ctf_default_max_steps(max(level.height, level.width))
+    def _start_episode(self, level: Level) -> None:
         rad = self.view_radius
         self._templates = tuple(level.cached(("ctf_templates", t, rad), lambda lv, t=t: _Templates(lv, t, rad))
                                 for t in (0, 1))
-        self._walls = level.wall_rows()
         self._half = level.half_rows()
-        self.agents = list(self.possible_agents)
-        self.positions = {a: level.spawns[self._team[a]][self._slot[a]] for a in self.possible_agents}
-        self.cooldown = {a: 0 for a in self.possible_agents}
         self.frozen = {a: 0 for a in self.possible_agents}
         self._waiting = 0  # how many agents have frozen > 0
         self.carrier = [None, None]
@@ -401,45 +223,13 @@ class CaptureTheFlag(ParallelEnv):
         self.flag_pickups = [0, 0]
         self.stalemates = 0
         self._both_away = 0
-        self.step_count = 0
-        self.outcome = None
-        self._done = False
         h, w = level.height, level.width
         self._trail = {a: np.zeros((h + 2 * rad, w + 2 * rad), dtype=np.float32) for a in self.possible_agents}
         if self.trail:
             for a, (r, c) in self.positions.items():
                 self._trail[a][r + rad, c + rad] = 1.0
-        obs = {a: self._observe(a) for a in self.agents}
-        infos = {a: {"team": self._team[a]} for a in self.agents}
-        return obs, infos
 
     # ------------------------------------------------------------------ step
-    def _validated(self, actions: dict) -> dict[str, int]:
-        if self.level is None:
-            raise RuntimeError("step() before reset(): call reset() first")
-        if self._done:
-            raise RuntimeError("step() after the episode ended (env.agents is empty): call reset() first")
-        if not isinstance(actions, dict):
-            raise TypeError(f"actions must be a dict agent -> int, got {type(actions).__name__}")
-        acts = {}
-        team = self._team
-        for a, act in actions.items():
-            if type(act) is int and 0 <= act < NUM_ACTIONS and a in team:  # the common case, checked fast
-                acts[a] = act
-                continue
-            if a not in team:
-                raise ValueError(f"unknown agent {a!r} in actions; agents are {self.possible_agents}")
-            if isinstance(act, (bool, np.bool_)):
-                raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}")
-            try:
-                act = index(act)
-            except TypeError:
-                raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}") from None
-            if not 0 <= act < NUM_ACTIONS:
-                raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}")
-            acts[a] = act
-        return acts
-
     def step(self, actions: dict[str, int]):
         acts = self._validated(actions)  # raises before any state changes
         names = self.possible_agents
@@ -529,32 +319,13 @@ class CaptureTheFlag(ParallelEnv):
         if truncated:
             ca, cb = self.captures
             winner = 0 if ca > cb else (1 if cb > ca else None)
-        obs = {a: self._observe(a) for a in names}
-        infos = {a: {"team": team[a]} for a in names}
-        if done or truncated:
-            if winner is None:
-                rewards = {a: 0.0 for a in names}
-            else:
-                rewards = {a: (1.0 if team[a] == winner else -1.0) for a in names}
-            self.outcome = {
-                "winner": "draw" if winner is None else TEAM_LETTERS[winner],
-                "reason": "capture" if done else "timeout",
-                "episode_length": self.step_count,
-                "level": self._level_info(level),
-                "tags": dict(zip(TEAM_LETTERS, self.tags)),
-                "flag_pickups": dict(zip(TEAM_LETTERS, self.flag_pickups)),
-                "captures": dict(zip(TEAM_LETTERS, self.captures)),
-                "stalemates": self.stalemates,
-            }
-            for a in names:
-                infos[a].update({k: (dict(v) if isinstance(v, dict) else v) for k, v in self.outcome.items()})
-            self.agents = []
-            self._done = True
-        else:
-            rewards = {a: 0.0 for a in names}
-        terms = {a: done for a in names}
-        truncs = {a: truncated for a in names}
-        return obs, rewards, terms, truncs, infos
+        letter = "draw" if winner is None else TEAM_LETTERS[winner]
+        return self._step_result(done, truncated, letter, "capture" if done else "timeout", lambda: {
+            "tags": dict(zip(TEAM_LETTERS, self.tags)),
+            "flag_pickups": dict(zip(TEAM_LETTERS, self.flag_pickups)),
+            "captures": dict(zip(TEAM_LETTERS, self.captures)),
+            "stalemates": self.stalemates,
+        })
 
     # ------------------------------------------------------------------ observation
     def _observe(self, agent: str) -> np.ndarray:
@@ -627,42 +398,7 @@ class CaptureTheFlag(ParallelEnv):
             grid[r][c] = ("34" if self.carrying(a) else "12")[t]
         return grid
 
-    def render(self):
-        if self.render_mode is None:
-            import gymnasium
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'")
-            return None
-        if self.level is None:
-            raise RuntimeError("call reset() before render()")
-        if self.render_mode == "ansi":
-            grid = "\n".join("".join(row) for row in self._char_grid())
-            status = (f"step {self.step_count}/{self.max_steps}  captures A {self.captures[0]} B {self.captures[1]}  " +
-                      "  ".join(f"{a}@{self.positions[a]} cd={self.cooldown[a]}" +
-                                (" carrying" if self.carrying(a) else "") for a in self.possible_agents))
-            if self.outcome:
-                status += f"  -> winner {self.outcome['winner']} ({self.outcome['reason']})"
-            return grid + "\n" + status + "\n"
-        return _rgb(self._char_grid())
-
-    def close(self) -> None:
-        pass
-
-
-def _check_seed(seed: Any, name: str) -> None:
-    if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))):
-        raise TypeError(f"{name} must be None or an int, got {seed!r}")
-
-
-_COLOURS = {"#": (40, 40, 48), ".": (235, 235, 228), "a": (120, 150, 240), "b": (240, 130, 130),
-            "X": (190, 200, 240), "Y": (240, 200, 200), "1": (40, 90, 220), "2": (210, 50, 50),
-            "3": (240, 190, 20), "4": (240, 120, 20)}
-CELL_PX = 8
-
-
-def _rgb(grid: list[list[str]]) -> np.ndarray:
-    """Colour each cell and scale it to CELL_PX x CELL_PX pixels: (H*8, W*8, 3) uint8."""
-    img = np.array([[_COLOURS[ch] for ch in row] for row in grid], dtype=np.uint8)
-    img = np.repeat(np.repeat(img, CELL_PX, axis=0), CELL_PX, axis=1)
-    img[::CELL_PX, :, :] = (img[::CELL_PX, :, :] * 0.85).astype(np.uint8)
-    img[:, ::CELL_PX, :] = (img[:, ::CELL_PX, :] * 0.85).astype(np.uint8)
-    return img
+    def _status(self) -> str:
+        return (f"captures A {self.captures[0]} B {self.captures[1]}  " +
+                "  ".join(f"{a}@{self.positions[a]} cd={self.cooldown[a]}" +
+                          (" carrying" if self.carrying(a) else "") for a in self.possible_agents))

@@ -100,20 +100,16 @@ v0: first release.
 """
 from __future__ import annotations
 
-from operator import index
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
-from .generators import Knobs, default_max_steps, generate_level, knobs_for_difficulty
+from .generators import Knobs, default_max_steps, generate_level
 from .level import Level
+from .level_game import DOWN, LEFT, NOOP, NUM_ACTIONS, RIGHT, TAG, UP, CellTemplates, LevelGame
 
 __all__ = ["MazeRace", "NOOP", "UP", "DOWN", "LEFT", "RIGHT", "TAG", "NUM_ACTIONS"]
 
-NOOP, UP, DOWN, LEFT, RIGHT, TAG = range(6)
-NUM_ACTIONS = 6
 DELTAS = {UP: (-1, 0), DOWN: (1, 0), LEFT: (0, -1), RIGHT: (0, 1)}
 
 # window channels
@@ -127,274 +123,71 @@ POS_SCALE = 24.0
 DIST_SCALE = 256.0
 LEAD_SCALE = 16.0
 _FAR = 1.0e6  # distance value of walls / unreachable cells in the padded layer
-MAX_VIEW_RADIUS = 12
 
 
-def _static_layers(level: Level, radius: int) -> np.ndarray:
-    """Padded (H+2r, W+2r, C) float32: wall, flag and raw flag distance; dynamic channels zero."""
-    h, w = level.height, level.width
-    pad = np.zeros((h + 2 * radius, w + 2 * radius, NUM_CHANNELS), dtype=np.float32)
-    pad[..., CH_WALL] = 1.0
-    pad[radius:radius + h, radius:radius + w, CH_WALL] = level.walls
-    pad[level.flag[0] + radius, level.flag[1] + radius, CH_FLAG] = 1.0
-    dist = level.distance_to_flag()
-    pad[..., CH_DIST] = _FAR
-    pad[radius:radius + h, radius:radius + w, CH_DIST] = np.where(dist >= 0, dist, _FAR)
-    return pad
-
-
-class _Templates(dict):
-    """Per (level, radius): lazily built observation template per cell (window + static vector)."""
+class _Templates(CellTemplates):
+    """Per (level, radius): wall, flag and flag-distance layers; the static vector of each cell."""
 
     def __init__(self, level: Level, radius: int):
-        super().__init__()
-        self.level, self.radius = level, radius
-        self.pad = _static_layers(level, radius)
+        super().__init__(level, radius, NUM_CHANNELS, VECTOR_SIZE)
+        self.inner[level.flag[0], level.flag[1], CH_FLAG] = 1.0
+        dist = level.distance_to_flag()
+        self.pad[..., CH_DIST] = _FAR
+        self.inner[..., CH_DIST] = np.where(dist >= 0, dist, _FAR)
         self.dist = level.dist_rows()
-        w = 2 * radius + 1
-        self.k = w * w * NUM_CHANNELS
-        self.n = self.k + VECTOR_SIZE
 
-    def __missing__(self, cell: tuple[int, int]) -> np.ndarray:
+    def fill(self, cell: tuple[int, int], out: np.ndarray) -> None:
         r, c = cell
-        rad, dist = self.radius, self.dist
-        w = 2 * rad + 1
-        win = self.pad[r:r + w, c:c + w].copy()
+        rad, dist, k = self.radius, self.dist, self.k
+        win = self.window(cell).copy()
         d = dist[r][c]
         win[..., CH_DIST] = np.clip((win[..., CH_DIST] - d) / (2 * rad), -1.0, 1.0)
-        out = np.zeros(self.n, dtype=np.float32)
-        out[:self.k] = win.ravel()
+        out[:k] = win.ravel()
         fr, fc = self.level.flag
-        k = self.k
         out[k + V_FLAG_DR] = max(-1.0, min(1.0, (fr - r) / POS_SCALE))
         out[k + V_FLAG_DC] = max(-1.0, min(1.0, (fc - c) / POS_SCALE))
         out[k + V_OWN_DIST] = min(1.0, d / DIST_SCALE)
         for i, (dr, dc) in enumerate(((-1, 0), (1, 0), (0, -1), (0, 1))):
             nd = dist[r + dr][c + dc]
             out[k + V_DOWNHILL + i] = 1.0 if 0 <= nd < d else 0.0
-        out.setflags(write=False)
-        self[cell] = out
-        return out
 
 
-class MazeRace(ParallelEnv):
+class MazeRace(LevelGame, name="MazeRace-v0", channels=NUM_CHANNELS, vector_size=VECTOR_SIZE, ctf_levels=False,
+               generator=generate_level, default_max_steps=default_max_steps):
     """Two teams race to one flag; see the module docstring for the full manual."""
 
-    metadata = {"name": "MazeRace-v0", "render_modes": ["ansi", "rgb_array"], "render_fps": 8,
-                "is_parallelizable": True}
+    COLOURS = {"#": (40, 40, 48), ".": (235, 235, 228), "F": (240, 190, 20), "A": (40, 90, 220),
+               "a": (130, 160, 230), "B": (210, 50, 50), "b": (230, 150, 150)}
 
-    def __init__(
-        self,
-        level: Level | None = None,
-        difficulty: float | None = None,
-        knobs: Knobs | None = None,
-        agents_per_team: int | None = None,
-        seed: int | None = None,
-        view_radius: int = 4,
-        max_steps: int | None = None,
-        stun_steps: int = 3,
-        tag_cooldown: int = 5,
-        render_mode: str | None = None,
-        family: str | None = None,
-    ):
-        given = [n for n, v in (("level", level), ("difficulty", difficulty), ("knobs", knobs)) if v is not None]
-        if len(given) > 1:
-            raise ValueError(f"pass at most one of level, difficulty, knobs; got {given}")
-        if level is not None and not isinstance(level, Level):
-            raise TypeError(f"level must be a Level, got {type(level).__name__}")
-        if level is not None and level.is_ctf:
-            raise ValueError("level is a CaptureTheFlag map (bases 'a'/'b'); MazeRace needs one flag 'F'")
-        if knobs is not None and not isinstance(knobs, Knobs):
-            raise TypeError(f"knobs must be a Knobs, got {type(knobs).__name__}")
-        if agents_per_team is not None and agents_per_team not in (1, 2):
-            raise ValueError(f"agents_per_team must be 1 or 2, got {agents_per_team!r}")
-        for name, v, lo, hi in (("view_radius", view_radius, 1, MAX_VIEW_RADIUS), ("stun_steps", stun_steps, 0, 1000),
-                                ("tag_cooldown", tag_cooldown, 0, 1000)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-                raise ValueError(f"{name} must be an int in [{lo}, {hi}], got {v!r}")
-        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer))
-                                      or not 1 <= max_steps <= 100_000):
-            raise ValueError(f"max_steps must be None or an int in [1, 100000], got {max_steps!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise ValueError(f"seed must be None or an int, got {seed!r}")
-
-        # which team size: explicit, else from the level / knobs, else 1
-        implied = level.agents_per_team if level is not None else (knobs.agents_per_team if knobs is not None else None)
-        if implied is not None and implied not in (1, 2):  # a 3v3 map: refused like agents_per_team=3 (issue 16)
-            raise ValueError(f"the level has {implied} agents per team; MazeRace plays 1 or 2 per team")
-        if agents_per_team is not None and implied is not None and implied != agents_per_team:
-            raise ValueError(f"agents_per_team={agents_per_team} but the level/knobs have {implied} per team")
-        apt = int(agents_per_team or implied or 1)
-        if level is None and knobs is None:
-            difficulty = 5.0 if difficulty is None else difficulty
-            knobs = knobs_for_difficulty(difficulty, family=family, agents_per_team=apt)
-        self.agents_per_team = apt
-        self.fixed_level = level
-        self.knobs = knobs
-        self.difficulty = None if difficulty is None else float(difficulty)
-        self.family = family
-        self.view_radius = int(view_radius)
+    def __init__(self, level: Level | None = None, difficulty: float | None = None, knobs: Knobs | None = None,
+                 agents_per_team: int | None = None, seed: int | None = None, view_radius: int = 4,
+                 max_steps: int | None = None, stun_steps: int = 3, tag_cooldown: int = 5,
+                 render_mode: str | None = None, family: str | None = None):
+        super().__init__(level=level, difficulty=difficulty, knobs=knobs, agents_per_team=agents_per_team, seed=seed,
+                         view_radius=view_radius, max_steps=max_steps, render_mode=render_mode, family=family,
+                         int_params=(("stun_steps", stun_steps, 0, 1000), ("tag_cooldown", tag_cooldown, 0, 1000)))
         self.stun_steps = int(stun_steps)
         self.tag_cooldown = int(tag_cooldown)
-        self.render_mode = render_mode
-        self._max_steps_arg = max_steps
-        self._init_seed = seed
-        self._rng: np.random.Generator | None = None
-
-        if apt == 1:
-            self.possible_agents = ["player_0", "player_1"]
-        else:
-            self.possible_agents = [f"a_{i}" for i in range(apt)] + [f"b_{i}" for i in range(apt)]
-        self._team = {a: (0 if i < apt else 1) for i, a in enumerate(self.possible_agents)}
-        self._opponents = {a: tuple(b for b in self.possible_agents if self._team[b] != self._team[a])
-                           for a in self.possible_agents}
         self._mates = {a: tuple(b for b in self.possible_agents if b != a and self._team[b] == self._team[a])
                        for a in self.possible_agents}
-        (w, _, c), v = self.obs_layout(self.view_radius)
-        self._w, self._k = w, w * w * c
-        n = self._k + v
-        obs_space = spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
-        self.observation_spaces = {a: obs_space for a in self.possible_agents}
-        self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
-        self.agents: list[str] = []
-        self.level: Level | None = None
-        self.positions: dict[str, tuple[int, int]] = {}
         self.stun: dict[str, int] = {}
-        self.cooldown: dict[str, int] = {}
-        self.step_count = 0
-        self.max_steps = 0
-        self.outcome: dict[str, Any] | None = None
 
-    # ------------------------------------------------------------------ spaces / layout
-    @staticmethod
-    def obs_layout(view_radius: int = 4) -> tuple[tuple[int, int, int], int]:
-        """``((2r+1, 2r+1, C), V)``: the window shape (channels-last) and the vector size."""
-        w = 2 * int(view_radius) + 1
-        return (w, w, NUM_CHANNELS), VECTOR_SIZE
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
-
-    def team_of(self, agent: str) -> int:
-        """0 for team A, 1 for team B."""
-        return self._team[agent]
+    def _level_extra(self, level: Level, info: dict[str, Any]) -> None:
+        info["flag_distance_actual"] = level.team_distances()[0][0]
 
     # ------------------------------------------------------------------ reset
-    def _choose_level(self, options: dict | None) -> Level:
-        rng = self._rng
-        opts = options or {}
-        # other keys are ignored (PettingZoo's API test passes arbitrary options)
-        if opts.get("level") is not None:
-            level = opts["level"]
-            if not isinstance(level, Level):
-                raise TypeError(f"options['level'] must be a Level, got {type(level).__name__}")
-            if level.is_ctf:
-                raise ValueError("options['level'] is a CaptureTheFlag map (bases 'a'/'b'); MazeRace needs one flag 'F'")
-        elif opts.get("knobs") is not None or opts.get("difficulty") is not None:
-            knobs, difficulty = opts.get("knobs"), opts.get("difficulty")
-            if knobs is None:
-                knobs = knobs_for_difficulty(difficulty, family=self.family, agents_per_team=self.agents_per_team)
-            elif isinstance(knobs, dict):
-                knobs = Knobs.from_dict(knobs)
-            level_seed = opts.get("level_seed")
-            if level_seed is None:
-                level_seed = int(rng.integers(2**31 - 1))
-            level = self._generate(knobs, int(level_seed), difficulty)
-        elif self.fixed_level is not None:
-            level = self.fixed_level
-        else:
-            level = self._generate(self.knobs, int(rng.integers(2**31 - 1)), self.difficulty)
-        if level.agents_per_team != self.agents_per_team:
-            raise ValueError(f"level has {level.agents_per_team} agents per team; this env plays {self.agents_per_team}")
-        return level
-
-    @staticmethod
-    def _generate(knobs: Knobs, level_seed: int, difficulty: float | None) -> Level:
-        level = generate_level(knobs, level_seed)
-        level.meta["level_seed"] = level_seed
-        if difficulty is not None:
-            level.meta["difficulty"] = float(difficulty)
-        return level
-
-    def _level_info(self, level: Level) -> dict[str, Any]:
-        meta = level.meta
-        if "knobs" in meta:
-            info = dict(meta["knobs"])
-            info["level_seed"] = meta.get("level_seed", meta.get("seed"))
-        else:
-            info = {"family": meta.get("family", "custom"), "size": max(level.height, level.width),
-                    "agents_per_team": level.agents_per_team}
-        info.setdefault("family", meta.get("family", "custom"))
-        info["height"], info["width"] = level.height, level.width
-        info["max_steps"] = self.max_steps
-        info["flag_distance_actual"] = level.team_distances()[0][0]
-        if "difficulty" in meta:
-            info["difficulty"] = meta["difficulty"]
-        if "level_id" in meta:
-            info["level_id"] = meta["level_id"]
-        return info
-
-    def reset(self, seed: int | None = None, options: dict | None = None):
-        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))):
-            raise TypeError(f"reset(seed=...) must be None or an int, got {seed!r}")
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        elif self._rng is None:
-            self._rng = np.random.default_rng(self._init_seed)
-        level = self._choose_level(options)
-        self.level = level
-        if self._max_steps_arg is not None:
-            self.max_steps = int(self._max_steps_arg)
-        elif "knobs" in level.meta and level.meta["knobs"].get("max_steps") is not None:
-            self.max_steps = int(level.meta["knobs"]["max_steps"])
-        else:
-            self.max_steps = default_max_steps(max(level.height, level.width))
+    def _start_episode(self, level: Level) -> None:
         self._templates = level.cached(("obs_templates", self.view_radius),
                                        lambda lv: _Templates(lv, self.view_radius))
         self._dist = level.dist_rows()
-        self._walls = level.wall_rows()
-        self._level_info_cache = None
-        self.agents = list(self.possible_agents)
-        apt = self.agents_per_team
-        self.positions = {a: level.spawns[self._team[a]][i % apt] for i, a in enumerate(self.possible_agents)}
         self.stun = {a: 0 for a in self.agents}
-        self.cooldown = {a: 0 for a in self.agents}
-        self.step_count = 0
-        self.outcome = None
-        obs = {a: self._observe(a) for a in self.agents}
-        infos = {a: {"team": self._team[a]} for a in self.agents}
-        return obs, infos
 
     # ------------------------------------------------------------------ step
     def step(self, actions: dict[str, int]):
-        if self.level is None:
-            raise RuntimeError("step() before reset(): call reset() first")
-        if not self.agents:  # as CaptureTheFlag and PettingZoo's own envs: a finished episode is not stepped
-            raise RuntimeError("step() after the episode ended (env.agents is empty): call reset() first")
-        if not isinstance(actions, dict):
-            raise TypeError(f"actions must be a dict agent -> int, got {type(actions).__name__}")
-        for a in actions:
-            if a not in self._team:
-                raise ValueError(f"unknown agent {a!r} in actions; agents are {self.possible_agents}")
+        given = self._validated(actions)  # raises before any state changes
         names = self.possible_agents
         pos, stun, cd, team = self.positions, self.stun, self.cooldown, self._team
-        acts = {}
-        for a in names:
-            act = actions.get(a, NOOP)
-            if isinstance(act, (bool, np.bool_)):
-                raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}")
-            try:
-                act = index(act)
-            except TypeError as e:
-                raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}") from e
-            if not 0 <= act < NUM_ACTIONS:
-                raise ValueError(f"action for {a} must be an int in [0, {NUM_ACTIONS - 1}], got {act!r}")
-            acts[a] = act
+        acts = {a: given.get(a, NOOP) for a in names}
         self.step_count += 1  # after the checks: an invalid action changes nothing
         stunned = {a for a in names if stun[a] > 0}
         # 1. tags, from start-of-step positions
@@ -447,6 +240,7 @@ class MazeRace(ParallelEnv):
                 cd[a] -= 1
         # 4. outcome
         done = truncated = False
+        winner, reason = "draw", ""
         if teams_at_flag:
             done = True
             if len(teams_at_flag) == 2:
@@ -456,32 +250,14 @@ class MazeRace(ParallelEnv):
         elif self.step_count >= self.max_steps:
             truncated = True
             winner, reason = "draw", "timeout"
-        obs = {a: self._observe(a) for a in names}
-        infos = {a: {"team": team[a]} for a in names}
-        if done or truncated:
-            if winner == "draw":
-                rewards = {a: 0.0 for a in names}
-            else:
-                wt = 0 if winner == "A" else 1
-                rewards = {a: (1.0 if team[a] == wt else -1.0) for a in names}
-            self.outcome = {"winner": winner, "reason": reason, "episode_length": self.step_count,
-                            "level": self._level_info(self.level)}
-            for a in names:
-                infos[a].update(self.outcome)
-                infos[a]["level"] = dict(self.outcome["level"])
-            self.agents = []
-        else:
-            rewards = {a: 0.0 for a in names}
-        terms = {a: done for a in names}
-        truncs = {a: truncated for a in names}
-        return obs, rewards, terms, truncs, infos
+        return self._step_result(done, truncated, winner, reason)
 
     # ------------------------------------------------------------------ observation
     def _observe(self, agent: str) -> np.ndarray:
         pos = self.positions
         r, c = pos[agent]
         o = self._templates[(r, c)].copy()
-        k, w, rad = self._k, self._w, self.view_radius
+        k, w, rad = self._k, self._side, self.view_radius
         my_team = self._team[agent]
         stun, cd, dist = self.stun, self.cooldown, self._dist
         d_own = dist[r][c]
@@ -530,36 +306,6 @@ class MazeRace(ParallelEnv):
             grid[r][c] = ch.lower() if self.stun[a] > 0 else ch
         return grid
 
-    def render(self):
-        if self.render_mode is None:
-            import gymnasium
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'")
-            return None
-        if self.level is None:
-            raise RuntimeError("call reset() before render()")
-        if self.render_mode == "ansi":
-            grid = "\n".join("".join(row) for row in self._char_grid())
-            status = (f"step {self.step_count}/{self.max_steps}  " +
-                      "  ".join(f"{a}@{self.positions[a]} stun={self.stun[a]} cd={self.cooldown[a]}"
-                                for a in self.possible_agents))
-            if self.outcome:
-                status += f"  -> winner {self.outcome['winner']} ({self.outcome['reason']})"
-            return grid + "\n" + status + "\n"
-        return _rgb(self._char_grid())
-
-    def close(self) -> None:
-        pass
-
-
-_COLOURS = {"#": (40, 40, 48), ".": (235, 235, 228), "F": (240, 190, 20), "A": (40, 90, 220),
-            "a": (130, 160, 230), "B": (210, 50, 50), "b": (230, 150, 150)}
-CELL_PX = 8
-
-
-def _rgb(grid: list[list[str]]) -> np.ndarray:
-    """Colour each cell and scale it to CELL_PX x CELL_PX pixels: (H*8, W*8, 3) uint8."""
-    img = np.array([[_COLOURS[ch] for ch in row] for row in grid], dtype=np.uint8)
-    img = np.repeat(np.repeat(img, CELL_PX, axis=0), CELL_PX, axis=1)
-    img[::CELL_PX, :, :] = (img[::CELL_PX, :, :] * 0.85).astype(np.uint8)
-    img[:, ::CELL_PX, :] = (img[:, ::CELL_PX, :] * 0.85).astype(np.uint8)
-    return img
+    def _status(self) -> str:
+        return "  ".join(f"{a}@{self.positions[a]} stun={self.stun[a]} cd={self.cooldown[a]}"
+                         for a in self.possible_agents)

@@ -96,17 +96,27 @@ class BotPlayer:
 
 
 class ModulePlayer:
-    """A trained RLModule (or league snapshot) behind `spade_rllib.policy.Policy`."""
+    """A trained RLModule (or league snapshot) behind `spade_rllib.policy.Policy`. A recurrent
+    policy keeps one state per agent it moves, from zeros at each `new_game`."""
 
     def __init__(self, spec: PlayerSpec, policy: Policy):
         self.spec = spec
         self.policy = policy
+        if policy.uses_prev_reward:
+            raise ValueError(f"module player {spec.player_id!r} was trained with lstm_use_prev_reward; "
+                             "evaluation games do not feed rewards to players")
+        self._states: dict[str, dict] = {}
 
     def new_game(self, seed: int) -> None:
-        pass
+        self._states = {}
 
     def act(self, env, agent, obs, action_mask, rng) -> int:
-        return self.policy.act(obs, action_mask=action_mask, deterministic=self.spec.deterministic, rng=rng)
+        if not self.policy.recurrent:
+            return self.policy.act(obs, action_mask=action_mask, deterministic=self.spec.deterministic, rng=rng)
+        state = self._states.get(agent) or self.policy.initial_state()
+        action, self._states[agent] = self.policy.step(obs, state, action_mask=action_mask,
+                                                       deterministic=self.spec.deterministic, rng=rng)
+        return action
 
 
 _POLICY_CACHE: dict[tuple[str, str], Policy] = {}

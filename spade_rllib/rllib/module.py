@@ -13,9 +13,22 @@ policy never picks an illegal move (neither when sampling nor with argmax).
   mask_size       0, or the number of trailing action-mask entries in the observation
   window_shape    (H, W, C) of the level game's window (cnn only): the first H*W*C entries, channels-last
   cnn_channels    conv widths (cnn only), 3x3 kernels, same padding
+  use_lstm        bool: an LSTM after the encoder (RLlib's naming); the policy and value heads
+                  both read its output (one state per agent: {"h": (cell,), "c": (cell,)})
+  lstm_cell_size  LSTM hidden size
+  max_seq_len     training sequence length (the learner connector cuts sequences of this length)
+  lstm_use_prev_action / lstm_use_prev_reward
+                  the LSTM also reads the one-hot previous action / the previous reward
+                  (batch columns `prev_actions` / `prev_rewards`; 0 at an episode's first step)
+
+A recurrent module takes `Columns.STATE_IN` and returns `Columns.STATE_OUT`: at inference the obs
+is (B, D) and the state (B, cell) per key; in training the obs is (B, T, D) (zero padded sequences)
+and the state is the one at each sequence start. `step(obs, state, prev_actions, prev_rewards)` is
+the acting path of the env runner and of `load_policy` (logits, new state).
 
 Outside Ray: `RLModule.from_checkpoint(<ckpt>/learner_group/learner/rl_module/main)` then
-`forward_inference({"obs": torch.as_tensor(obs_batch)})["action_dist_inputs"]` gives masked logits.
+`forward_inference({"obs": torch.as_tensor(obs_batch)})["action_dist_inputs"]` gives masked logits
+(recurrent: also pass `"state_in"` and read `"state_out"`).
 """
 from __future__ import annotations
 
@@ -32,6 +45,8 @@ from ray.rllib.utils.torch_utils import FLOAT_MIN
 torch, nn = try_import_torch()
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+PREV_ACTIONS = "prev_actions"  # RLlib's SampleBatch.PREV_ACTIONS / PREV_REWARDS column names
+PREV_REWARDS = "prev_rewards"
 
 
 def _mlp(in_size: int, hidden: list[int], activation: str) -> tuple[nn.Module, int]:
@@ -88,7 +103,22 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
                 return nn.Sequential(enc, head), size
             return _mlp(feat_size, hidden, act)
 
+        self.num_actions = num_actions
+        self.use_lstm = bool(mc.get("use_lstm", False))
         self.pi_trunk, size = trunk()
+        if self.use_lstm:
+            self.cell_size = int(mc.get("lstm_cell_size", 256))
+            self.max_seq_len = int(mc.get("max_seq_len", 20))
+            self.use_prev_action = bool(mc.get("lstm_use_prev_action", False))
+            self.use_prev_reward = bool(mc.get("lstm_use_prev_reward", False))
+            extra = (num_actions if self.use_prev_action else 0) + (1 if self.use_prev_reward else 0)
+            self.lstm = nn.LSTM(size + extra, self.cell_size, batch_first=True)
+            self.pi_head = nn.Linear(self.cell_size, num_actions)
+            self.vf_trunk = None
+            self.vf_head = nn.Linear(self.cell_size, 1)
+            nn.init.orthogonal_(self.pi_head.weight, gain=0.01)
+            nn.init.zeros_(self.pi_head.bias)
+            return
         self.pi_head = nn.Linear(size, num_actions)
         if self.vf_share_layers:
             self.vf_trunk = None
@@ -100,9 +130,62 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         nn.init.orthogonal_(self.pi_head.weight, gain=0.01)
         nn.init.zeros_(self.pi_head.bias)
 
+    # ---- recurrent state ----
+    def is_stateful(self) -> bool:
+        return self.use_lstm
+
+    def get_initial_state(self) -> Dict[str, Any]:
+        if not self.use_lstm:
+            return {}
+        return {"h": torch.zeros(self.cell_size), "c": torch.zeros(self.cell_size)}
+
+    def _lstm_inputs(self, feats, batch_or_prev: Dict[str, Any]):
+        """Encoder features joined with the previous action (one-hot) / reward when configured."""
+        parts = [feats]
+        if self.use_prev_action:
+            prev = batch_or_prev.get(PREV_ACTIONS)
+            prev = torch.zeros(feats.shape[:-1], dtype=torch.long, device=feats.device) if prev is None else prev.long()
+            parts.append(nn.functional.one_hot(prev.clamp(min=0), self.num_actions).to(feats.dtype))
+        if self.use_prev_reward:
+            prev = batch_or_prev.get(PREV_REWARDS)
+            prev = torch.zeros(feats.shape[:-1], device=feats.device) if prev is None else prev
+            parts.append(prev.to(feats.dtype).unsqueeze(-1))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+    def _recurrent(self, batch: Dict[str, Any]):
+        """(masked logits, LSTM output, new state) for a (B, D) or (B, T, D) obs batch."""
+        obs = batch[Columns.OBS].float()
+        timed = obs.dim() == 3
+        b, t = (obs.shape[0], obs.shape[1]) if timed else (obs.shape[0], 1)
+        flat = obs.reshape(b * t, obs.shape[-1])
+        feats = self.pi_trunk(flat[:, : self.feat_size] if self.mask_size else flat).reshape(b, t, -1)
+        prev = {k: (v if timed else v.unsqueeze(1)) for k, v in batch.items()
+                if k in (PREV_ACTIONS, PREV_REWARDS) and v is not None}
+        state = batch.get(Columns.STATE_IN)
+        if state is None:
+            h0 = torch.zeros(1, b, self.cell_size, device=obs.device)
+            c0 = h0
+        else:
+            h0, c0 = state["h"].float().unsqueeze(0), state["c"].float().unsqueeze(0)
+        out, (h, c) = self.lstm(self._lstm_inputs(feats, prev), (h0, c0))
+        logits = self._mask(self.pi_head(out.reshape(b * t, -1)), flat).reshape(b, t, -1)
+        if not timed:
+            logits, out = logits[:, 0], out[:, 0]
+        return logits, out, {"h": h[0], "c": c[0]}
+
+    def step(self, obs, state: Dict[str, Any], prev_actions=None, prev_rewards=None):
+        """One acting step of a recurrent module: (masked logits (B, A), new state) for (B, D) obs
+        and the state {"h", "c"} of (B, cell); previous actions / rewards (B,) when configured."""
+        batch = {Columns.OBS: obs, Columns.STATE_IN: state,
+                 PREV_ACTIONS: prev_actions, PREV_REWARDS: prev_rewards}
+        logits, _, new_state = self._recurrent(batch)
+        return logits, new_state
+
     # ---- pieces used by the env runner directly (no RLlib connectors on the hot path) ----
     def logits(self, obs):
-        """Masked action logits for a (B, obs_size) float tensor."""
+        """Masked action logits for a (B, obs_size) float tensor (feed-forward modules; recurrent: `step`)."""
+        if self.use_lstm:
+            raise TypeError("a recurrent SpadeModule (use_lstm) acts with step(obs, state), not logits(obs)")
         feats = obs[:, : self.feat_size] if self.mask_size else obs
         return self._mask(self.pi_head(self.pi_trunk(feats)), obs)
 
@@ -112,6 +195,8 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         tensors are views of the parameters, so in-place weight loads (`set_state`) show at once."""
         layers = self.__dict__.get("_fast_layers")
         if layers is None:
+            if self.use_lstm:
+                raise TypeError("a recurrent SpadeModule (use_lstm) acts with step(obs, state), not fast_logits(obs)")
             layers = self.__dict__["_fast_layers"] = self._plain_layers()
         if not layers:
             return self.logits(obs)
@@ -141,9 +226,15 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         return torch.where(mask > 0.5, logits, torch.full_like(logits, FLOAT_MIN))
 
     def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+        if self.use_lstm:
+            logits, _, state = self._recurrent(batch)
+            return {Columns.ACTION_DIST_INPUTS: logits, Columns.STATE_OUT: state}
         return {Columns.ACTION_DIST_INPUTS: self.logits(batch[Columns.OBS].float())}
 
     def _forward_train(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+        if self.use_lstm:
+            logits, emb, state = self._recurrent(batch)
+            return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: emb, Columns.STATE_OUT: state}
         obs = batch[Columns.OBS].float()
         if not self.vf_share_layers:
             return {Columns.ACTION_DIST_INPUTS: self.logits(obs)}
@@ -152,6 +243,10 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         return {Columns.ACTION_DIST_INPUTS: self._mask(self.pi_head(emb), obs), Columns.EMBEDDINGS: emb}
 
     def compute_values(self, batch: Dict[str, Any], embeddings=None):
+        if self.use_lstm:
+            if embeddings is None:
+                embeddings = self._recurrent(batch)[1]
+            return self.vf_head(embeddings).squeeze(-1)
         if embeddings is None:
             obs = batch[Columns.OBS].float()
             feats = obs[:, : self.feat_size] if self.mask_size else obs

@@ -17,6 +17,16 @@ state (bootstrap value 0); otherwise it was truncated (time limit or sample cut)
 bootstrapped from the value of its bootstrap row. `levels[c]`: the curriculum's `level_id` of the
 level chunk c was played on ("" when the curriculum did not choose it).
 
+Recurrent modules (`use_lstm`): `states` holds, per chunk, the recurrent state at each training
+sequence start (rows 0, L, 2L, ... of the chunk's step + bootstrap rows, L = the module's
+`max_seq_len`), and `prev_actions` / `prev_rewards` one entry per row (steps and bootstrap rows).
+The connector cuts every chunk into sequences of at most L rows, zero pads them to (B, L), runs
+the values of all rows through the LSTM from the recorded start states, and hands PPO the train
+batch in that (B, L) layout with `seq_lens`, `state_in` and a `loss_mask` that is true on step rows
+only (bootstrap rows and padding carry no loss). GAE and PLR's per-level sums run on the same flat
+rows as for feed-forward modules, so both mean the same. Feed-forward packs leave the three arrays
+empty.
+
 PLR's positive value loss is computed here, where the advantages are: for main's chunks on
 curriculum levels, the connector sums max(GAE_t, 0) (raw advantages, before normalization) and
 counts steps per level (`level_positive_advantages`); the driver pops the per-level sums from the
@@ -37,7 +47,8 @@ from ray.rllib.utils.framework import try_import_torch
 
 torch, _ = try_import_torch()
 from spade_rllib.outcome import MAIN  # noqa: E402
-ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated", "levels")
+ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated", "levels",
+                "states", "prev_actions", "prev_rewards")
 
 
 @dataclass
@@ -51,7 +62,22 @@ class PackedEpisodes:
     lengths: np.ndarray  # (chunks,) int64
     terminated: np.ndarray  # (chunks,) bool
     levels: np.ndarray  # (chunks,) str, curriculum level_id or ""
+    states: np.ndarray = None  # (sequence starts, 2 * cell) float32 [h, c]; (0, 0) feed-forward
+    prev_actions: np.ndarray = None  # (steps + chunks,) int64; (0,) feed-forward
+    prev_rewards: np.ndarray = None  # (steps + chunks,) float32; (0,) feed-forward
     module_id: str = MAIN
+
+    def __post_init__(self):
+        if self.states is None:
+            self.states = np.zeros((0, 0), np.float32)
+        if self.prev_actions is None:
+            self.prev_actions = np.zeros(0, np.int64)
+        if self.prev_rewards is None:
+            self.prev_rewards = np.zeros(0, np.float32)
+
+    @property
+    def recurrent(self) -> bool:
+        return self.states.shape[0] > 0
 
     # Sized like an episode list entry: RLlib sums len(e) for step counts.
     def __len__(self) -> int:
@@ -69,11 +95,12 @@ class PackedEpisodes:
 
     @staticmethod
     def build(chunks: list, obs_size: int, num_actions: int, module_id: str = MAIN) -> "PackedEpisodes":
-        """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated[, level_id]) tuples."""
+        """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated[, level_id[, recurrent]])
+        tuples; `recurrent` is None or {"states", "prev_actions", "prev_rewards"} of the chunk (runner)."""
         if not chunks:
             return PackedEpisodes(np.zeros((0, obs_size), np.float32), np.zeros(0, bool), np.zeros(0, np.int64),
                                   np.zeros(0, np.float32), np.zeros(0, np.float32), np.zeros((0, num_actions), np.float32),
-                                  np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, str), module_id)
+                                  np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, str), module_id=module_id)
         all_obs: list = []
         boot: list = []
         actions: list = []
@@ -83,6 +110,10 @@ class PackedEpisodes:
         lengths = np.empty(len(chunks), np.int64)
         terminated = np.empty(len(chunks), bool)
         levels = [str(chunk[6]) if len(chunk) > 6 else "" for chunk in chunks]
+        rec = [chunk[7] if len(chunk) > 7 else None for chunk in chunks]
+        recurrent = {}
+        if rec[0] is not None:
+            recurrent = {k: np.concatenate([r[k] for r in rec]) for k in ("states", "prev_actions", "prev_rewards")}
         for c, (obs, acts, rews, lps, lgs, term, *_) in enumerate(chunks):
             n = len(acts)
             all_obs.extend(obs)
@@ -105,6 +136,7 @@ class PackedEpisodes:
             terminated=terminated,
             levels=np.asarray(levels, str),
             module_id=module_id,
+            **recurrent,
         )
 
     @staticmethod
@@ -115,7 +147,7 @@ class PackedEpisodes:
             raise ValueError(f"cannot concat packs of modules {sorted({p.module_id for p in packs})}")
         if len(packs) == 1:
             return packs[0]
-        return PackedEpisodes(*(np.concatenate([getattr(p, f) for p in packs]) for f in ARRAY_FIELDS),
+        return PackedEpisodes(**{f: np.concatenate([getattr(p, f) for p in packs]) for f in ARRAY_FIELDS},
                               module_id=packs[0].module_id)
 
     @staticmethod
@@ -229,12 +261,17 @@ class SpadeGAEConnector(ConnectorV2):
             pack = PackedEpisodes.concat(module_packs)
             if len(pack) and module_id in rl_module:  # an empty module batch would stall PPO's minibatch cycle
                 batch[module_id] = self._module_batch(rl_module[module_id], pack)
+                if Columns.SEQ_LENS in batch[module_id] and shared_data is not None:
+                    # Learner reads this key to build a zero-padded SampleBatch (RLlib's own padding connector sets it too).
+                    shared_data[f"_zero_padded_for_mid={module_id}"] = True
         return batch
 
     def _module_batch(self, module, pack: PackedEpisodes) -> dict:
         # Arrays deserialized by Ray are read-only; torch wants writable memory (copies only then).
-        pack = PackedEpisodes(*(np.require(getattr(pack, f), requirements="W") for f in ARRAY_FIELDS),
+        pack = PackedEpisodes(**{f: np.require(getattr(pack, f), requirements="W") for f in ARRAY_FIELDS},
                               module_id=pack.module_id)
+        if getattr(module, "use_lstm", False):
+            return self._recurrent_batch(module, pack)
         device = next(module.parameters()).device
         obs_t = torch.from_numpy(pack.obs).to(device)
         with torch.no_grad():
@@ -254,3 +291,87 @@ class SpadeGAEConnector(ConnectorV2):
             Postprocessing.ADVANTAGES: torch.from_numpy(adv.astype(np.float32)).to(device),
             Postprocessing.VALUE_TARGETS: torch.from_numpy(targets.astype(np.float32)).to(device),
         }
+
+    def _recurrent_batch(self, module, pack: PackedEpisodes) -> dict:
+        """The (B, max_seq_len) train batch of a recurrent module (see the module docstring)."""
+        if not pack.recurrent:
+            raise ValueError(f"module {pack.module_id!r} is recurrent but its experience has no recorded states "
+                             "(sampled by a feed-forward runner?)")
+        device = next(module.parameters()).device
+        layout = sequence_layout(pack.lengths + 1, int(module.max_seq_len))
+        if layout.num_seqs != pack.states.shape[0]:
+            raise ValueError(f"module {pack.module_id!r}: {pack.states.shape[0]} recorded sequence start states, "
+                             f"{layout.num_seqs} sequences of max_seq_len {module.max_seq_len}")
+        cell = pack.states.shape[1] // 2
+        states = torch.from_numpy(pack.states).to(device)
+        state_in = {"h": states[:, :cell], "c": states[:, cell:]}
+        rows = torch.from_numpy(layout.flat_index).to(device)  # (B*L,) row of each padded slot, -1 padding
+        valid = rows >= 0
+        take = rows.clamp(min=0)
+
+        def padded(arr: np.ndarray):
+            t = torch.from_numpy(arr).to(device).index_select(0, take)
+            t = torch.where(valid.reshape(-1, *([1] * (t.dim() - 1))), t, torch.zeros_like(t))
+            return t.reshape(layout.num_seqs, layout.max_len, *t.shape[1:])
+
+        seq_batch = {Columns.OBS: padded(pack.obs), Columns.STATE_IN: state_in}
+        if module.use_prev_action:
+            seq_batch["prev_actions"] = padded(pack.prev_actions)
+        if module.use_prev_reward:
+            seq_batch["prev_rewards"] = padded(pack.prev_rewards)
+        with torch.no_grad():
+            values_seq = module.compute_values(seq_batch).reshape(-1)
+        values = torch.zeros(pack.obs.shape[0], device=device)
+        values[rows[valid]] = values_seq[valid].float()
+        values = values.cpu().numpy().astype(np.float32)
+        adv, targets = gae(values, pack, self.gamma, self.lambda_)
+        if pack.module_id == MAIN:
+            merge_level_sums(self.level_positive_advantages, level_positive_advantages(adv, pack))
+        adv = (adv - adv.mean()) / max(1e-4, float(adv.std()))
+        # Step-row arrays spread over all rows (bootstrap rows get zeros and no loss).
+        step_rows = np.flatnonzero(~pack.is_boot)
+
+        def per_row(step_values: np.ndarray) -> np.ndarray:
+            out = np.zeros((pack.obs.shape[0], *step_values.shape[1:]), step_values.dtype)
+            out[step_rows] = step_values
+            return out
+
+        seq_batch.update({
+            Columns.ACTIONS: padded(per_row(pack.actions)),
+            Columns.ACTION_LOGP: padded(per_row(pack.logp)),
+            Columns.ACTION_DIST_INPUTS: padded(per_row(pack.logits)),
+            Columns.REWARDS: padded(per_row(pack.rewards)),
+            Postprocessing.ADVANTAGES: padded(per_row(adv.astype(np.float32))),
+            Postprocessing.VALUE_TARGETS: padded(per_row(targets.astype(np.float32))),
+            Columns.LOSS_MASK: padded(~pack.is_boot),
+            Columns.SEQ_LENS: torch.from_numpy(layout.seq_lens).to(device),
+        })
+        return seq_batch
+
+
+@dataclass
+class SequenceLayout:
+    """Chunks of rows cut into sequences of at most `max_len` rows (each chunk starts a sequence)."""
+
+    seq_lens: np.ndarray  # (B,) int32
+    flat_index: np.ndarray  # (B * max_len,) int64: row of each padded slot, -1 for padding
+    max_len: int
+
+    @property
+    def num_seqs(self) -> int:
+        return int(self.seq_lens.shape[0])
+
+
+def sequence_layout(chunk_rows: np.ndarray, max_len: int) -> SequenceLayout:
+    """Cut consecutive chunks of `chunk_rows[c]` rows into sequences of <= `max_len` rows."""
+    chunk_rows = np.asarray(chunk_rows, np.int64)
+    n_seq = -(-chunk_rows // max_len)  # ceil
+    first_row = np.concatenate([[0], np.cumsum(chunk_rows)[:-1]])
+    chunk_of_seq = np.repeat(np.arange(len(chunk_rows)), n_seq)
+    k = np.arange(int(n_seq.sum())) - np.repeat(np.cumsum(n_seq) - n_seq, n_seq)  # sequence index in its chunk
+    start = first_row[chunk_of_seq] + k * max_len
+    seq_lens = np.minimum(max_len, chunk_rows[chunk_of_seq] - k * max_len)
+    offs = np.arange(max_len)
+    idx = start[:, None] + offs[None, :]
+    idx = np.where(offs[None, :] < seq_lens[:, None], idx, -1)
+    return SequenceLayout(seq_lens.astype(np.int32), idx.reshape(-1), int(max_len))

@@ -28,6 +28,14 @@ episodes. Experience is recorded for every agent the learner controls (all of th
 "mirror"). At the end of each episode an `EpisodeOutcome` (spade_rllib/outcome.py) is appended to
 a buffer that the driver drains with `pop_episode_outcomes()` via `foreach_env_runner`; its
 `learner_team` and `learner` fields name the learner's team and module.
+
+Recurrent networks (`use_lstm`): each lane keeps one hidden state per agent seat (`_Lanes.state`,
+flat rows [h, c]) for whichever network controls that seat (main, mirror seats, frozen slots,
+exploiters, live modules). A seat's state starts at zeros with each episode, is reset when the
+driver swaps the weights of the slot playing it, and advances only when that agent acts, so in
+turn-based games it carries across the opponent's moves (counted in the agent's own steps). The
+learner's trajectories record the state each step acted from (`_Traj.states`) and the previous
+action and reward; the chunk's bootstrap row gets the state after its last step.
 """
 from __future__ import annotations
 
@@ -101,9 +109,10 @@ def sample_actions(logits: np.ndarray, rng: np.random.Generator, greedy: bool = 
 
 
 class _Traj:
-    """The learner's pending transitions for one agent in one lane."""
+    """The learner's pending transitions for one agent in one lane (recurrent learners also keep the
+    state each step acted from and that step's previous action / reward)."""
 
-    __slots__ = ("obs", "actions", "logp", "logits", "rewards")
+    __slots__ = ("obs", "actions", "logp", "logits", "rewards", "states", "prev_actions", "prev_rewards", "boot_state")
 
     def __init__(self):
         self.obs: list = []
@@ -111,6 +120,24 @@ class _Traj:
         self.logp: list = []
         self.logits: list = []
         self.rewards: list = []
+        self.states: list = []
+        self.prev_actions: list = []
+        self.prev_rewards: list = []
+        self.boot_state: Optional[np.ndarray] = None  # the state after the last step (set when emitted)
+
+    def head(self, n: int) -> "_Traj":
+        """The first n steps (obs: n + 1 rows when available)."""
+        out = _Traj()
+        out.obs, out.actions, out.logp, out.logits, out.rewards = self.obs[:n + 1], self.actions[:n], self.logp[:n], self.logits[:n], self.rewards[:n]
+        out.states, out.prev_actions, out.prev_rewards = self.states[:n], self.prev_actions[:n], self.prev_rewards[:n]
+        return out
+
+    def tail(self, n: int) -> "_Traj":
+        """The last n steps (with their obs)."""
+        out = _Traj()
+        out.obs, out.actions, out.logp, out.logits, out.rewards = self.obs[-n:], self.actions[-n:], self.logp[-n:], self.logits[-n:], self.rewards[-n:]
+        out.states, out.prev_actions, out.prev_rewards = self.states[-n:], self.prev_actions[-n:], self.prev_rewards[-n:]
+        return out
 
 
 class _Lanes:
@@ -136,6 +163,18 @@ class _Lanes:
         self.agent_return: list[dict] = [{} for _ in range(self.n)]
         self.length = [0] * self.n
         self.extras: list[dict] = [{} for _ in range(self.n)]  # level-source extras for the outcome
+        # Recurrent networks: agent -> its state row [h, c] (absent = zeros), previous action, and
+        # the reward it got since it last acted.
+        self.state: list[dict] = [{} for _ in range(self.n)]
+        self.prev_action: list[dict] = [{} for _ in range(self.n)]
+        self.prev_reward: list[dict] = [{} for _ in range(self.n)]
+
+    def reset_seats_of(self, who: str) -> None:
+        """Zero the recurrent state of every seat `who` controls (its weights were swapped)."""
+        for i in range(self.n):
+            for agent, ctrl in self.controller[i].items():
+                if ctrl == who:
+                    self.state[i].pop(agent, None)
 
 
 def _curriculum_level(lanes: _Lanes, i: int) -> str:
@@ -240,6 +279,9 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 self.slot_modules[sid] = mod
             mod.set_state(slot["weights"])
             self.slot_members[sid] = str(slot.get("member", sid))
+            for lanes in (self.lanes, self._eval_lanes):
+                if lanes is not None:
+                    lanes.reset_seats_of(sid)  # a new member plays this slot: its memory starts afresh
         if update.level_source is not None:
             self.level_source = None if update.level_source == "none" else update.level_source
         self.driver_extra.update(update.extra or {})
@@ -405,6 +447,9 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         lanes.agent_return[i] = {a: 0.0 for a in ctrl}
         lanes.length[i] = 0
         lanes.extras[i] = extras
+        lanes.state[i] = {}
+        lanes.prev_action[i] = {}
+        lanes.prev_reward[i] = {}
 
     def _member_of(self, opponent: str) -> str:
         """The league member an opponent id stands for now (slots: their member; live modules: the module)."""
@@ -427,6 +472,24 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             raise KeyError(who)
         with torch.no_grad():
             return module.fast_logits(torch.from_numpy(obs)).numpy()
+
+    def _recurrent_logits(self, module, lanes: _Lanes, members: list, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One step of a recurrent network for its seats: (logits, the state rows they acted from,
+        previous actions, previous rewards); the seats' states advance in `lanes.state`."""
+        cell = module.cell_size
+        zeros = np.zeros(2 * cell, np.float32)
+        state = np.stack([lanes.state[i].get(agent, zeros) for i, agent in members])
+        prev_a = np.fromiter((lanes.prev_action[i].get(agent, 0) for i, agent in members), np.int64, len(members))
+        prev_r = np.fromiter((lanes.prev_reward[i].get(agent, 0.0) for i, agent in members), np.float32, len(members))
+        st = torch.from_numpy(state)
+        with torch.no_grad():
+            logits, new = module.step(torch.from_numpy(obs), {"h": st[:, :cell], "c": st[:, cell:]},
+                                      torch.from_numpy(prev_a), torch.from_numpy(prev_r))
+        new_state = torch.cat([new["h"], new["c"]], dim=1).numpy()
+        for j, (i, agent) in enumerate(members):
+            lanes.state[i][agent] = new_state[j]
+            lanes.prev_reward[i][agent] = 0.0  # rewards from here on belong to this step's action
+        return logits.numpy(), state, prev_a, prev_r
 
     def _sample_actions(self, logits: np.ndarray, greedy: bool) -> tuple[np.ndarray, np.ndarray]:
         """Actions and log-probabilities for the rows of every network of a step, in one call: numpy's
@@ -463,6 +526,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         actions: list[dict] = [{} for _ in range(lanes.n)]
         learner_out: dict[tuple[int, str], tuple] = {}
         network: list[tuple] = []  # (who, members, obs, logits) of each network controller
+        recurrent: dict[str, tuple] = {}  # who -> (state rows, previous actions, previous rewards)
         for who, members in groups.items():
             if who == RANDOM:
                 for i, agent in members:
@@ -477,17 +541,27 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 if bad >= 0:
                     i, agent = members[bad]
                     raise env_fault(self.spade["env_id"], i, lanes.length[i], agent, "observation holds NaN/inf")
-                network.append((who, members, obs, self._logits(who, obs)))
+                module = self._module_for(who)
+                if module is not None and getattr(module, "use_lstm", False):
+                    logits, *rec = self._recurrent_logits(module, lanes, members, obs)
+                    recurrent[who] = rec
+                    network.append((who, members, obs, logits))
+                else:
+                    network.append((who, members, obs, self._logits(who, obs)))
         if network:  # one sampling pass over every network's rows (main, league slots, live modules)
             all_logits = network[0][3] if len(network) == 1 else np.concatenate([g[3] for g in network])
             acts, logp = self._sample_actions(all_logits, greedy)
             row = 0
             for who, members, obs, logits in network:
+                rec = recurrent.get(who)
                 for j, (i, agent) in enumerate(members):
                     a = int(acts[row])
                     actions[i][agent] = a
+                    if rec is not None:
+                        lanes.prev_action[i][agent] = a
                     if lanes.record and who == lanes.learner[i]:
-                        learner_out[(i, agent)] = (obs[j], a, float(logp[row]), logits[j])
+                        learner_out[(i, agent)] = (obs[j], a, float(logp[row]), logits[j],
+                                                   None if rec is None else (rec[0][j], int(rec[1][j]), float(rec[2][j])))
                     row += 1
         # 2) record the learners' decisions, step every lane
         env_steps = finished = 0
@@ -499,12 +573,16 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 for agent in actions[i]:
                     tr = trajs.get(agent)
                     if tr is not None:
-                        o, a, lp, lg = learner_out[(i, agent)]
+                        o, a, lp, lg, rec = learner_out[(i, agent)]
                         tr.obs.append(o)
                         tr.actions.append(a)
                         tr.logp.append(lp)
                         tr.logits.append(lg)
                         tr.rewards.append(0.0)
+                        if rec is not None:
+                            tr.states.append(rec[0])
+                            tr.prev_actions.append(rec[1])
+                            tr.prev_rewards.append(rec[2])
             try:
                 res = lanes.games[i].step(actions[i])
             except Exception as e:  # the env's own error, with where it happened (issue 16)
@@ -513,11 +591,14 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             env_steps += 1
             lanes.length[i] += 1
             ret = lanes.agent_return[i]
+            prev_reward = lanes.prev_reward[i]
             for agent, r in res.rewards.items():
                 if not math.isfinite(r):
                     raise env_fault(self.spade["env_id"], i, lanes.length[i], agent, f"reward is {r}")
                 if agent in ret:
                     ret[agent] += r
+                if agent in prev_reward:
+                    prev_reward[agent] += r
                 if lanes.record:
                     tr = lanes.traj[i].get(agent)
                     if tr is not None and tr.rewards:
@@ -545,6 +626,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             for agent, tr in lanes.traj[i].items():
                 if tr.actions:
                     tr.obs.append(lanes.last_obs[i].get(agent, tr.obs[-1]))
+                    if tr.states:
+                        tr.boot_state = lanes.state[i].get(agent)
                     episodes.append(self._make_episode(lanes.learner[i], agent, tr, terminated=not res.truncated,
                                                        truncated=res.truncated, level=_curriculum_level(lanes, i)))
             lanes.traj[i] = {}
@@ -585,15 +668,29 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         in packed mode (module_id, the chunk tuple `PackedEpisodes.build` takes, tagged with the
         curriculum `level` id for PLR's positive value loss)."""
         if self.packed:
-            return module_id, (tr.obs, tr.actions, tr.rewards, tr.logp, tr.logits, terminated, level)
+            return module_id, (tr.obs, tr.actions, tr.rewards, tr.logp, tr.logits, terminated, level,
+                               self._recurrent_record(module_id, tr))
+        extra = {"action_logp": tr.logp, "action_dist_inputs": tr.logits}
+        obs, actions, rewards, lookback = tr.obs, tr.actions, tr.rewards, 0
+        if tr.states:
+            # RLlib's AddStatesFromEpisodesToBatch reads STATE_OUT: step t's is the state step t+1
+            # acted from; the lookback entry (one dummy step before the chunk) carries the state
+            # the chunk starts from, so a chunk cut mid-episode resumes its memory.
+            cell = tr.states[0].shape[0] // 2
+            outs = tr.states[1:] + [tr.boot_state]
+            state_out = [{"h": x[:cell], "c": x[cell:]} for x in [tr.states[0]] + outs]
+            extra = {"action_logp": [0.0] + list(tr.logp), "action_dist_inputs": [np.zeros_like(tr.logits[0])] + list(tr.logits),
+                     "state_out": state_out}
+            obs, actions, rewards, lookback = [tr.obs[0]] + list(tr.obs), [0] + list(tr.actions), [0.0] + list(tr.rewards), 1
         eps = SingleAgentEpisode(
-            observations=tr.obs,
-            actions=tr.actions,
-            rewards=tr.rewards,
-            extra_model_outputs={"action_logp": tr.logp, "action_dist_inputs": tr.logits},
+            observations=obs,
+            actions=actions,
+            rewards=rewards,
+            extra_model_outputs=extra,
             terminated=terminated,
             truncated=truncated,
-            len_lookback_buffer=0,
+            len_lookback_buffer=lookback,
+            t_started=lookback,
             observation_space=self._obs_space,
             action_space=self._act_space,
             agent_id=agent,
@@ -602,27 +699,42 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         )
         return eps.to_numpy()
 
+    def _recurrent_record(self, module_id: str, tr: _Traj) -> Optional[dict]:
+        """A recurrent learner's chunk: the state at each training sequence start (every
+        `max_seq_len` rows of the chunk's steps + bootstrap row) and each row's previous action and
+        reward; None for feed-forward learners."""
+        if not tr.states:
+            return None
+        seq = int(self.module[module_id].max_seq_len)
+        n = len(tr.actions)
+        states = [tr.states[k] if k < n else tr.boot_state for k in range(0, n + 1, seq)]
+        return {"states": np.stack(states).astype(np.float32, copy=False),
+                "prev_actions": np.asarray(tr.prev_actions + [tr.actions[-1]], np.int64),
+                "prev_rewards": np.asarray(tr.prev_rewards + [tr.rewards[-1]], np.float32)}
+
     def _emit_cut(self, lanes: _Lanes, i: int, agent: str, tr: _Traj, episodes: list) -> None:
         """At the end of `sample()`: emit the learner's complete transitions of an ongoing episode."""
         if not tr.actions:
             return
         nxt = lanes.pending[i].get(agent)
         if nxt is not None:  # the last action's next obs is known: emit everything
-            chunk = _Traj()
-            chunk.obs, chunk.actions, chunk.logp, chunk.logits, chunk.rewards = tr.obs + [nxt], tr.actions, tr.logp, tr.logits, tr.rewards
+            chunk = tr.head(len(tr.actions))
+            chunk.obs = tr.obs + [nxt]
+            if tr.states:
+                chunk.boot_state = lanes.state[i].get(agent)
             episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True,
                                                level=_curriculum_level(lanes, i)))
             lanes.traj[i][agent] = _Traj()
             return
         if len(tr.actions) < 2:  # only an incomplete transition (turn-based: opponent to move)
             return
-        chunk = _Traj()
-        chunk.obs, chunk.actions, chunk.logp, chunk.logits, chunk.rewards = tr.obs, tr.actions[:-1], tr.logp[:-1], tr.logits[:-1], tr.rewards[:-1]
+        chunk = tr.head(len(tr.actions) - 1)
+        chunk.obs = tr.obs
+        if tr.states:
+            chunk.boot_state = tr.states[-1]  # the bootstrap row is the kept step's obs: its state
         episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True,
                                            level=_curriculum_level(lanes, i)))
-        keep = _Traj()
-        keep.obs, keep.actions, keep.logp, keep.logits, keep.rewards = tr.obs[-1:], tr.actions[-1:], tr.logp[-1:], tr.logits[-1:], tr.rewards[-1:]
-        lanes.traj[i][agent] = keep
+        lanes.traj[i][agent] = tr.tail(1)
 
     # ------------------------------------------------------------------ state (Checkpointable)
     def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:

@@ -41,7 +41,7 @@ from typing import Any, Optional
 import yaml
 
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config, read_yaml
-from spade_rllib.validation import did_you_mean
+from spade_rllib.validation import check_number, did_you_mean, setting, validate_fields
 
 SWEEPS_DIR = Path(__file__).resolve().parent.parent.parent / "tune_configs" / "sweeps"
 """Where `--sweep NAME` looks for `NAME.yaml` (the repository's `tune_configs/sweeps/`)."""
@@ -81,14 +81,6 @@ SMOKE_STOP = {"iterations": 2}
 """`budget.stop` of every `--smoke` run (the sweep's `smoke.budget.stop` may change it)."""
 
 
-def _number(value: Any, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{key} = {value!r}: wrong type, expected a number")
-    if not math.isfinite(value):
-        raise ConfigError(f"{key} = {value!r}: not a finite number, allowed any finite number")
-    return float(value)
-
-
 # ----------------------------------------------------------------------------------------------
 # Pieces
 # ----------------------------------------------------------------------------------------------
@@ -99,8 +91,7 @@ class Dist:
     """One searched hyperparameter: `grid`/`choice` over `values`, or `uniform`/`loguniform` in [lo, hi]."""
 
     kind: str
-    values: tuple = ()
-    """grid/choice: the candidate values (YAML scalars)."""
+    values: tuple = setting((), help='grid/choice: the candidate values (YAML scalars).')
     low: float = math.nan
     high: float = math.nan
 
@@ -139,7 +130,7 @@ def parse_dist(raw: Any, key: str) -> Dist:
         return Dist(kind, values=tuple(arg))
     if not isinstance(arg, list) or len(arg) != 2:
         raise ConfigError(f"{key}.{kind} = {arg!r}: expected [low, high]")
-    lo, hi = _number(arg[0], f"{key}.{kind}[0]"), _number(arg[1], f"{key}.{kind}[1]")
+    lo, hi = check_number(f"{key}.{kind}[0]", arg[0]), check_number(f"{key}.{kind}[1]", arg[1])
     if not lo < hi:
         raise ConfigError(f"{key}.{kind} = {arg!r}: out of range, low must be < high")
     if kind == "loguniform" and lo <= 0:
@@ -149,50 +140,34 @@ def parse_dist(raw: Any, key: str) -> Dist:
 
 @dataclass
 class SchedulerSpec:
-    type: str = "none"
-    """none (all trials run to the stop criteria), pbt or asha."""
-    perturbation_interval: int = 4
-    """pbt: training iterations between exploit/explore steps (checkpoints are taken as needed)."""
-    quantile_fraction: float = 0.25
-    """pbt: bottom fraction of trials that copy a top-fraction trial (0 < q <= 0.5)."""
-    resample_probability: float = 0.25
-    """pbt: chance a mutated value is resampled from its distribution instead of scaled by 0.8/1.2."""
-    synch: bool = False
-    """pbt: wait until every trial reaches the perturbation point before ranking (Tune's synch mode)."""
-    mutations: dict = field(default_factory=dict)
-    """pbt: dotted key -> distribution for explore; keys missing from `space` start from it too."""
-    grace_period: int = 2
-    """asha: iterations every trial gets before it can be stopped."""
-    reduction_factor: float = 3.0
-    """asha: 1/reduction_factor of the trials go on at each rung."""
-    max_t: Optional[int] = None
-    """asha: the last rung in iterations; default budget.stop.iterations (else 100)."""
+    type: str = setting("none", help='none (all trials run to the stop criteria), pbt or asha.', choices=SCHEDULERS)
+    perturbation_interval: int = setting(4, help='pbt: training iterations between exploit/explore steps (checkpoints are taken as needed).', min=1)
+    quantile_fraction: float = setting(0.25, help='pbt: bottom fraction of trials that copy a top-fraction trial (0 < q <= 0.5).', gt=0.0, max=0.5)
+    resample_probability: float = setting(0.25, help='pbt: chance a mutated value is resampled from its distribution instead of scaled by 0.8/1.2.', min=0.0, max=1.0)
+    synch: bool = setting(False, help="pbt: wait until every trial reaches the perturbation point before ranking (Tune's synch mode).")
+    mutations: dict = setting(help='pbt: dotted key -> distribution for explore; keys missing from `space` start from it too.', factory=dict)
+    grace_period: int = setting(2, help='asha: iterations every trial gets before it can be stopped.', min=1)
+    reduction_factor: float = setting(3.0, help='asha: 1/reduction_factor of the trials go on at each rung.', gt=1.0)
+    max_t: Optional[int] = setting(None, help='asha: the last rung in iterations; default budget.stop.iterations (else 100).', min=1)
 
 
 @dataclass
 class MetricSpec:
-    name: str = AUTO_METRIC
-    """A result key ("eval/random/win_rate", "env_runners/episode_return_mean") or 'auto'."""
-    mode: str = "max"
-    """max or min."""
+    name: str = setting(AUTO_METRIC, help='A result key ("eval/random/win_rate", "env_runners/episode_return_mean") or \'auto\'.')
+    mode: str = setting("max", help='max or min.', choices=MODES)
 
 
 @dataclass
 class BudgetSpec:
-    num_samples: int = 1
-    """Samples of the search space (repeats of the whole grid when the space is a grid)."""
-    max_concurrent: Optional[int] = None
-    """Trials running at once; null: as many as the cluster's CPUs allow."""
-    stop: dict = field(default_factory=dict)
-    """`training.stop` keys for every trial (time_s, env_steps, iterations, metric, target)."""
+    num_samples: int = setting(1, help='Samples of the search space (repeats of the whole grid when the space is a grid).', min=1)
+    max_concurrent: Optional[int] = setting(None, help="Trials running at once; null: as many as the cluster's CPUs allow.", min=1)
+    stop: dict = setting(help='`training.stop` keys for every trial (time_s, env_steps, iterations, metric, target).', factory=dict)
 
 
 @dataclass
 class ReportSpec:
-    heatmap: Optional[list] = None
-    """Two `space` keys: plot the final metric (mean over the other keys) on their grid."""
-    confidence: float = 0.95
-    """Two-sided confidence level of the across-seed interval in the summary."""
+    heatmap: Optional[list] = setting(None, help='Two `space` keys: plot the final metric (mean over the other keys) on their grid.')
+    confidence: float = setting(0.95, help='Two-sided confidence level of the across-seed interval in the summary.', gt=0.0, lt=1.0)
 
 
 @dataclass
@@ -209,8 +184,7 @@ class SweepSpec:
     metric: MetricSpec = field(default_factory=MetricSpec)
     budget: BudgetSpec = field(default_factory=BudgetSpec)
     report: ReportSpec = field(default_factory=ReportSpec)
-    smoke: bool = False
-    """True when `--smoke` was applied."""
+    smoke: bool = setting(False, help='True when `--smoke` was applied.')
 
     @property
     def experiment_name(self) -> str:
@@ -278,7 +252,9 @@ def _section(raw: Any, cls: type, key: str) -> Any:
     for k in raw:
         if k not in names:
             raise ConfigError(f"{key}.{k}: unknown key{did_you_mean(k, names)} (allowed: {', '.join(names)})")
-    return cls(**raw)
+    obj = cls(**raw)
+    validate_fields(obj, key)
+    return obj
 
 
 def _set_path(raw: dict, dotted: str, value: Any) -> dict:
@@ -384,22 +360,6 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
     space = {str(k): parse_dist(v, f"space.{k}") for k, v in space_raw.items()}
 
     sched = _section(raw.get("scheduler"), SchedulerSpec, "scheduler")
-    if sched.type not in SCHEDULERS:
-        raise ConfigError(f"scheduler.type = {sched.type!r}: not allowed{did_you_mean(sched.type, SCHEDULERS)}; allowed: {', '.join(SCHEDULERS)}")
-    _check_int(sched.perturbation_interval, "scheduler.perturbation_interval", 1)
-    _check_int(sched.grace_period, "scheduler.grace_period", 1)
-    if sched.max_t is not None:
-        _check_int(sched.max_t, "scheduler.max_t", 1)
-    q = _number(sched.quantile_fraction, "scheduler.quantile_fraction")
-    if not 0 < q <= 0.5:
-        raise ConfigError(f"scheduler.quantile_fraction = {q!r}: out of range, allowed > 0 and <= 0.5")
-    if not isinstance(sched.synch, bool):
-        raise ConfigError(f"scheduler.synch = {sched.synch!r}: wrong type, allowed: true or false")
-    rp = _number(sched.resample_probability, "scheduler.resample_probability")
-    if not 0 <= rp <= 1:
-        raise ConfigError(f"scheduler.resample_probability = {rp!r}: out of range, allowed >= 0 and <= 1")
-    if _number(sched.reduction_factor, "scheduler.reduction_factor") <= 1:
-        raise ConfigError(f"scheduler.reduction_factor = {sched.reduction_factor!r}: out of range, allowed > 1")
     if not isinstance(sched.mutations, dict):
         raise ConfigError(f"scheduler.mutations = {sched.mutations!r}: wrong type, expected a mapping of dotted keys to distributions")
     sched.mutations = {str(k): parse_dist(v, f"scheduler.mutations.{k}") for k, v in sched.mutations.items()}
@@ -419,13 +379,8 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
     metric = _section(raw.get("metric"), MetricSpec, "metric")
     if not isinstance(metric.name, str) or not metric.name:
         raise ConfigError(f"metric.name = {metric.name!r}: expected 'auto' or a result key like 'eval/random/win_rate'")
-    if metric.mode not in MODES:
-        raise ConfigError(f"metric.mode = {metric.mode!r}: not allowed{did_you_mean(metric.mode, MODES)}; allowed: max, min")
 
     budget = _section(raw.get("budget"), BudgetSpec, "budget")
-    _check_int(budget.num_samples, "budget.num_samples", 1)
-    if budget.max_concurrent is not None:
-        _check_int(budget.max_concurrent, "budget.max_concurrent", 1)
     if not isinstance(budget.stop, dict):
         raise ConfigError(f"budget.stop = {budget.stop!r}: wrong type, expected a mapping of training.stop keys")
 
@@ -436,18 +391,8 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
         for i, k in enumerate(report.heatmap):
             if k not in space:
                 raise ConfigError(f"report.heatmap[{i}] = {k!r}: not a space key{did_you_mean(k, space)} (space: {', '.join(space)})")
-    c = _number(report.confidence, "report.confidence")
-    if not 0 < c < 1:
-        raise ConfigError(f"report.confidence = {c!r}: out of range, allowed > 0 and < 1")
     return SweepSpec(name=name, path=path, base=str(base_path.resolve()), description=desc, overrides=overrides, space=space,
                      scheduler=sched, metric=metric, budget=budget, report=report, smoke=smoke)
-
-
-def _check_int(value: Any, key: str, lo: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key} = {value!r}: wrong type, expected an integer")
-    if value < lo:
-        raise ConfigError(f"{key} = {value!r}: out of range, allowed >= {lo}")
 
 
 def base_raw_config(spec: SweepSpec, sets: tuple = ()) -> dict:

@@ -1,0 +1,310 @@
+"""What `train` prints while it runs and when it ends, sized for an 80-column terminal.
+
+* On a terminal (stdout a TTY, not CI, TERM not 'dumb'): a live `rich` panel redrawn each
+  iteration: elapsed / budget, env steps and steps/s, main's score and W/D/L per evaluation
+  opponent, league size and Elo, curriculum level, held-out score.
+* Otherwise (pipes, CI, `make demo > log`): one short line per iteration (at most `WIDTH` columns).
+* Always: the full per-iteration line (`format_line`) appended to `iterations.log` in the trial dir.
+
+`ready_commands` gives the evaluate / play / report commands the summary ends with, each broken
+with shell continuations so no line is wider than `WIDTH`.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+WIDTH = 80
+LOG_FILE = "iterations.log"
+"""The full per-iteration lines, in the trial directory."""
+CI_VARS = ("CI", "GITHUB_ACTIONS", "BUILDKITE", "GITLAB_CI")
+
+
+def interactive(stream=None) -> bool:
+    """True for a human at a terminal: a TTY, not CI, TERM not 'dumb'."""
+    stream = stream or sys.stdout
+    if any(os.environ.get(v) for v in CI_VARS) or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _get(result: dict, key: str, default: Any = math.nan) -> Any:
+    if key in result:
+        return result[key]
+    node: Any = result
+    for p in key.split("/"):
+        if not isinstance(node, dict) or p not in node:
+            return default
+        node = node[p]
+    return node
+
+
+def _num(v: Any) -> Optional[float]:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _si(n: float) -> str:
+    for unit, div in (("M", 1e6), ("k", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.1f}{unit}"
+    return f"{n:.0f}"
+
+
+def _short_name(opp: str) -> str:
+    """'bot:rusher' -> 'rusher'; long names cut to 8 characters."""
+    name = opp.split(":", 1)[-1]
+    return name[:8]
+
+
+def eval_scores(result: dict) -> dict[str, tuple[float, float, float]]:
+    """{opponent: (win, draw, loss)} of the latest periodic evaluation."""
+    out = {}
+    for opp, m in (result.get("eval") or {}).items():
+        if isinstance(m, dict) and _num(m.get("win_rate")) is not None:
+            out[opp] = (float(m["win_rate"]), float(m.get("draw_rate", 0.0)), float(m.get("loss_rate", 0.0)))
+    return out
+
+
+def steps_per_s(result: dict) -> Optional[float]:
+    sps = _num(_get(result, "env_runners/num_env_steps_sampled_lifetime_throughput"))
+    if sps is None:
+        n, t = _num(_get(result, "env_runners/num_env_steps_sampled")), _num(result.get("time_this_iter_s"))
+        sps = n / t if n is not None and t else None
+    return sps
+
+
+def short_line(result: dict, budget_s: Optional[float] = None, width: int = WIDTH) -> str:
+    """One line of at most `width` columns: iteration, steps, speed, time, scores, league, level."""
+    it = int(result.get("training_iteration", 0))
+    steps = _num(_get(result, "env_runners/num_env_steps_sampled_lifetime")) or 0.0
+    parts = [f"iter {it:4d}", f"{_si(steps)} steps"]
+    sps = steps_per_s(result)
+    if sps is not None:
+        parts.append(f"{_si(sps)}/s")
+    t = _num(result.get("time_total_s"))
+    if t is not None:
+        parts.append(f"{t:.0f}/{budget_s:.0f}s" if budget_s else f"{t:.0f}s")
+    scores = eval_scores(result)
+    if scores:
+        parts.append("score " + " ".join(f"{_short_name(o)} {w + d / 2:.2f}" for o, (w, d, _) in scores.items()))
+    elo = _num(_get(result, "league/main_rating"))
+    if elo is not None:
+        parts.append(f"elo {elo:.0f}")
+    diff = _num(_get(result, "curriculum/difficulty"))
+    if diff is not None:
+        parts.append(f"level {diff:.1f}")
+    ladder = _num(_get(result, "heldout/ladder/score"))
+    if ladder is not None:
+        parts.append(f"held-out {ladder:.2f}")
+    line = ""
+    for part in parts:  # in priority order; what does not fit is left out (the log file has it all)
+        cand = part if not line else f"{line} | {part}"
+        if len(cand) <= width:
+            line = cand
+        elif " " in part and part.startswith("score "):  # keep as many opponents as fit
+            words = part.split(" ")
+            for k in range(len(words) - 1, 1, -2):
+                cand = f"{line} | {' '.join(words[:k])}"
+                if len(cand) <= width and k > 2:
+                    line = cand
+                    break
+    return line
+
+
+def panel(result: dict, budget_s: Optional[float], title: str):
+    """The live `rich` panel of one result."""
+    from rich.panel import Panel  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    it = int(result.get("training_iteration", 0))
+    steps = _num(_get(result, "env_runners/num_env_steps_sampled_lifetime")) or 0.0
+    t = _num(result.get("time_total_s")) or 0.0
+    sps = steps_per_s(result)
+    head = Table.grid(padding=(0, 2))
+    head.add_row(f"iteration {it}", f"{steps:,.0f} env steps",
+                 f"{sps:,.0f} steps/s" if sps is not None else "",
+                 f"{t:.0f} / {budget_s:.0f} s" if budget_s else f"{t:.0f} s")
+    rows = [head]
+    scores = eval_scores(result)
+    if scores:
+        table = Table(box=None, padding=(0, 1), header_style="bold")
+        for col in ("eval opponent", "score", "win", "draw", "loss"):
+            table.add_column(col, justify="left" if col == "eval opponent" else "right")
+        for opp, (w, d, l_) in scores.items():
+            table.add_row(opp[:24], f"{w + d / 2:.2f}", f"{w:.2f}", f"{d:.2f}", f"{l_:.2f}")
+        rows.append(table)
+    extra = []
+    size, elo = _num(_get(result, "league/size")), _num(_get(result, "league/main_rating"))
+    if size is not None:
+        extra.append(f"league {size:.0f} members" + (f", main Elo {elo:.0f}" if elo is not None else ""))
+    diff = _num(_get(result, "curriculum/difficulty"))
+    if diff is not None:
+        size_mean = _num(_get(result, "curriculum/size_mean"))
+        extra.append(f"curriculum level {diff:.2f}" + (f" ({size_mean:.0f} cells wide)" if size_mean else ""))
+    ladder = _num(_get(result, "heldout/ladder/score"))
+    if ladder is not None:
+        extra.append(f"held-out score {ladder:.2f} (iteration {_get(result, 'heldout/iteration', 0):g})")
+    if extra:
+        rows.append("  ".join(extra) if sum(map(len, extra)) < WIDTH - 10 else "\n".join(extra))
+    from rich.console import Group  # noqa: PLC0415
+
+    return Panel(Group(*rows), title=title, title_align="left", width=min(WIDTH, 100))
+
+
+class RunConsole:
+    """Per-iteration output (panel or short lines) plus the full lines in the trial's log file.
+
+    `on_result(result, trial_path)` once per result; `close()` before the summary is printed.
+    """
+
+    def __init__(self, budget_s: Optional[float], title: str, full_line: Callable[[dict], str],
+                 live: Optional[bool] = None, out=None):
+        self.budget_s = budget_s
+        self.title = title
+        self.full_line = full_line
+        self.out = out or sys.stdout
+        self.live_mode = interactive(self.out) if live is None else live
+        self._live = None
+        self.log_path: Optional[Path] = None
+
+    def on_result(self, result: dict, trial_path: Optional[str]) -> None:
+        line = self.full_line(result)
+        if trial_path:
+            self.log_path = Path(trial_path) / LOG_FILE
+            try:
+                with open(self.log_path, "a") as f:
+                    f.write(line + "\n")
+            except OSError:
+                pass
+        if self.live_mode:
+            self._show(panel(result, self.budget_s, self.title))
+        else:
+            print(short_line(result, self.budget_s), file=self.out, flush=True)
+
+    def _show(self, renderable) -> None:
+        if self._live is None:
+            from rich.console import Console  # noqa: PLC0415
+            from rich.live import Live  # noqa: PLC0415
+
+            self._live = Live(renderable, console=Console(file=self.out), auto_refresh=False, transient=False)
+            self._live.start()
+        else:
+            self._live.update(renderable)
+        self._live.refresh()
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def rel(path: Path | str) -> str:
+    """`path` relative to the working directory when it lies under it (shorter commands)."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+def wrap_command(words: Sequence[str], width: int = WIDTH, indent: str = "    ") -> list[str]:
+    """A shell command as lines of at most `width` columns, joined by ` \\` continuations."""
+    lines, cur = [], ""
+    for w in words:
+        cand = w if not cur else f"{cur} {w}"
+        if len(cand) + 2 > width and cur:
+            lines.append(cur + " \\")
+            cur = indent + w if len(indent + w) + 2 <= width else w  # a very long path: no indent
+        else:
+            cur = cand
+    lines.append(cur)
+    return lines
+
+
+def ready_commands(trial: Path, checkpoint: str, difficulty: Optional[float], report: Optional[Path],
+                   level_game: bool = True) -> list[str]:
+    """The summary's last lines: evaluate (training-like levels, held-out maps), play, report."""
+    t, ck = rel(trial), rel(checkpoint)
+    out = []
+    if level_game and difficulty is not None:
+        out += ["# evaluate on levels like the training ones (sampled actions, as in training):",
+                *wrap_command(["python", "-m", "spade_rllib.evaluate", "--checkpoint", t,
+                               "--levels", f"generated:8@{difficulty:g}", "--stochastic", "--out", f"{t}/eval_train"])]
+    if level_game:
+        out += ["# evaluate on the held-out maps (argmax actions):",
+                *wrap_command(["python", "-m", "spade_rllib.evaluate", "--checkpoint", t, "--levels", "heldout",
+                               "--out", f"{t}/eval_heldout"])]
+    else:
+        out += ["# evaluate against the game's bots (argmax actions; --stochastic samples):",
+                *wrap_command(["python", "-m", "spade_rllib.evaluate", "--checkpoint", t, "--out", f"{t}/eval"])]
+    out += ["# play against it in the terminal:",
+            *wrap_command(["python", "-m", "spade_rllib.play", "--checkpoint", ck]),
+            "# the report of this run (add evaluation dirs to include them):",
+            *wrap_command(["python", "-m", "spade_rllib.report", t])]
+    if report is not None:
+        out.append(f"# open {rel(report)} in a browser")
+    return out
+
+
+def dashboard_line(url: str) -> str:
+    """The dashboard URL and how to open it: Ray 2.60's local clusters ask for a token."""
+    url = url if url.startswith("http") else f"http://{url}"
+    return f"Ray dashboard: {url} (token: ray get-auth-token)"
+
+
+NOISE = (
+    "Token authentication is enabled",        # dashboard_line says how to get the token
+    "You are running PPO on the new API stack",  # RLlib's notice on every AlgorithmConfig build
+    "DeprecationWarning:",                     # RLlib's own deprecated calls, nothing a user can change
+)
+"""Starts of Ray log messages kept off the console (they are 150-250 columns of no news)."""
+
+
+class _NoiseFilter:
+    def filter(self, record) -> bool:  # logging.Filter protocol
+        msg = record.getMessage()
+        return not any(n in msg for n in NOISE)
+
+
+def quiet_ray_noise() -> None:
+    """Drop `NOISE` from the handlers of Ray's loggers (call after `import ray` and after `ray.init`)."""
+    import logging  # noqa: PLC0415
+
+    flt = _NoiseFilter()
+    for name in ("ray", "ray.rllib", "ray.tune", "ray.data"):
+        logger = logging.getLogger(name)
+        logger.addFilter(flt)  # records logged on this logger itself
+        for handler in logger.handlers:
+            if not any(isinstance(f, _NoiseFilter) for f in handler.filters):
+                handler.addFilter(flt)  # records of child loggers propagating up
+
+
+def wrap_text(text: str, width: int = WIDTH) -> list[str]:
+    """`text` broken at spaces into lines of at most `width` columns, the rest indented."""
+    import textwrap  # noqa: PLC0415
+
+    return textwrap.wrap(text, width=width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+
+
+def final_table(opponents: Sequence[str], final: dict, verdicts: Sequence, mirror: str = "mirror",
+                prefix: str = "final") -> list[str]:
+    """The final evaluation as a fixed-width table: score, W/D/L and the target's verdict per opponent."""
+    by_opp = {v.opponent: v for v in verdicts}
+    lines = [f"  {'opponent':<16} {'score':>5}  {'win':>4} {'draw':>4} {'loss':>4}  verdict"]
+    for opp in opponents:
+        w, d, l_ = (final.get(f"{prefix}/{opp}/{k}", math.nan) for k in ("win_rate", "draw_rate", "loss_rate"))
+        if not all(isinstance(x, (int, float)) for x in (w, d, l_)):
+            continue
+        if opp == mirror:  # main against itself: the interesting number is how many games end undecided
+            lines.append(f"  {opp:<16} {'-':>5}  {w:4.2f} {d:4.2f} {l_:4.2f}  (main vs itself: {d:.0%} draws)")
+            continue
+        v = by_opp.get(opp)
+        verdict = "-" if v is None else (f"{'PASS' if v.met else 'BELOW TARGET'} ({v.metric} >= {v.target:g})")
+        lines.append(f"  {opp[:16]:<16} {w + d / 2:5.3f}  {w:4.2f} {d:4.2f} {l_:4.2f}  {verdict}")
+    return lines

@@ -1,0 +1,62 @@
+"""A self-contained HTML report of runs and evaluations: `python -m spade_rllib.report RUN_DIR [RUN_DIR ...]`.
+
+    python -m spade_rllib.report results/quickstart/<trial> [eval_out ...] [--out report.html]
+
+Each RUN_DIR is a Tune trial directory, an experiment directory (every trial in it) or an
+`evaluate --out` directory; several overlay in one report. The file embeds its images and opens in
+a browser from disk. Default output: `report.html` inside the only RUN_DIR, else in the current
+directory. `train` and `evaluate` write one at the end of every run.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from spade_rllib.cli import add_debug_flag, cli_entry
+from spade_rllib.reporting import ReportInputError, find_runs, load_run, write_report
+from spade_rllib.reporting.html import REPORT_FILE
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m spade_rllib.report", description=__doc__.split("\n")[0])
+    ap.add_argument("runs", nargs="+", metavar="RUN_DIR", help="trial, experiment or evaluation directory (several overlay)")
+    ap.add_argument("--out", help=f"output file (default: RUN_DIR/{REPORT_FILE} for one directory, else ./{REPORT_FILE})")
+    add_debug_flag(ap)
+    return ap.parse_args(argv)
+
+
+def report(paths: Sequence[str | Path], out: Optional[str | Path] = None, command: str = "") -> Path:
+    """Load every run under `paths` and write the report; returns its path. Raises ReportInputError."""
+    dirs = [d for p in paths for d in find_runs(p)]
+    runs = [load_run(d) for d in dirs]
+    if out is None:
+        out = Path(paths[0]) / REPORT_FILE if len(paths) == 1 else Path(REPORT_FILE)
+    return write_report(runs, out, command=command)
+
+
+def write_quietly(paths: Sequence[str | Path], out: Optional[str | Path] = None, command: str = "") -> Optional[Path]:
+    """`report` for the end of train/evaluate: a failure prints one line instead of ending the run."""
+    try:
+        return report(paths, out, command=command)
+    except Exception as e:  # noqa: BLE001 - the run's own results are already written
+        print(f"report skipped: {e.__class__.__name__}: {e}", file=sys.stderr)
+        return None
+
+
+@cli_entry(user_errors=(ReportInputError,))
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        path = report(args.runs, args.out, command="python -m spade_rllib.report " + " ".join(map(shlex.quote, args.runs)))
+    except ReportInputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Verdicts of a run against the targets its config names (`evaluation.targets`), pure Python.
+
+`evaluation.targets` maps an evaluation opponent to the least score (win + draw/2) main must reach
+against it in the final evaluation, e.g. `{random: 0.9, "bot:rusher": 0.75}`. A config without
+targets keeps the older rule: a win rate of at least `evaluation.target_win_rate` against `random`
+(when `random` is an evaluation opponent). Both the console summary and the HTML report take their
+PASS / BELOW from here, so a verdict always names its opponent, its metric and its bar.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+SCORE, WIN_RATE = "score", "win rate"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    opponent: str
+    metric: str
+    """SCORE (win + draw/2) or WIN_RATE."""
+    value: float
+    target: float
+
+    @property
+    def met(self) -> bool:
+        return math.isfinite(self.value) and self.value >= self.target
+
+    def describe(self) -> str:
+        return f"{self.metric} {self.value:.3f} vs target {self.target:g}"
+
+
+def configured_targets(config: Mapping[str, Any]) -> list[tuple[str, str, float]]:
+    """(opponent, metric, target) from a resolved config dict (`RunConfig.to_dict()` or config.yaml)."""
+    ev = (config or {}).get("evaluation") or {}
+    targets = ev.get("targets") or {}
+    if targets:
+        return [(str(opp), SCORE, float(t)) for opp, t in targets.items()]
+    if "random" in (ev.get("opponents") or ["random"]):
+        return [("random", WIN_RATE, float(ev.get("target_win_rate", 0.9)))]
+    return []
+
+
+def target_verdicts(config: Mapping[str, Any], final: Mapping[str, float], prefix: str = "final") -> list[Verdict]:
+    """One `Verdict` per configured target whose opponent the final evaluation played."""
+    out = []
+    for opp, metric, target in configured_targets(config):
+        w = final.get(f"{prefix}/{opp}/win_rate")
+        if not isinstance(w, (int, float)):
+            continue
+        d = final.get(f"{prefix}/{opp}/draw_rate", 0.0)
+        value = float(w) + 0.5 * float(d) if metric == SCORE else float(w)
+        out.append(Verdict(opp, metric, value, target))
+    return out

@@ -1,0 +1,293 @@
+"""The HTML report: built from run and evaluation directories, checked as text and in a real browser.
+
+The runs here are written by hand in the layout `train` and `evaluate` produce (result.json lines,
+config.yaml, final_evaluation.json, league.csv; eval_config.json, payoff/ratings/games CSVs,
+replays), so the checks need no Ray. The browser test renders the file in headless Chromium (the
+Debian package `chromium`; `make test` installs it where apt is usable) and reads back the page's
+own self-check (every image decoded and not one colour, heatmap cells, errors), screenshots it and
+looks for console errors; it skips only where no Chromium binary can be found.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LEVELS = ("crossroads", "maze_17", "open_field")
+BOTS = ("random", "rusher", "defender")
+SNAPSHOTS = 3
+
+
+def _result(it: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed * 100 + it)
+    w = min(0.95, 0.1 * it)
+    heldout = {lv: {b: {"win_rate": w / 2, "draw_rate": 0.3, "score": w / 2 + 0.15, "mean_length": 50.0, "games": 4.0}
+                    for b in (*BOTS, "self")} for lv in LEVELS}
+    for b in BOTS:
+        heldout[b] = {"win_rate": w / 2, "draw_rate": 0.3, "score": w / 2 + 0.15, "mean_length": 50.0}
+    heldout.update(ladder={"score": w / 2 + 0.15}, iteration=float(it))
+    plan = {"main": 0.5, **{b: 0.1 for b in BOTS}, **{f"main_v{g}": 0.2 / SNAPSHOTS for g in range(1, SNAPSHOTS + 1)}}
+    return {
+        "training_iteration": it, "time_total_s": 2.0 * it, "time_this_iter_s": 2.0,
+        "env_runners": {"num_env_steps_sampled_lifetime": 4096 * it, "num_env_steps_sampled": 4096,
+                        "episode_return_mean": float(rng.normal())},
+        "eval": {f"bot:{b}" if b != "random" else b: {"win_rate": w, "draw_rate": (1 - w) / 2, "loss_rate": (1 - w) / 2,
+                                                        "games": 10.0} for b in BOTS},
+        "train": {"mirror": {"win_rate": 0.3, "draw_rate": 0.4, "loss_rate": 0.3, "games": 50.0},
+                  "main_v1": {"win_rate": 0.6, "draw_rate": 0.2, "loss_rate": 0.2, "games": 10.0}},
+        "heldout": heldout,
+        "league": {"size": 3.0 + SNAPSHOTS, "main_rating": 1000.0 + 10 * it, "plan": plan,
+                   "rating": {"random": 800.0, "rusher": 1300.0, "defender": 1000.0,
+                              **{f"main_v{g}": 950.0 + 40 * g for g in range(1, SNAPSHOTS + 1)}}},
+        "curriculum": {"difficulty": 2.0 + 0.2 * it, "size_mean": 7.0 + it // 3},
+        "config": {"huge": "left out"},
+    }
+
+
+def write_run(root: Path, name: str = "quickstart_00000", iterations: int = 8, seed: int = 0) -> Path:
+    """A trial directory as `train` leaves it."""
+    trial = root / name
+    trial.mkdir(parents=True)
+    with open(trial / "result.json", "w") as f:
+        for it in range(1, iterations + 1):
+            f.write(json.dumps(_result(it, seed)) + "\n")
+    config = {"experiment": {"name": "quickstart", "seed": seed}, "env": {"id": "CaptureTheFlag-v0", "difficulty": 2.0},
+              "self_play": {"mode": "mirror", "opponent_mix": {"random": 0.1}}, "league": {"enabled": True},
+              "curriculum": {"enabled": False}, "training": {"stop": {"time_s": 30}},
+              "evaluation": {"interval": 1, "games": 10, "opponents": ["random", "bot:rusher"], "greedy": False,
+                             "heldout_levels": ["/x/heldout_ctf"], "heldout_games": 4,
+                             "targets": {"random": 0.9, "bot:rusher": 0.99}}}
+    (trial / "config.yaml").write_text(yaml.safe_dump(config))
+    final = {}
+    for opp, (w, d) in {"random": (0.9, 0.1), "bot:rusher": (0.5, 0.2), "mirror": (0.3, 0.4)}.items():
+        final.update({f"final/{opp}/win_rate": w, f"final/{opp}/draw_rate": d, f"final/{opp}/loss_rate": 1 - w - d,
+                      f"final/{opp}/games": 20})
+    (trial / "final_evaluation.json").write_text(json.dumps(final))
+    with open(trial / "league.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["member", "rating", "games", "main_win_rate", "main_plan_p"])
+        writer.writerow(["rusher", "1300.0", "10", "0.2", "0.1"])
+        writer.writerow(["main_v1", "990.0", "10", "0.6", "0.2"])
+    return trial
+
+
+def _gif(path: Path) -> None:
+    from PIL import Image
+
+    frames = []
+    for k in range(1, 4):
+        frame = np.full((40, 40, 3), 230, np.uint8)
+        frame[10 + k:20 + k, 10:20] = (40, 90, 220)  # an agent moving down
+        frames.append(Image.fromarray(frame))
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=100, loop=0)
+
+
+def write_eval(root: Path, trial: Path | None = None) -> Path:
+    """An `evaluate --out` directory with one replay."""
+    out = root / "eval_out"
+    (out / "replays").mkdir(parents=True)
+    players = ["main", "random", "rusher"]
+    (out / "eval_config.json").write_text(json.dumps({
+        "checkpoints": [str(trial / "checkpoint_000001")] if trial else [], "levels": "heldout", "games_per_pair": 2,
+        "seed": 0, "stochastic": False, "env_id": "CaptureTheFlag-v0", "main_id": "main"}))
+    games = []
+    for i, (a, b, lv) in enumerate([("main", "random", "crossroads"), ("random", "main", "maze_17"),
+                                    ("main", "rusher", "crossroads"), ("rusher", "main", "maze_17"),
+                                    ("random", "rusher", "crossroads")]):
+        games.append({"index": i, "seat0": a, "seat1": b, "level_id": lv, "seed": i, "winner_seat": i % 2 - (i == 4),
+                      "reason": "capture", "length": 30})
+    for name, rows in (("games", games),):
+        with open(out / f"{name}.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    with open(out / "ratings.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["rank", "player", "kind", "elo", "elo_low", "elo_high", "games", "wins", "draws", "losses", "score"])
+        for rank, (p, elo) in enumerate([("rusher", 1100), ("main", 1000), ("random", 900)], start=1):
+            writer.writerow([rank, p, "bot", elo, elo - 50, elo + 50, 4, 2, 0, 2, 0.5])
+    with open(out / "payoff.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["player", "opponent", "games", "wins", "draws", "losses", "score"])
+        for a in players:
+            for b in players:
+                if a != b:
+                    writer.writerow([a, b, 2, 1, 0, 1, 0.5])
+    _gif(out / "replays" / "game00001_loss.gif")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# As text
+# ----------------------------------------------------------------------------------------------
+
+
+def _images(text: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/(?:png|gif);base64,([^"]+)"', text)]
+
+
+def test_report_of_a_run_has_its_figures_tables_and_what_was_evaluated(tmp_path):
+    from spade_rllib.report import main
+
+    trial = write_run(tmp_path / "exp")
+    assert main([str(trial)]) == 0
+    text = (trial / "report.html").read_text()
+    # what was evaluated, at the top: levels, greedy or sampled, games
+    top = text[:text.index("<h2>Results</h2>")]
+    assert "generated at difficulty 2" in top and "sampled from the policy" in top and "20 games per opponent" in top
+    assert "heldout_ctf" in top and "4 games per map and opponent" in top
+    # verdicts from the config's targets (rusher's 0.99 is not met, random's 0.9 is)
+    assert re.search(r"random</td>.*?PASS", text) and re.search(r"bot:rusher</td>.*?BELOW", text)
+    # held-out heatmap: every map x opponent cell plus the mean row
+    assert text.count('class="hm-cell"') == (len(LEVELS) + 1) * (len(BOTS) + 1)
+    for caption in ("main's score per opponent over training", "win / draw / loss", "held-out score over training",
+                    "league Elo by snapshot generation", "PFSP opponent distribution", "curriculum difficulty"):
+        assert caption in html.unescape(text), caption
+    images = _images(text)
+    assert len(images) >= 7
+    from PIL import Image
+
+    for data in images:
+        pixels = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+        assert pixels.std() > 5  # not one colour
+    assert "config" not in json.dumps([]) and "left out" not in text  # the results' config is not read
+    assert "http" not in re.sub(r'(src="data:[^"]+"|xmlns="[^"]+")', "", text)  # nothing fetched from a network
+
+
+def test_report_overlays_runs_and_includes_an_evaluation_with_its_replays(tmp_path):
+    from spade_rllib.report import report
+
+    a = write_run(tmp_path / "exp", "quickstart_aaaa")
+    write_run(tmp_path / "exp", "quickstart_bbbb", seed=1)
+    ev = write_eval(tmp_path, a)
+    path = report([str(tmp_path / "exp"), str(ev)], out=tmp_path / "both.html")
+    text = path.read_text()
+    assert "quickstart_aaaa" in text and "quickstart_bbbb" in text
+    assert "argmax (deterministic" in text and "levels</dt><dd>heldout" in text
+    assert "payoff matrix" in text and "ratings with 95% bootstrap intervals" in text
+    assert 'src="data:image/gif;base64,' in text and "main plays <b>red (team B)</b>" in text  # game 1: main in seat 1
+    assert text.count("What was evaluated") == 1 and not list(tmp_path.glob(".both.html.*"))  # written atomically
+
+
+def test_report_cli_refuses_a_directory_without_runs(tmp_path, capsys):
+    from spade_rllib.report import main
+
+    assert main([str(tmp_path)]) == 2
+    assert "no run here" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing")]) == 2
+
+
+def test_final_verdicts_come_from_the_config_targets():
+    from spade_rllib.targets import SCORE, WIN_RATE, target_verdicts
+
+    final = {"final/random/win_rate": 0.8, "final/random/draw_rate": 0.2, "final/bot:rusher/win_rate": 0.5,
+             "final/bot:rusher/draw_rate": 0.5}
+    got = target_verdicts({"evaluation": {"targets": {"random": 0.85, "bot:rusher": 0.8}}}, final)
+    assert [(v.opponent, v.metric, round(v.value, 3), v.met) for v in got] == [
+        ("random", SCORE, 0.9, True), ("bot:rusher", SCORE, 0.75, False)]
+    legacy = target_verdicts({"evaluation": {"target_win_rate": 0.9, "opponents": ["random"]}}, final)
+    assert [(v.opponent, v.metric, v.met) for v in legacy] == [("random", WIN_RATE, False)]
+
+
+def test_targets_are_validated_before_ray():
+    from spade_rllib.config import ConfigError, parse_config
+
+    base = {"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"opponents": ["random", "bot:rusher"]}}
+    cfg = parse_config({**base, "evaluation": {**base["evaluation"], "targets": {"bot:rusher": 0.75}}})
+    assert cfg.evaluation.targets == {"bot:rusher": 0.75}
+    with pytest.raises(ConfigError, match=r"evaluation.targets.bot:rushr = 'bot:rushr': unknown opponent \(did you mean 'bot:rusher'"):
+        parse_config({**base, "evaluation": {**base["evaluation"], "targets": {"bot:rushr": 0.75}}})
+    with pytest.raises(ConfigError, match=r"evaluation.targets.random = 1.5: out of range"):
+        parse_config({**base, "evaluation": {**base["evaluation"], "targets": {"random": 1.5}}})
+
+
+# ----------------------------------------------------------------------------------------------
+# In a browser
+# ----------------------------------------------------------------------------------------------
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+def chromium() -> str | None:
+    explicit = os.environ.get("CHROMIUM")
+    if explicit and shutil.which(explicit):
+        return shutil.which(explicit)
+    return next((shutil.which(n) for n in CHROMIUM_NAMES if shutil.which(n)), None)
+
+
+def render(page: Path, tmp_path: Path) -> tuple[dict, Path, str]:
+    """(the page's self-check, a full-page screenshot, Chromium's log) of `page` in headless Chromium."""
+    exe = chromium()
+    if exe is None:
+        pytest.skip("no Chromium binary found (apt-get install chromium, or set CHROMIUM=/path/to/chrome); "
+                    "`make test` installs it where apt-get is usable")
+    flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+             "--no-first-run", "--no-default-browser-check", f"--user-data-dir={tmp_path / 'chrome-profile'}",
+             "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=False)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'<pre id="selfcheck">([^<]*)</pre>', dom.stdout)
+    assert found and found.group(1), "the page's self-check did not run: " + dom.stdout[-1000:]
+    shot = tmp_path / "report.png"
+    snap = subprocess.run([*flags, "--window-size=1280,2400", f"--screenshot={shot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert snap.returncode == 0 and shot.is_file(), snap.stderr[-2000:]
+    return json.loads(html.unescape(found.group(1))), shot, dom.stderr + snap.stderr
+
+
+def console_errors(log: str) -> list[str]:
+    """Console messages of the page at level error, and uncaught exceptions, from Chromium's log."""
+    return [ln for ln in log.splitlines() if "CONSOLE" in ln and ("Uncaught" in ln or ":ERROR:" in ln or "error" in ln.lower())]
+
+
+def test_report_renders_in_headless_chromium(tmp_path):
+    from spade_rllib.report import report
+    from PIL import Image
+
+    trial = write_run(tmp_path / "exp")
+    ev = write_eval(tmp_path, trial)
+    page = report([str(trial), str(ev)], out=tmp_path / "report.html")
+    check, shot, log = render(page, tmp_path)
+    assert check["errors"] == [] and console_errors(log) == [], (check, console_errors(log))
+    assert check["images"] >= 8 and check["decoded"] == check["images"] and check["blank"] == [], check
+    # held-out map x opponent (+ mean row), the evaluation's level x opponent (+ all levels), payoff 3x3 minus diagonal
+    assert check["heatmap_cells"] == (len(LEVELS) + 1) * (len(BOTS) + 1) + 3 * 2 + 6, check
+    assert check["tables"] >= 6 and check["sections"] >= 6, check
+    pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
+    assert pixels.shape[1] == 1280 and pixels.std() > 10  # something drawn, not a blank page
+    rows_with_ink = (pixels < 200).any(axis=1).mean()
+    assert rows_with_ink > 0.3, rows_with_ink
+
+
+def test_browser_check_fails_on_a_broken_page(tmp_path):
+    """The self-check and the console scan catch what they are there to catch."""
+    from spade_rllib.reporting.html import SELF_CHECK_JS
+
+    one_colour = io.BytesIO()
+    from PIL import Image
+
+    Image.new("RGB", (30, 30), (200, 10, 10)).save(one_colour, format="PNG")
+    page = tmp_path / "broken.html"
+    page.write_text(f"<html><head><script>{SELF_CHECK_JS}</script></head><body>"
+                    f'<img alt="flat" src="data:image/png;base64,{base64.b64encode(one_colour.getvalue()).decode()}">'
+                    '<img alt="missing" src="data:image/png;base64,AAAA">'
+                    "<script>console.error('boom'); undefinedFunction();</script>"
+                    '<pre id="selfcheck"></pre></body></html>')
+    check, _, log = render(page, tmp_path)
+    assert set(check["blank"]) == {"flat", "missing"} and check["decoded"] == 1, check
+    assert any("undefinedFunction" in e for e in check["errors"]), check
+    assert console_errors(log), log[-2000:]
