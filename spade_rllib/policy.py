@@ -111,6 +111,21 @@ def saved_module_state(directory: Path) -> tuple[Path, Any]:
         raise PolicyLoadError(f"cannot read {file}: {type(e).__name__}: {e}") from e
 
 
+def _explain_misfit(directory: Path, saved: Any, where: str) -> None:
+    """When RLlib could not load a module, build it from its constructor arguments alone and raise
+    the first key that does not fit (RLlib's own message lists every key over many lines)."""
+    import pickle  # noqa: PLC0415
+
+    try:
+        with open(directory / "class_and_ctor_args.pkl", "rb") as f:
+            ctor = pickle.load(f)
+        args, kwargs = ctor["ctor_args_and_kwargs"]
+        module = ctor["class"](*args, **kwargs)
+    except Exception:  # noqa: BLE001 - no better explanation than RLlib's
+        return
+    check_weights_fit(module, saved, where)
+
+
 def check_weights_fit(module, saved: Any, where: str, snapshot: bool = False) -> None:
     """Raise `PolicyLoadError` naming `where` and the first bad key unless `saved` fits `module`."""
     from spade_rllib.checkpoint_guard import state_problem  # noqa: PLC0415
@@ -126,14 +141,15 @@ def _load_module(info: CheckpointInfo, module_id: str):
     from ray.rllib.core.rl_module.rl_module import RLModule  # heavy import, kept local
 
     if module_id in info.module_ids:
+        file, saved = saved_module_state(info.module_dir(module_id))
         try:
             module = RLModule.from_checkpoint(str(info.module_dir(module_id)))
         except Exception as e:  # noqa: BLE001 - one-line error for any unpickling failure
+            _explain_misfit(info.module_dir(module_id), saved, str(file))  # a shape mismatch, named by key
             raise PolicyLoadError(
                 f"cannot load module {module_id!r} from {info.module_dir(module_id)}: "
                 f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             ) from e
-        file, saved = saved_module_state(info.module_dir(module_id))
         check_weights_fit(module, saved, str(file))
     elif module_id in info.league_ids:
         if DEFAULT_MODULE_ID not in info.module_ids:
