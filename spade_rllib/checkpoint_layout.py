@@ -116,7 +116,7 @@ def newest_checkpoint(root: str | Path, recursive: bool = False, note: bool = Tr
     when there is no whole one."""
     root = Path(root)
     found = root.rglob("checkpoint_*") if recursive else root.glob("checkpoint_*")
-    candidates = [c for c in found if c.is_dir() and is_algorithm_checkpoint(c)]
+    candidates = [c for c in found if c.is_dir()]  # a half-written one may not have its layout yet
     for c in sorted(candidates, key=lambda c: (checkpoint_number(c), c.stat().st_mtime), reverse=True):
         problem = checkpoint_problem(c)
         if problem is None:

@@ -38,6 +38,7 @@ from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, EnvKind, env_kind, spad
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
 from spade_rllib.validation import ConfigError, allowed_range, check_value, did_you_mean, setting, type_name
 from spade_rllib.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
+from spade_rllib.yaml_reader import dump_yaml as _dump_yaml
 from spade_rllib.yaml_reader import read_yaml as _read_yaml
 
 
@@ -521,7 +522,7 @@ def load_config(path: Optional[str], overrides: typing.Sequence[str] = ()) -> Ru
 
 def dump_config(cfg: RunConfig) -> str:
     """The resolved config as YAML text."""
-    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+    return _dump_yaml(cfg.to_dict())
 
 
 def describe() -> str:

@@ -12,7 +12,8 @@
 * **`1e-4` is a number.** YAML 1.1 (PyYAML) reads an exponent without a dot as a string; a plain
   (unquoted) `1e-4`, `5E3` or `1.0e3` reads as a float here. A quoted `"1e3"` stays a string.
 
-Errors are `yaml.YAMLError`s (`YAMLLimitError` for the bounds), so callers report them as they
+`dump_yaml` writes the other way round (a string that reads as a number here is quoted), so a
+resolved config written to a run directory reads back the same. Errors are `yaml.YAMLError`s (`YAMLLimitError` for the bounds), so callers report them as they
 report any malformed YAML. Ground floor: PyYAML only.
 """
 from __future__ import annotations
@@ -58,6 +59,18 @@ class _Loader(yaml.SafeLoader):
 
 
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXP_FLOAT, list("-+0123456789."))
+
+
+class _Dumper(yaml.SafeDumper):
+    """Quotes every string the reader would take for a number (a string "1e3" is written '1e3')."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _EXP_FLOAT, list("-+0123456789."))
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text that `read_yaml` reads back as `data` (`yaml.safe_dump`, keys in their order)."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
 
 
 def _check_expansion(root: yaml.Node) -> None:
@@ -115,4 +128,4 @@ def read_yaml(text: str) -> Any:
         loader.dispose()
 
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "YAMLLimitError", "read_yaml"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "YAMLLimitError", "dump_yaml", "read_yaml"]
