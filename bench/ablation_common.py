@@ -154,12 +154,21 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
                 for seat in range(len(game.teams)):
                     obs = game.reset(seed=int(rng.integers(2**31)), options={"level": options["level"]})
                     mine = set(game.teams[seat])
+                    states: dict = {}  # recurrent main: one state per agent, from zeros each game
                     while True:
                         acts = {a: NOOP for a in obs}
                         ours = [a for a in obs if a in mine]
                         if ours:
+                            x = torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32))
                             with torch.no_grad():
-                                logits = module.logits(torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32)))
+                                if getattr(module, "use_lstm", False):
+                                    zeros = torch.zeros(module.cell_size)
+                                    h = torch.stack([states.get(a, (zeros, zeros))[0] for a in ours])
+                                    c = torch.stack([states.get(a, (zeros, zeros))[1] for a in ours])
+                                    logits, new = module.step(x, {"h": h, "c": c})
+                                    states.update({a: (new["h"][j], new["c"][j]) for j, a in enumerate(ours)})
+                                else:
+                                    logits = module.logits(x)
                             actions, _ = sample_actions(logits.numpy(), rng, greedy)
                             for a, act in zip(ours, actions.tolist()):
                                 acts[a] = int(act)
@@ -192,10 +201,12 @@ def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapp
 
 
 def over_seeds(values: Sequence[float]) -> dict[str, Any]:
-    """Mean and two-sided 95% Student-t interval over seeds (`sweeps.stats.seed_interval`), with the values."""
+    """Mean and two-sided 95% Student-t interval over seeds (`sweeps.stats.seed_interval`), the IQM with
+    its bootstrap interval, and the values."""
     iv = seed_interval(values, CONFIDENCE)
     clean = lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)  # noqa: E731
     return {"mean": clean(iv.mean), "low": clean(iv.low), "high": clean(iv.high), "n": iv.n,
+            "iqm": clean(iv.iqm), "iqm_low": clean(iv.iqm_low), "iqm_high": clean(iv.iqm_high),
             "values": [clean(v) for v in values]}
 
 

@@ -1,6 +1,6 @@
 """`kill -9` the training driver mid-run, then resume: nothing of the last checkpoint is lost.
 
-    python bench/fault_kill_resume.py [--checkpoints 4] [--timeout 600]
+    python bench/fault_kill_resume.py [--checkpoints 4] [--timeout 600] [--lstm]
 
 1. Trains a small league + threshold-curriculum MazeRace run (`python -m spade_rllib.train`, its own
    process group, a checkpoint every iteration) and sends SIGKILL to the whole group as soon as
@@ -12,6 +12,8 @@
    with what the checkpoint files hold. Two restores must also give the same state (the next
    matchmaking decisions are a pure function of it).
 4. Runs `python -m spade_rllib.train --resume <trial>` for one more iteration: it must exit 0.
+
+`--lstm`: main is recurrent (`agent.model.use_lstm`), so are its league snapshots.
 
 Ends with one JSON line. Exit 0 when every check holds.
 """
@@ -35,7 +37,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def small_config(storage: Path) -> dict:
+LSTM_MODEL = {"use_lstm": True, "lstm_cell_size": 32, "max_seq_len": 16}
+
+
+def small_config(storage: Path, lstm: bool = False) -> dict:
     raw = yaml.safe_load((ROOT / "tune_configs" / "league.yaml").read_text())
     cur = yaml.safe_load((ROOT / "tune_configs" / "curriculum.yaml").read_text())["curriculum"]
     cur["threshold"].update({"window": 20, "min_episodes": 20})
@@ -43,7 +48,7 @@ def small_config(storage: Path) -> dict:
     raw["env"].pop("difficulty", None)
     raw["experiment"] = {"name": "killed", "seed": 3, "storage_path": str(storage)}
     raw["agent"].update({"epochs": 1, "minibatch_size": 512, "train_batch_size": 1024,
-                         "model": {"kind": "mlp", "hidden": [32], "activation": "tanh"}})
+                         "model": {"kind": "mlp", "hidden": [32], "activation": "tanh", **(LSTM_MODEL if lstm else {})}})
     raw["league"].update({"every_n_iterations": 1, "min_iterations_between": 1, "max_size": 4})
     raw["training"] = {"stop": {"iterations": 500, "time_s": 900}, "num_env_runners": 0, "num_envs_per_runner": 16,
                        "checkpoint_every": 1, "checkpoint_keep": 100}
@@ -80,6 +85,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoints", type=int, default=4, help="kill once this many checkpoints exist")
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--lstm", action="store_true", help="a recurrent main (and recurrent league snapshots)")
     args = ap.parse_args(argv)
     from state_equality import assert_exactly_equal  # noqa: PLC0415
 
@@ -90,7 +96,7 @@ def main(argv=None) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryDirectory(prefix="spade_kill_") as tmp:
         tmp = Path(tmp)
-        raw = small_config(tmp / "results")
+        raw = small_config(tmp / "results", lstm=args.lstm)
         cfg_file = tmp / "cfg.yaml"
         cfg_file.write_text(yaml.safe_dump(raw))
         cmd = [sys.executable, "-m", "spade_rllib.train", "--config", str(cfg_file), "--final-eval-games", "0"]
@@ -142,6 +148,7 @@ def main(argv=None) -> int:
         out["checks"]["train_resume_exit_0"] = resume.returncode == 0
         if resume.returncode != 0:
             out["resume_tail"] = resume.stdout.splitlines()[-5:] + resume.stderr.splitlines()[-5:]
+        out["lstm"] = bool(args.lstm)
         out["seconds"] = round(time.time() - t0, 1)
     ok = all(out["checks"].values())
     out["ok"] = ok

@@ -1,6 +1,9 @@
 """Peak memory of league training with 1 and with 100 frozen snapshots of the quickstart model.
 
-Usage: ``python bench/league_memory.py [--snapshots-small 1] [--snapshots-large 100] [--iterations 2]``
+Usage: ``python bench/league_memory.py [--snapshots-small 1] [--snapshots-large 100] [--iterations 2] [--lstm]``
+
+``--lstm``: main is recurrent (``agent.model.use_lstm``, LSTM 128), so every snapshot is a recurrent
+opponent whose slot keeps one hidden state per seat on the runners.
 
 Each case runs in a fresh process (so peak RSS is its own): a local Ray with 2 CPUs, `SpadePPO` from
 ``tune_configs/quickstart.yaml`` with the league on and one remote env runner; the league is filled
@@ -37,7 +40,10 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / KIB_PER_MIB
 
 
-def run_case(num_snapshots: int, iterations: int, seed: int) -> dict:
+LSTM_OVERRIDES = ["agent.model.use_lstm=true", "agent.model.lstm_cell_size=128", "agent.model.max_seq_len=32"]
+
+
+def run_case(num_snapshots: int, iterations: int, seed: int, lstm: bool = False) -> dict:
     """One case, in this process: build, fill the league, train, checkpoint; report peak RSS."""
     import numpy as np
     import ray
@@ -55,6 +61,7 @@ def run_case(num_snapshots: int, iterations: int, seed: int) -> dict:
         "resources.num_cpus_per_env_runner=1",
         "evaluation.interval=0",
         f"experiment.seed={seed}",
+        *(LSTM_OVERRIDES if lstm else []),
     ]
     cfg = parse_config(apply_overrides(load_raw(str(QUICKSTART)), overrides))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
@@ -99,16 +106,17 @@ def main(argv=None) -> int:
     ap.add_argument("--snapshots-large", type=int, default=100)
     ap.add_argument("--iterations", type=int, default=2, help="training iterations per case")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lstm", action="store_true", help="a recurrent main and recurrent snapshots")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(run_case(args.child, args.iterations, args.seed)), flush=True)
+        print(json.dumps(run_case(args.child, args.iterations, args.seed, args.lstm)), flush=True)
         return 0
     cases = {}
     for n in (args.snapshots_small, args.snapshots_large):
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, __file__, "--child", str(n), "--iterations", str(args.iterations),
-                               "--seed", str(args.seed)], capture_output=True, text=True, cwd=ROOT,
+                               "--seed", str(args.seed), *(["--lstm"] if args.lstm else [])], capture_output=True, text=True, cwd=ROOT,
                               env={**os.environ, "PYTHONWARNINGS": "ignore"}, check=False)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         if proc.returncode != 0 or not lines:
@@ -130,6 +138,7 @@ def main(argv=None) -> int:
         "runners_mib": [round(sum(small["runners_mib"]), 1), round(sum(large["runners_mib"]), 1)],
         "snapshot_weights_mib": round(large["snapshot_weights_mib"], 1),
         "target_ratio": 1.2,
+        "lstm": bool(args.lstm),
     }
     print(json.dumps(result))
     return 0

@@ -11,6 +11,12 @@ one env copy with every live agent acting):
   train_sps                    full `SpadePPO.train()` iterations with the config (quickstart: mirror
                                self-play + 20% vs random, 1 env runner x 64 envs, sample-ahead);
   sample_sps                   the same algorithm's runners sampling train batches, no learning;
+  lstm_train_sps               the same config with a recurrent main (`agent.model.use_lstm`, LSTM
+                               `--lstm-cell`, max_seq_len 32), right after train_sps (same load);
+                               lstm_over_mlp = lstm_train_sps / train_sps, target >= 0.5
+                               (lstm_target_met); lstm_learner_only_sps its learner alone;
+  lstm_bf16_train_sps          the same with `agent.model.train_bf16` (the learner's forward and
+                               backward under torch.autocast bfloat16), lstm_bf16_learner_only_sps;
   sync_train_sps               the same with `training.sample_ahead=false` (exact synchronous PPO);
   league_train_sps             + league (a snapshot every 2 iterations, latest + PFSP);
   league_curriculum_train_sps  + league (as above) AND the threshold curriculum, its difficulty kept
@@ -73,6 +79,7 @@ sys.path.insert(0, str(ROOT))
 # The league-on row: same config, plus a league that snapshots main every 2 iterations.
 LEAGUE_ON = ("league.enabled=true", "league.every_n_iterations=2", "league.min_iterations_between=1")
 TARGET_SPS = 20_000  # issue 17: league + curriculum, 1v1, 2 CPUs, no other load
+LSTM_TARGET_RATIO = 0.5  # LSTM main trains at >= half the MLP's env steps/s (same config, same run)
 # The throughput layout for 2 CPUs (docs/performance.md): 2 env runners x 128 envs each.
 FAST_LAYOUT = ("training.num_env_runners=2", "training.num_envs_per_runner=128")
 SCALING = ("runners", "league", "levels", "2v2")
@@ -367,6 +374,8 @@ def main() -> None:
     ap.add_argument("--skip-stock", "--skip-baseline", dest="skip_stock", action="store_true")
     ap.add_argument("--skip-league", action="store_true", help="skip the league and league+curriculum rows")
     ap.add_argument("--skip-sync", action="store_true", help="skip the sample_ahead=false row")
+    ap.add_argument("--skip-lstm", action="store_true", help="skip the LSTM rows")
+    ap.add_argument("--lstm-cell", type=int, default=128, help="LSTM size of the LSTM rows")
     ap.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra row: the config with this override (e.g. training.torch_threads=2), right after train_sps")
     ap.add_argument("--scaling", default="", help=f"comma list of {', '.join(SCALING)} (or 'all')")
@@ -417,6 +426,21 @@ def main() -> None:
                inference_only_sps=_r(inf_sps), inference_rows_sps=_r(rows_sps), learner_only_sps=_r(res["learner_only_sps"]),
                runner_ceiling_sps=_r(runner_ceiling), ceiling_sps=_r(ceil), ceiling_ratio=_r(res["train_sps"] / ceil, 3),
                train_detail=res["detail"])
+
+    if not args.skip_lstm:  # right after the MLP row: same load
+        lstm_set = ["agent.model.use_lstm=true", f"agent.model.lstm_cell_size={args.lstm_cell}", "agent.model.max_seq_len=32"]
+        lstm = ours(load_config(args.config, [*overrides, *lstm_set]), args.seconds, sample=False, learner=True)
+        say("ours, LSTM", lstm, "lstm")
+        bf16 = ours(load_config(args.config, [*overrides, *lstm_set, "agent.model.train_bf16=true"]), args.seconds,
+                    sample=False, learner=True)
+        say("ours, LSTM, bf16", bf16, "lstm_bf16")
+        best = max(lstm["train_sps"], bf16["train_sps"])
+        out.update(lstm_train_sps=_r(lstm["train_sps"]), lstm_learner_only_sps=_r(lstm["learner_only_sps"]),
+                   lstm_bf16_train_sps=_r(bf16["train_sps"]), lstm_bf16_learner_only_sps=_r(bf16["learner_only_sps"]),
+                   lstm_over_mlp=_r(lstm["train_sps"] / res["train_sps"], 3),
+                   lstm_bf16_over_mlp=_r(bf16["train_sps"] / res["train_sps"], 3),
+                   lstm_target_ratio=LSTM_TARGET_RATIO, lstm_target_met=best / res["train_sps"] >= LSTM_TARGET_RATIO,
+                   lstm_cell=args.lstm_cell, lstm_detail=lstm["detail"])
 
     variants: dict = {}
     for v in args.variant:  # right after the main row: same load, so the two compare

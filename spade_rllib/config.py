@@ -53,6 +53,9 @@ class ExperimentConfig:
     seed: int = setting(0, help="Master seed: env runners, matchmaking, levels and torch derive from it.", min=0,
                        max=2**32 - 1)
     storage_path: str = setting("results", help="Where Tune writes results and checkpoints (relative to cwd or absolute).")
+    loggers: list[str] = setting(help="Experiment trackers fed by Tune's own callbacks (also `train --logger NAME`): 'mlflow' (MLflowLoggerCallback), 'wandb' (WandbLoggerCallback; WANDB_MODE=offline works without an account). Needs the `trackers` extra.", factory=list, choices=("mlflow", "wandb"))
+    mlflow_tracking_uri: Optional[str] = setting(None, help="MLflow store for `loggers: [mlflow]`; null: $MLFLOW_TRACKING_URI, else sqlite:///<storage_path>/mlflow.db.")
+    wandb_project: Optional[str] = setting(None, help="W&B project for `loggers: [wandb]`; null: $WANDB_PROJECT, else the experiment name.")
 
 
 @dataclass
@@ -77,6 +80,7 @@ class ModelConfig:
     max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
     lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action (one-hot) to the LSTM.")
     lstm_use_prev_reward: bool = setting(False, help="use_lstm only: feed the agent's previous reward to the LSTM.")
+    train_bf16: bool = setting(False, help="The learner's forward and backward pass under torch.autocast bfloat16 (CPUs with AVX512-BF16/AMX; acting and inference stay float32).")
 
 
 @dataclass
@@ -138,7 +142,7 @@ class CurriculumSection:
     embedded like `LeagueSection`; `strategy` may also be 'none' (the default: no curriculum)."""
 
     enabled: bool = setting(False, help="Turn the adaptive curriculum on (level games only): the driver picks every training level.")
-    strategy: str = setting(CURRICULUM_OFF, help="threshold (difficulty follows main's score) | plr (prioritized level replay) | accel (plr + fair level edits) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
+    strategy: str = setting(CURRICULUM_OFF, help="threshold (difficulty follows main's score) | plr (prioritized level replay) | accel (plr + fair level edits) | uniform (domain randomization) | fixed (one difficulty: no curriculum) | maestro (one PLR buffer per co-player, co-players by regret) | none.", choices=(CURRICULUM_OFF, *CURRICULUM_STRATEGIES))
     settings: CoreCurriculumConfig = setting(help="The curriculum core's settings.", factory=CoreCurriculumConfig, embedded=True)
 
     def to_core(self) -> CoreCurriculumConfig:
@@ -205,6 +209,11 @@ class EvaluationConfig:
     targets: dict = setting(help="Verdicts of the summary and the report: evaluation opponent -> the least score (win + draw/2) main must reach in the final evaluation, e.g. {random: 0.9, 'bot:rusher': 0.75}; opponents not in `opponents` get no verdict; empty = `target_win_rate` vs random.", factory=dict)
     heldout_levels: list[str] = setting(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
     heldout_games: int = setting(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1, max=10_000)
+    final_heldout_levels: list[str] = setting(help="Level games: after training, the summary's held-out line plays main on these ASCII maps (files or directories, e.g. spade_rllib/levels/heldout_ctf) against `final_heldout_opponents`, with verdicts from `final_heldout_targets`; empty = no line.", factory=list, path=True)
+    final_heldout_max_size: int = setting(0, help="Held-out line: only maps with at most this many rows and columns (0 = every map).", min=0, max=1000)
+    final_heldout_opponents: list[str] = setting(help="Held-out line opponents: 'still' (a team that never moves: main's score is navigation), 'random', 'bot:<name>'.", factory=lambda: ["still", "random"])
+    final_heldout_games: int = setting(10, help="Held-out line: games per map, opponent and seat.", min=1, max=10_000)
+    final_heldout_targets: dict = setting(help="Held-out line verdicts: opponent -> the least score (win + draw/2) on those maps, e.g. {still: 0.95, random: 0.95, 'bot:rusher': 0.7}.", factory=dict)
 
 
 @dataclass
@@ -366,6 +375,9 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None) -> RunC
 
 def _cross_check(cfg: RunConfig) -> None:
     """Rules that involve more than one field."""
+    from spade_rllib.trackers import check_trackers  # noqa: PLC0415
+
+    check_trackers(cfg.experiment.loggers)
     kind = classify_env_id(cfg.env.id)
     if kind != LEVEL_KIND:
         for name in ("level_file", "difficulty"):
@@ -423,6 +435,18 @@ def _cross_check(cfg: RunConfig) -> None:
         raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.
     cfg.evaluation.heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.heldout_levels]
+    if cfg.evaluation.final_heldout_levels and kind != LEVEL_KIND:
+        raise ConfigError(f"evaluation.final_heldout_levels: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
+    cfg.evaluation.final_heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.final_heldout_levels]
+    for i, opp in enumerate(cfg.evaluation.final_heldout_opponents):
+        if opp != "still":
+            _check_opponent_id(opp, f"evaluation.final_heldout_opponents[{i}]", cfg.env.id)
+    for opp, t in cfg.evaluation.final_heldout_targets.items():
+        if opp not in cfg.evaluation.final_heldout_opponents:
+            raise ConfigError(f"evaluation.final_heldout_targets.{opp}: not one of evaluation.final_heldout_opponents "
+                              f"({', '.join(map(repr, cfg.evaluation.final_heldout_opponents))})")
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= t <= 1.0:
+            raise ConfigError(f"evaluation.final_heldout_targets.{opp} = {t!r}: out of range, allowed a score in [0, 1]")
     from spade_rllib.preflight import check_config  # noqa: PLC0415 - bots, maps, env kwargs, stop metric (issue 16)
 
     check_config(cfg)

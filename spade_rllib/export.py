@@ -9,6 +9,12 @@ The graph is `forward_inference({"obs": obs})["action_dist_inputs"]` of the RLMo
   feature shape and `action_mask` [batch, num_actions];
 - output `logits`: float32 [batch, num_actions]. Argmax is the deterministic action.
 The batch dimension is dynamic. Metadata props record the module id, env id, input style and sizes.
+
+A recurrent module (`use_lstm`) gets its state as inputs and outputs: `state_h`, `state_c` float32
+[batch, cell] in (zeros at an episode start), `state_h_out`, `state_c_out` out (feed them back in at
+the next step), plus `prev_action` int64 [batch] / `prev_reward` float32 [batch] inputs when it was
+trained with `lstm_use_prev_action` / `lstm_use_prev_reward`. The check then runs torch and
+onnxruntime side by side over a whole 200-step episode, each carrying its own state.
 Use it without Ray or RLlib: see docs/evaluation.md.
 
 The file is written atomically (an interrupted export leaves the previous file whole). `--out` may
@@ -36,6 +42,10 @@ MIN_OPSET, MAX_OPSET = 9, 20
 INPUT_NAME = "obs"
 MASK_INPUT_NAME = "action_mask"
 OUTPUT_NAME = "logits"
+STATE_INPUTS = ("state_h", "state_c")
+STATE_OUTPUTS = ("state_h_out", "state_c_out")
+PREV_ACTION_INPUT, PREV_REWARD_INPUT = "prev_action", "prev_reward"
+CHECK_STEPS = 200
 
 
 def _wrapper(policy: Policy):
@@ -54,6 +64,32 @@ def _wrapper(policy: Policy):
             return self.module.forward_inference({"obs": obs})["action_dist_inputs"]
 
     return InferenceForward().eval()
+
+
+def _recurrent_wrapper(policy: Policy):
+    import torch
+
+    module = policy.module
+
+    class RecurrentForward(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.module = module
+
+        def forward(self, obs, state_h, state_c, prev_action=None, prev_reward=None):
+            logits, state = self.module.step(obs, {"h": state_h, "c": state_c}, prev_action, prev_reward)
+            return logits, state["h"], state["c"]
+
+    return RecurrentForward().eval()
+
+
+def recurrent_input_names(policy: Policy) -> list[str]:
+    names = [INPUT_NAME, *STATE_INPUTS]
+    if policy.module.use_prev_action:
+        names.append(PREV_ACTION_INPUT)
+    if policy.module.use_prev_reward:
+        names.append(PREV_REWARD_INPUT)
+    return names
 
 
 def example_inputs(policy: Policy, batch: int = 2, seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -76,11 +112,18 @@ def export_onnx(policy: Policy, out: str | Path, opset: int = OPSET) -> Path:
     out = Path(out)
     inputs = tuple(torch.from_numpy(x) for x in example_inputs(policy))
     names = [INPUT_NAME] + ([MASK_INPUT_NAME] if len(inputs) == 2 else [])
-    axes = {name: {0: "batch"} for name in names + [OUTPUT_NAME]}
+    outputs = [OUTPUT_NAME]
+    wrapper = _wrapper(policy)
+    if policy.recurrent:
+        names = recurrent_input_names(policy)
+        outputs = [OUTPUT_NAME, *STATE_OUTPUTS]
+        inputs = tuple(torch.from_numpy(x) for x in _recurrent_example(policy, names, np.random.default_rng(0)))
+        wrapper = _recurrent_wrapper(policy)
+    axes = {name: {0: "batch"} for name in names + outputs}
     with atomic_path(out) as tmp, warnings.catch_warnings():
         # The TorchScript exporter is deprecated in torch >= 2.9 but needs no onnxscript, which is not installed.
         warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(_wrapper(policy), inputs, str(tmp), input_names=names, output_names=[OUTPUT_NAME],
+        torch.onnx.export(wrapper, inputs, str(tmp), input_names=names, output_names=outputs,
                           dynamic_axes=axes, opset_version=opset, dynamo=False)
         _add_metadata(tmp, policy)
     return out
@@ -119,6 +162,58 @@ def onnx_logits(path: str | Path, *inputs: np.ndarray) -> np.ndarray:
     return session.run([OUTPUT_NAME], feed)[0]
 
 
+def _recurrent_example(policy: Policy, names: list[str], rng: np.random.Generator, batch: int = 2) -> list[np.ndarray]:
+    """One step's inputs: random obs (with a legal mask), random states, previous action / reward."""
+    cell = int(policy.module.cell_size)
+    (obs,) = example_inputs(policy, batch=batch, seed=int(rng.integers(2**31)))
+    out = [obs, rng.normal(size=(batch, cell)).astype(np.float32), rng.normal(size=(batch, cell)).astype(np.float32)]
+    if PREV_ACTION_INPUT in names:
+        out.append(rng.integers(policy.num_actions, size=batch).astype(np.int64))
+    if PREV_REWARD_INPUT in names:
+        out.append(rng.normal(size=batch).astype(np.float32))
+    return out
+
+
+def check_recurrent_episode(policy: Policy, path: str | Path, observations: Sequence[np.ndarray] | None = None,
+                            steps: int = CHECK_STEPS, seed: int = 1) -> float:
+    """Max |torch - onnxruntime| over logits and states of one episode of `steps` steps (or of the
+    given flat observations, [batch, input_size] each), each side feeding back its own state and
+    both playing the argmax action as the next previous action."""
+    import onnxruntime as ort
+    import torch
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    rng = np.random.default_rng(seed)
+    if observations is None:
+        observations = [example_inputs(policy, batch=2, seed=int(rng.integers(2**31)))[0] for _ in range(steps)]
+    batch = observations[0].shape[0]
+    cell = int(policy.module.cell_size)
+    zeros = np.zeros((batch, cell), np.float32)
+    ort_state, torch_state = (zeros, zeros), (zeros, zeros)
+    prev_a, prev_r = np.zeros(batch, np.int64), np.zeros(batch, np.float32)
+    wrapper = _recurrent_wrapper(policy)
+    worst = 0.0
+    for obs in observations:
+        extra = {PREV_ACTION_INPUT: prev_a, PREV_REWARD_INPUT: prev_r}
+        feed = {INPUT_NAME: obs.astype(np.float32), STATE_INPUTS[0]: ort_state[0], STATE_INPUTS[1]: ort_state[1]}
+        feed.update({k: v for k, v in extra.items() if k in names})
+        o_logits, oh, oc = session.run([OUTPUT_NAME, *STATE_OUTPUTS], feed)
+        args = [torch.from_numpy(obs.astype(np.float32)), torch.from_numpy(torch_state[0]), torch.from_numpy(torch_state[1])]
+        if PREV_ACTION_INPUT in names:
+            args.append(torch.from_numpy(prev_a))
+        if PREV_REWARD_INPUT in names:
+            args.append(torch.from_numpy(prev_r))
+        with torch.no_grad():
+            t_logits, th, tc = (x.numpy() for x in wrapper(*args))
+        worst = max(worst, float(np.max(np.abs(o_logits - t_logits))), float(np.max(np.abs(oh - th))),
+                    float(np.max(np.abs(oc - tc))))
+        ort_state, torch_state = (oh, oc), (th, tc)
+        prev_a = t_logits.argmax(axis=1).astype(np.int64)
+        prev_r = rng.normal(size=batch).astype(np.float32)
+    return worst
+
+
 def torch_logits(policy: Policy, *inputs: np.ndarray) -> np.ndarray:
     import torch
 
@@ -154,7 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = export_onnx(policy, args.out, opset=args.opset)
     summary = {"out": str(out), "module": policy.module_id, "input_style": policy.input_style,
                "input_size": policy.input_size, "num_actions": policy.num_actions}
-    if args.check:
+    if args.check and policy.recurrent:
+        summary["max_abs_diff_vs_torch"] = check_recurrent_episode(policy, out)
+        summary["checked_steps"] = CHECK_STEPS
+    elif args.check:
         inputs = example_inputs(policy, batch=8, seed=1)
         diff = float(np.max(np.abs(onnx_logits(out, *inputs) - torch_logits(policy, *inputs))))
         summary["max_abs_diff_vs_torch"] = diff

@@ -332,6 +332,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                     help="Override a config value (YAML-parsed), e.g. --set agent.lr=1e-4. Repeatable.")
     ap.add_argument("--address", help="Attach to a running Ray cluster instead of starting a local one.")
+    ap.add_argument("--logger", dest="loggers", action="append", default=[], metavar="NAME",
+                    help="Also log to an experiment tracker: mlflow or wandb (adds to experiment.loggers). Repeatable.")
     ap.add_argument("--resume", metavar="PATH", help="Continue from the newest checkpoint under PATH.")
     ap.add_argument("--final-eval-games", type=int, default=FINAL_EVAL_GAMES, help="Games per opponent in the final evaluation (0: skip).")
     ap.add_argument("--print-config", action="store_true", help="Print the resolved config and exit (no Ray).")
@@ -353,7 +355,11 @@ def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
                           "YAML file, e.g. --config tune_configs/quickstart.yaml")
     if path is None:
         raise ConfigError("--config: missing; give a YAML file, e.g. --config tune_configs/quickstart.yaml")
-    cfg = parse_config(apply_overrides(load_raw(path), args.overrides), source_path=path)
+    raw = apply_overrides(load_raw(path), args.overrides)
+    if getattr(args, "loggers", None):
+        section = raw.setdefault("experiment", {}) if isinstance(raw.get("experiment", {}), dict) else {}
+        section["loggers"] = list(dict.fromkeys([*(section.get("loggers") or []), *args.loggers]))
+    cfg = parse_config(raw, source_path=path)
     return cfg, checkpoint
 
 
@@ -407,8 +413,12 @@ def main(argv=None) -> int:
     stop = ", ".join(f"{k.rpartition('/')[2]}={v:g}" for k, v in stop_criteria(cfg).items()) or "never (Ctrl-C stops)"
     print(f"training {cfg.env.id} ({cfg.self_play.mode}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
     t0 = time.time()
+    from spade_rllib.reporting.tensorboard import heatmap_callback  # noqa: PLC0415
+    from spade_rllib.trackers import tracker_callbacks  # noqa: PLC0415
+
     tuner = tune.Tuner(trainable, param_space=param_space,
-                       run_config=make_tune_run_config(cfg, callbacks=[console], stopper=stopper),
+                       run_config=make_tune_run_config(cfg, callbacks=[console, heatmap_callback(), *tracker_callbacks(cfg)],
+                                                       stopper=stopper),
                        tune_config=make_tune_config(cfg))
     stopper.install()  # after ray.init: SIGINT and SIGTERM stop the trial after its iteration
     try:
@@ -477,6 +487,18 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             for line in wrap_text(f"held-out maps (iteration {result_value(last, 'heldout/iteration'):g}): main's score "
                                   + ", ".join(f"{o} {s:.2f}" for o, s in scores.items())):
                 print(line)
+        if cfg.evaluation.final_heldout_levels:  # the held-out line: main on maps it never trained on
+            from spade_rllib.rllib.heldout_line import heldout_line, run_final_heldout  # noqa: PLC0415
+
+            try:
+                held = run_final_heldout(cfg, ckpt) or {}
+                ev = cfg.evaluation
+                for line in wrap_text(heldout_line(held, ev.final_heldout_opponents, ev.final_heldout_targets,
+                                                   ev.final_heldout_max_size)):
+                    print(line)
+                final.update(held)
+            except Exception as e:  # noqa: BLE001 - the summary must still print
+                print(f"held-out line skipped: {e.__class__.__name__}: {e}")
         if trial_path:
             import json  # noqa: PLC0415
 

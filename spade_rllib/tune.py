@@ -154,6 +154,27 @@ def make_scheduler(spec: SweepSpec, stop_iterations: Optional[int]):
     return None
 
 
+def make_searcher(spec: SweepSpec, seed: int):
+    """Tune's OptunaSearch / HyperOptSearch behind a ConcurrencyLimiter, or None for Tune's own variants.
+    Metric and mode come from the TuneConfig; the space from the param_space (Tune converts it)."""
+    s = spec.search
+    if s.type == "none":
+        return None
+    from ray.tune.search import ConcurrencyLimiter  # noqa: PLC0415
+
+    seed = s.seed if s.seed is not None else seed
+    if s.type == "optuna":
+        import optuna  # noqa: PLC0415
+        from ray.tune.search.optuna import OptunaSearch  # noqa: PLC0415
+
+        searcher = OptunaSearch(sampler=optuna.samplers.TPESampler(seed=seed))
+    else:
+        from ray.tune.search.hyperopt import HyperOptSearch  # noqa: PLC0415
+
+        searcher = HyperOptSearch(random_state_seed=seed)
+    return ConcurrencyLimiter(searcher, max_concurrent=s.max_concurrent)
+
+
 def print_plan(spec: SweepSpec, base: dict, template: dict, storage: str, printer=print) -> None:
     from spade_rllib.sweeps.trainable import SWEEP_KEY  # noqa: PLC0415
 
@@ -170,6 +191,8 @@ def print_plan(spec: SweepSpec, base: dict, template: dict, storage: str, printe
     elif sched == "asha":
         sched += f" (grace {spec.scheduler.grace_period}, reduction {spec.scheduler.reduction_factor:g})"
     printer(f"  scheduler:    {sched}")
+    if spec.search.type != "none":
+        printer(f"  search:       {spec.search.type} ({spec.search.max_concurrent} suggested at once)")
     printer(f"  metric:       {spec.metric.mode} {OBJECTIVE_LABEL} = " + (
         f"first reported of {', '.join(meta['metric_candidates'])}" if spec.metric.name == "auto" else spec.metric.name))
     printer(f"  trials:       {spec.num_trials()} (num_samples {spec.budget.num_samples}), at most "
@@ -215,6 +238,7 @@ def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: 
         metric=OBJECTIVE_LABEL,
         mode=spec.metric.mode,
         scheduler=make_scheduler(spec, cfg.training.stop.iterations),
+        search_alg=make_searcher(spec, cfg.experiment.seed),
         num_samples=spec.budget.num_samples,
         max_concurrent_trials=spec.budget.max_concurrent,
     )

@@ -69,3 +69,35 @@ def test_league_ablation_smoke(tmp_path):
     assert sum(ratings) / 4 == pytest.approx(1000.0, abs=0.5)  # Bradley-Terry centred on the mean
     assert out["setups"]["pfsp"]["final_plan"][0]  # the league planned its opponents
     assert not any(math.isnan(v) for v in ratings)
+
+
+FLAGSHIP_TINY = ["--seeds", "2", "--games", "1", "--minutes", "0.01", "--exploit-minutes", "0.01",
+                 "--set", "agent.train_batch_size=512", "--set", "agent.minibatch_size=256",
+                 "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8",
+                 "--set", "curriculum.plr.capacity=8", "--set", "curriculum.maestro.capacity=4",
+                 "--set", "curriculum.uniform.size=[7, 9]"]
+
+
+def test_flagship_ablation_smoke(tmp_path):
+    """The flagship bench (CTF, flagship.yaml with a tiny model and one iteration per run): every arm's
+    held-out scores, exploitability and Elo with bootstrap intervals over seeds in the last JSON line."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "flagship_ablation.py"), *FLAGSHIP_TINY,
+                           "--arms", "mirror,maestro", "--out-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["bench"] == "flagship_ablation" and out["env_id"] == "CaptureTheFlag-v0" and out["seeds"] == 2
+    assert out["ladder"] == ["random", "rusher", "defender", "raider", "hybrid"]
+    assert set(out["arms"]) == {"mirror", "maestro"}
+    for arm in out["arms"].values():
+        for stat in [*arm["heldout"].values(), arm["navigation"], arm["exploitability"]]:
+            assert stat["n"] == 2 and len(stat["values"]) == 2
+            assert 0.0 <= stat["low"] <= stat["mean"] <= stat["high"] <= 1.0
+            assert min(stat["values"]) - 1e-9 <= stat["low"] and stat["high"] <= max(stat["values"]) + 1e-9
+        assert arm["rating"]["n"] == 2 and all(g > 0 for g in arm["exploiter_games_last_iter"])
+        assert all(i >= 1 for i in arm["iterations"])
+    assert len(out["mains"]) == 4 and out["round_robin_games"] == 6 * 6 * 2  # 6 pairs x 6 maps x 2 seats
+    ratings = [out["mains"][f"{a}/seed{k}"]["elo"] for a in ("mirror", "maestro") for k in range(2)]
+    assert sum(ratings) / 4 == pytest.approx(1000.0, abs=0.5)
+    runs = json.loads((tmp_path / "runs.json").read_text())
+    assert len(runs["maestro"]) == 2 and "draws/mirror_draw_rate" in runs["maestro"][0]["history"]

@@ -144,3 +144,7 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
     assert "--levels heldout" in text and "--stochastic" in text
     trial = next((tmp_path / "results" / "quickstart").glob("quickstart_*"))
     assert (trial / "report.html").is_file() and (trial / "iterations.log").read_text().count("iter ") == 3
+    tb = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    acc = tb.EventAccumulator(str(trial))
+    acc.Reload()
+    assert {"ray/tune/eval/random/score", "ray/tune/eval/bot_rusher/score"} <= set(acc.Tags()["scalars"])

@@ -17,12 +17,13 @@ FLOORS: dict[str, int] = {
     "spade_rllib.outcome": 0, "spade_rllib.validation": 0, "spade_rllib.cli": 0, "spade_rllib.atomic_io": 0,
     "spade_rllib.yaml_reader": 0,
     "spade_rllib.envs": 1, "spade_rllib.env_ids": 1, "spade_rllib.ratings": 1,
-    "spade_rllib.bots": 2, "spade_rllib.curriculum": 2, "spade_rllib.league": 2,
+    "spade_rllib.bots": 2, "spade_rllib.curriculum": 2, "spade_rllib.league": 2, "spade_rllib.draw_watch": 1,
     "spade_rllib.rllib": 3, "spade_rllib.config": 3, "spade_rllib.policy": 3, "spade_rllib.checkpoint_layout": 3,
     "spade_rllib.runinfo": 3, "spade_rllib.preflight": 3, "spade_rllib.checkpoint_guard": 3,
     "spade_rllib.train": 4, "spade_rllib.tune": 4, "spade_rllib.evaluate": 4, "spade_rllib.export": 4,
     "spade_rllib.play": 4, "spade_rllib.evaluation": 4, "spade_rllib.sweeps": 4,
     "spade_rllib.report": 4, "spade_rllib.reporting": 4, "spade_rllib.console": 4, "spade_rllib.targets": 0,
+    "spade_rllib.trackers": 3,
 }
 """Module (or package) -> floor. 0-2 are the pure core; 3 the glue and the Ray-free loaders; 4 entry points."""
 PURE_FLOOR = 2

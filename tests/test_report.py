@@ -291,3 +291,25 @@ def test_browser_check_fails_on_a_broken_page(tmp_path):
     assert set(check["blank"]) == {"flat", "missing"} and check["decoded"] == 1, check
     assert any("undefinedFunction" in e for e in check["errors"]), check
     assert console_errors(log), log[-2000:]
+
+
+def test_heldout_heatmap_goes_to_tensorboard_as_an_image(tmp_path):
+    pytest.importorskip("tensorboard")
+    from types import SimpleNamespace
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from spade_rllib.reporting.tensorboard import IMAGE_TAG, heatmap_callback
+
+    callback = heatmap_callback()
+    trial = SimpleNamespace(trial_id="t0", path=str(tmp_path))
+    for it in (1, 2, 2, 3):  # the third result repeats held-out iteration 2: no new image
+        result = _result(it)
+        result["heldout"]["iteration"] = float(min(it, 2))
+        callback.on_trial_result(it, [trial], trial, result)
+    callback.on_trial_complete(3, [trial], trial)
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    acc.Reload()
+    assert IMAGE_TAG in acc.Tags()["images"]
+    images = acc.Images(IMAGE_TAG)
+    assert [im.step for im in images] == [1, 2] and all(im.width > 100 and im.height > 50 for im in images)

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from spade_rllib.config import ConfigError
@@ -178,6 +179,22 @@ def test_t_quantile_and_seed_interval():
     assert iv.n == 5 and iv.mean == pytest.approx(0.6) and iv.std == pytest.approx(0.0790569, rel=1e-5)
     assert (iv.high - iv.mean) == pytest.approx(2.7764451 * 0.0790569 / math.sqrt(5), rel=1e-5)
     assert seed_interval([0.3, float("nan")]).n == 1 and math.isnan(seed_interval([0.3]).low)
+
+
+def test_iqm_bootstrap_and_intervals_clipped_to_the_metric_range():
+    from spade_rllib.sweeps.stats import bootstrap_interval, iqm, metric_bounds, seed_interval
+
+    assert iqm([0.0, 1.0, 2.0, 3.0, 100.0, -100.0, 1.5, 2.5]) == pytest.approx(np.mean([1.0, 1.5, 2.0, 2.5]))
+    lo, hi = bootstrap_interval([0.1, 0.2, 0.3, 0.4, 0.5], confidence=0.9, seed=1)
+    assert 0.1 <= lo < 0.3 < hi <= 0.5
+    assert bootstrap_interval([0.1, 0.2, 0.3, 0.4, 0.5], seed=1) == bootstrap_interval([0.1, 0.2, 0.3, 0.4, 0.5], seed=1)
+    # n=2 win rates: the t interval runs far outside [0, 1] unclipped (the old sweep printed [-1.46, 1.71])
+    raw = seed_interval([0.05, 0.2])
+    assert raw.low < 0 and raw.high > 1
+    clipped = seed_interval([0.05, 0.2], bounds=metric_bounds("eval/random/win_rate"))
+    assert (clipped.low, clipped.high) == (0.0, 1.0) and 0.0 <= clipped.iqm_low <= clipped.iqm <= clipped.iqm_high <= 1.0
+    assert "IQM" in clipped.describe() and "clipped to [0, 1]" in clipped.describe()
+    assert metric_bounds("heldout/ladder/score") == (0.0, 1.0) and metric_bounds("env_runners/episode_return_mean") is None
 
 
 def test_report_groups_and_heatmap(tmp_path):
@@ -362,3 +379,99 @@ def test_heldout_ladder_score_is_the_mean_over_the_scripted_bots():
     m = {"heldout/rusher/score": 0.2, "heldout/rusher_tagger/score": 0.4, "heldout/self/score": 0.5}
     assert ladder_score(m, ["rusher", "rusher_tagger", "self"]) == {"heldout/ladder/score": pytest.approx(0.3)}
     assert math.isnan(placeholder_metrics(["open_room"])["heldout/ladder/score"])  # the column from iteration 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Bayesian search (optuna / hyperopt)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_search_section_is_validated(tmp_path):
+    from spade_rllib.sweeps.sweep_spec import load_sweep
+
+    base = tmp_path / "base.yaml"
+    base.write_text((REPO / "tune_configs" / "quickstart.yaml").read_text())
+    cases = [
+        ("search: optuan\nspace: {agent.lr: {loguniform: [1.0e-4, 1.0e-3]}}\n", "search.type = 'optuan': not allowed (did you mean 'optuna'?)"),
+        ("search: optuna\nspace: {agent.lr: {grid: [1.0e-4, 1.0e-3]}}\n", "space.agent.lr = {grid: ..}: not allowed with search 'optuna'"),
+        ("search: hyperopt\n", "space: missing; search 'hyperopt' needs"),
+        ("search: {type: optuna, max_concurent: 2}\nspace: {agent.lr: {uniform: [1.0e-4, 1.0e-3]}}\n", "search.max_concurent: unknown key (did you mean 'max_concurrent'?)"),
+    ]
+    for i, (text, message) in enumerate(cases):
+        path = tmp_path / f"s{i}.yaml"
+        path.write_text(f"base: base.yaml\n{text}")
+        with pytest.raises(ConfigError) as err:
+            load_sweep(str(path))
+        assert message in str(err.value), (text, str(err.value))
+    spec, _ = load_sweep("optuna", smoke=True)
+    assert (spec.search.type, spec.search.max_concurrent, spec.budget.num_samples) == ("optuna", 1, 3)
+    spec, _ = load_sweep("optuna")
+    assert (spec.search.type, spec.search.max_concurrent, spec.budget.num_samples) == ("optuna", 2, 12)
+
+
+def test_searchers_are_tunes_own_behind_a_concurrency_limiter():
+    pytest.importorskip("optuna")
+    pytest.importorskip("hyperopt")
+    from ray.tune.search import ConcurrencyLimiter
+    from ray.tune.search.hyperopt import HyperOptSearch
+    from ray.tune.search.optuna import OptunaSearch
+
+    from spade_rllib.sweeps.sweep_spec import load_sweep
+    from spade_rllib.tune import make_searcher
+
+    spec, _ = load_sweep("optuna")
+    searcher = make_searcher(spec, seed=0)
+    assert isinstance(searcher, ConcurrencyLimiter) and isinstance(searcher.searcher, OptunaSearch)
+    assert searcher.max_concurrent == 2
+    spec.search.type = "hyperopt"
+    assert isinstance(make_searcher(spec, seed=0).searcher, HyperOptSearch)
+    spec.search.type = "none"
+    assert make_searcher(spec, seed=0) is None
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_optuna_sweep_smoke_killed_then_resumed(tmp_path):
+    """Optuna suggests one trial at a time; SIGKILL after the first finished; --resume keeps it and the
+    searcher's state, runs the rest, and every trial's values lie in the searched ranges."""
+    pytest.importorskip("optuna")
+    args = ["--sweep", "optuna", "--smoke", "--storage", str(tmp_path), *RAY_CPUS]
+    exp = tmp_path / "sweep-optuna-smoke"
+    proc = subprocess.Popen([PY, "-m", "spade_rllib.tune", *args], cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    killed_at: dict = {}
+    try:
+        deadline = time.time() + SWEEP_TIMEOUT
+        while time.time() < deadline and proc.poll() is None:
+            dirs = _trial_dirs(exp) if exp.is_dir() else []
+            if any(len(_iters(d)) >= 2 for d in dirs):
+                time.sleep(1.5)  # the experiment state (written every second here) records the finished trial
+                killed_at = {d.name: _iters(d) for d in _trial_dirs(exp)}
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.3)
+        assert killed_at, f"no trial finished; output:\n{proc.communicate(timeout=60)[0][-3000:]}"
+    finally:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(timeout=60)
+    finished = [n for n, it in killed_at.items() if len(it) >= 2]
+    assert finished and len(killed_at) < 3, killed_at
+
+    p = _run([*args, "--resume"], timeout=SWEEP_TIMEOUT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "resuming sweep" in p.stdout and "search:       optuna" in p.stdout
+    dirs = _trial_dirs(exp)
+    assert len(dirs) == 3 and all(_iters(d) == [1, 2] for d in dirs), {d.name: _iters(d) for d in dirs}
+    for name in finished:
+        assert _iters(exp / name) == killed_at[name]  # kept, not run again
+    params = [_results(d)[-1]["sweep"]["params"] for d in dirs]
+    for p_ in params:
+        assert 1e-4 <= p_["agent.lr"] <= 3e-3 and 1e-3 <= p_["agent.entropy"] <= 5e-2 and 0.95 <= p_["agent.gamma"] <= 0.995
+    assert len({p_["agent.lr"] for p_ in params}) == 3  # three suggestions, none repeated
+    assert list(exp.glob("searcher-state-*.pkl")), sorted(x.name for x in exp.iterdir())
+    summary = (exp / "summary.csv").read_text().splitlines()
+    assert len(summary) == 4

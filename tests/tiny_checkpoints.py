@@ -56,8 +56,9 @@ def env_spaces(env_id: str):
     return env.observation_space(agent), env.action_space(agent), 0
 
 
-def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0):
-    """A randomly initialised `SpadeModule` for `env_id` (torch seeded with `seed`)."""
+def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0, model: dict | None = None):
+    """A randomly initialised `SpadeModule` for `env_id` (torch seeded with `seed`); `model`: extra
+    model config keys (e.g. {"use_lstm": True, "lstm_cell_size": 8})."""
     import torch
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
@@ -67,7 +68,7 @@ def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0):
     torch.manual_seed(seed)
     spec = RLModuleSpec(module_class=SpadeModule, observation_space=obs_space, action_space=act_space,
                         model_config={"kind": "mlp", "hidden": list(hidden), "activation": "tanh",
-                                      "mask_size": mask_size})
+                                      "mask_size": mask_size, **(model or {})})
     with _quiet_deprecations():
         module = spec.build()
     # Larger policy-head weights than the trainer's near-uniform init, so argmax varies with the obs.
@@ -78,7 +79,8 @@ def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0):
 
 def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_ids: Sequence[str] = ("main",),
                          hidden: Sequence[int] = (16,), seed: int = 0, snapshots: int = 0,
-                         progress_rows: int = 0, checkpoint_name: str = "checkpoint_000000") -> Path:
+                         progress_rows: int = 0, checkpoint_name: str = "checkpoint_000000",
+                         model: dict | None = None) -> Path:
     """Write a tiny checkpoint under `root` (the trial dir) and return the checkpoint directory."""
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -87,7 +89,7 @@ def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_i
     ckpt = root / checkpoint_name
     modules = {}
     for k, module_id in enumerate(module_ids):
-        _, modules[module_id] = build_module(env_id, hidden, seed=seed * 1000 + k)
+        _, modules[module_id] = build_module(env_id, hidden, seed=seed * 1000 + k, model=model)
     specs = {}
     for module_id, module in modules.items():
         specs[module_id] = RLModuleSpec(module_class=type(module), observation_space=module.observation_space,
@@ -103,7 +105,7 @@ def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_i
     if snapshots:
         members = []
         for generation in range(1, snapshots + 1):
-            _, snap = build_module(env_id, hidden, seed=seed * 1000 + 100 + generation)
+            _, snap = build_module(env_id, hidden, seed=seed * 1000 + 100 + generation, model=model)
             weights = {k: np.asarray(v) for k, v in snap.get_state().items()}
             members.append({"id": f"main_v{generation}", "created_at": generation, "weights": weights})
         members.append({"id": "random", "created_at": 0, "weights": None})

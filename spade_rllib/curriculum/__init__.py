@@ -1,4 +1,4 @@
-"""Adaptive curriculum: strategies (threshold, plr, accel, uniform, fixed), ACCEL level edits, level specs, the PettingZoo
+"""Adaptive curriculum: strategies (threshold, plr, accel, uniform, fixed, maestro), ACCEL level edits, level specs, the PettingZoo
 wrapper, the runner-side level source for the RLlib glue (`source`; the driver component is
 `spade_rllib.curriculum.component`) and the held-out level loader. Pure Python/numpy; no Ray import. See docs/curriculum.md."""
 from spade_rllib.curriculum.curriculum_config import (
@@ -44,11 +44,12 @@ from spade_rllib.curriculum.strategies import (
     make_strategy,
     sample_level,
 )
+from spade_rllib.curriculum.maestro import MaestroStrategy, value_key
 from spade_rllib.curriculum.source import CurriculumLevelSource
 from spade_rllib.curriculum.wrapper import AdaptiveCurriculum
 
 __all__ = [
-    "AccelConfig", "AccelStrategy", "edit_level", "main_score", "score_learnability",
+    "AccelConfig", "AccelStrategy", "MaestroStrategy", "value_key", "edit_level", "main_score", "score_learnability",
     "AdaptiveCurriculum", "CurriculumConfig", "CurriculumLevelSource", "CurriculumStrategy", "FixedConfig", "FixedStrategy",
     "HELDOUT_CTF_DIR", "HELDOUT_DIR", "HELDOUT_DIRS", "LevelSpec", "PLRConfig", "PLRStrategy", "SAMPLING_STATE_FORMAT", "ThresholdConfig",
     "ThresholdStrategy", "UniformConfig", "UniformStrategy", "build_level", "default_knobs_fn",

@@ -12,10 +12,11 @@ from typing import Any, Mapping
 
 from spade_rllib.validation import check_choice, check_number, out_of_range, setting, unknown_key, validate_fields, wrong_type
 
-STRATEGIES = ("threshold", "plr", "accel", "uniform", "fixed")
+STRATEGIES = ("threshold", "plr", "accel", "uniform", "fixed", "maestro")
 SIGNALS = ("score", "win_rate", "completion", "return")
 FAMILIES = ("open", "maze", "rooms")
 PLR_SCORES = ("learnability", "positive_value_loss")
+COPLAYER_SCORES = ("max", "mean")
 LEARNABILITY_P = ("score", "completion", "win_share")
 """p of learnability; `win_share` is an older name of `score`, still accepted."""
 
@@ -116,6 +117,24 @@ class AccelConfig:
 
 
 @dataclass(frozen=True)
+class MaestroConfig:
+    """MAESTRO (Samvelyan et al. 2023): one PLR buffer per co-player, scored like `plr`; co-players drawn by regret."""
+
+    capacity: int = setting(64, help="Levels in each co-player's buffer (the `plr` section's other settings apply to every buffer).", min=1, max=1_000_000)
+    max_coplayers: int = setting(32, help="Co-player buffers kept; beyond this the one played least recently is dropped.", min=1, max=100_000)
+    coplayer_mix: float = setting(0.5, help="Share of main's league opponent distribution drawn by co-player regret; the rest follows the league's PFSP plan (0 = levels per co-player only, PFSP picks the co-player).", min=0.0, max=1.0)
+    coplayer_score: str = setting("max", help="A co-player's regret: max (its highest-scored level) | mean (its buffer's mean score).", choices=COPLAYER_SCORES)
+    coplayer_temperature: float = setting(1.0, help="Rank temperature of the co-player draw: w ~ (1 / rank) ** (1 / beta).", gt=0.0, max=1000.0)
+    coplayer_staleness_coeff: float = setting(0.3, help="rho of the co-player draw: (1 - rho) * w_regret + rho * w_staleness (episodes since it was last met).", min=0.0, max=1.0)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self, prefix: str = "curriculum.maestro") -> None:
+        validate_fields(self, prefix)
+
+
+@dataclass(frozen=True)
 class FixedConfig:
     """No curriculum: every level at one difficulty."""
 
@@ -132,7 +151,7 @@ class FixedConfig:
 class CurriculumConfig:
     """The `curriculum:` section. `strategy` picks one of the sub-sections; the others are ignored."""
 
-    strategy: str = setting("threshold", help='threshold | plr | accel | uniform | fixed.', choices=STRATEGIES)
+    strategy: str = setting("threshold", help='threshold | plr | accel | uniform | fixed | maestro.', choices=STRATEGIES)
     families: tuple[str, ...] | None = setting(None, help="Generator families for difficulty-driven strategies (threshold, fixed); None = the env's choice per difficulty.")
     agents_per_team: int = setting(1, help='1 (1v1) or 2 (2v2); passed to the level generator.', choices=(1, 2))
     metrics_window: int = setting(200, help='Recent episodes behind the `curriculum/*_mean` and completion-rate metrics.', min=1, max=10_000_000)
@@ -142,6 +161,7 @@ class CurriculumConfig:
     accel: AccelConfig = setting(help="Settings of the `accel` strategy's level edits.", factory=AccelConfig)
     uniform: UniformConfig = setting(help="Knob ranges of the `uniform` strategy and of PLR's new levels.", factory=UniformConfig)
     fixed: FixedConfig = setting(help='Settings of the `fixed` strategy.', factory=FixedConfig)
+    maestro: MaestroConfig = setting(help="Settings of the `maestro` strategy (joint curriculum over levels and co-players).", factory=MaestroConfig)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -155,6 +175,7 @@ class CurriculumConfig:
         self.accel.validate()
         self.uniform.validate()
         self.fixed.validate()
+        self.maestro.validate()
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> "CurriculumConfig":
@@ -165,7 +186,8 @@ class CurriculumConfig:
         return _to_plain(self)
 
 
-_SUB = {"threshold": ThresholdConfig, "plr": PLRConfig, "accel": AccelConfig, "uniform": UniformConfig, "fixed": FixedConfig}
+_SUB = {"threshold": ThresholdConfig, "plr": PLRConfig, "accel": AccelConfig, "uniform": UniformConfig, "fixed": FixedConfig,
+        "maestro": MaestroConfig}
 _PAIRS = {"size", "wall_density", "braid", "flag_distance_frac"}
 
 

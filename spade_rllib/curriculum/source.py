@@ -9,6 +9,11 @@ repeats its levels.
 `reset_options` returns `{"level": Level, "level_id": str, "level_spec": dict}`. MazeRace reads
 `level`, and the runner copies `level_id` and `level_spec` into the episode's outcome record, which
 is what the driver's strategy needs (PLR stores the spec, threshold reads its difficulty).
+
+A joint (MAESTRO) sampling state picks the level by the episode's opponent too: such a source has
+`opponent_aware = True`, the runner calls `reset_options(key, opponent=<member id>)`, and the
+returned `level_id` is `maestro.value_key(level_id, opponent)`, the tag under which the GAE connector
+sums main's positive advantages (per level *and* co-player).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from spade_rllib.curriculum.level_spec import LevelSpec, build_level
+from spade_rllib.curriculum.maestro import value_key
 from spade_rllib.curriculum.strategies import sample_level
 
 SOURCE_CACHE_SIZE = 512  # built levels per process, by (builder, level_id): as many as `training.level_pool` holds
@@ -60,22 +66,25 @@ class CurriculumLevelSource:
         self.seed = int(seed)
         self.version = int(version)
         self.level_builder = level_builder
+        self.opponent_aware = self.sampling_state.get("kind") == "joint"
 
-    def spec_for(self, key: tuple, attempt: int = 0) -> LevelSpec:
-        """The level spec for the episode with this key (worker_index, env_index, episode_number)."""
+    def spec_for(self, key: tuple, attempt: int = 0, opponent: str | None = None) -> LevelSpec:
+        """The level spec for the episode with this key (worker_index, env_index, episode_number) and
+        opponent (read by joint sampling states only)."""
         rng = np.random.default_rng([self.seed & 0xFFFFFFFF, self.version, attempt, *(int(k) for k in key)])
-        return sample_level(self.sampling_state, rng, self._build)
+        return sample_level(self.sampling_state, rng, self._build, opponent=opponent)
 
-    def reset_options(self, key: tuple) -> dict[str, Any]:
+    def reset_options(self, key: tuple, opponent: str | None = None) -> dict[str, Any]:
         error: Exception | None = None
         for attempt in range(MAX_BUILD_ATTEMPTS):
-            spec = self.spec_for(key, attempt)
+            spec = self.spec_for(key, attempt, opponent)
             try:
                 level = self._build(spec)
             except (RuntimeError, ValueError) as e:
                 error = e
                 continue
-            return {"level": level, "level_id": spec.level_id, "level_spec": spec.to_dict()}
+            tag = value_key(spec.level_id, opponent) if self.opponent_aware else spec.level_id
+            return {"level": level, "level_id": tag, "level_spec": spec.to_dict()}
         raise RuntimeError(f"CurriculumLevelSource: {MAX_BUILD_ATTEMPTS} levels drawn for episode {key} failed to "
                            f"build; last spec {spec.to_dict()}") from error
 

@@ -25,6 +25,10 @@ Sampling-state formats (`format` 1):
   {"format": 1, "kind": "plr", "replay_prob": p, "can_replay": bool, "levels": [spec dict, ...],
    "probs": [float, ...], "new": <a "uniform" sampling state>, "edit_prob": q, "edits": n}
       accel adds edit_prob and edits (plr: absent): a replay draw is edited with probability q.
+  {"format": 1, "kind": "joint", "replay_prob": p, "buffers": {opponent: {"can_replay": bool,
+   "levels": [...], "probs": [...]}, ...}, "new": <a "uniform" sampling state>}
+      maestro: the episode's opponent (the id the runner records in `EpisodeOutcome.opponent`)
+      picks its buffer; an opponent without one gets a new level.
 """
 from __future__ import annotations
 
@@ -78,9 +82,10 @@ class CurriculumStrategy(Protocol):
 # ---------------------------------------------------------------- sampling (runs on env runners)
 
 def sample_level(sampling_state: Mapping[str, Any], rng: np.random.Generator,
-                 build: Callable[[LevelSpec], Any] = build_level) -> LevelSpec:
+                 build: Callable[[LevelSpec], Any] = build_level, opponent: str | None = None) -> LevelSpec:
     """Pick one level from a broadcast sampling state with the caller's RNG. Pure: state unchanged.
-    `build` turns a spec into the game's level; ACCEL edits need the parent built (default: MazeRace)."""
+    `build` turns a spec into the game's level; ACCEL edits need the parent built (default: MazeRace).
+    `opponent`: who main meets in the episode (read by the `joint` kind only)."""
     kind = sampling_state.get("kind")
     if sampling_state.get("format", SAMPLING_STATE_FORMAT) != SAMPLING_STATE_FORMAT:
         raise ValueError(f"sampling state format {sampling_state.get('format')!r} is not supported "
@@ -91,7 +96,9 @@ def sample_level(sampling_state: Mapping[str, Any], rng: np.random.Generator,
         return _sample_uniform(sampling_state, rng)
     if kind == "plr":
         return _sample_plr(sampling_state, rng, build)
-    raise ValueError(f"sampling state kind {kind!r} is unknown; expected difficulty, uniform or plr")
+    if kind == "joint":
+        return _sample_joint(sampling_state, rng, build, opponent)
+    raise ValueError(f"sampling state kind {kind!r} is unknown; expected difficulty, uniform, plr or joint")
 
 
 def _new_seed(rng: np.random.Generator, state: Mapping[str, Any]) -> int:
@@ -143,6 +150,15 @@ def _sample_plr(state: Mapping[str, Any], rng: np.random.Generator, build: Calla
             return edit_level(parent, rng, int(state["edits"]), build)
         return parent
     return _sample_uniform(state["new"], rng)
+
+
+def _sample_joint(state: Mapping[str, Any], rng: np.random.Generator, build: Callable[[LevelSpec], Any],
+                  opponent: str | None) -> LevelSpec:
+    """The opponent's buffer replayed as PLR does (same draws in the same order); no buffer: a new level."""
+    buffer = state["buffers"].get(str(opponent)) if opponent is not None else None
+    if buffer is None:
+        buffer = {"can_replay": False, "levels": [], "probs": []}
+    return _sample_plr({"replay_prob": state["replay_prob"], "new": state["new"], **buffer}, rng, build)
 
 
 def edit_level(parent: LevelSpec, rng: np.random.Generator, edits: int,
@@ -551,6 +567,7 @@ class AccelStrategy(PLRStrategy):
 
 STRATEGY_CLASSES = {"threshold": ThresholdStrategy, "plr": PLRStrategy, "accel": AccelStrategy,
                     "uniform": UniformStrategy, "fixed": FixedStrategy}
+"""strategy name -> class; `curriculum.maestro` (built on this module) adds "maestro" when the package loads."""
 
 
 def make_strategy(config: CurriculumConfig | Mapping[str, Any] | None, seed: int | None = None,

@@ -42,7 +42,9 @@ Rules (one step, all agents at once)
    captures wins, else a draw.
 7. The episode ends for everyone at once (``terminations`` all True on a win by captures,
    ``truncations`` all True on timeout); ``env.agents`` becomes empty; stepping again raises.
-   Rewards: +1 to every agent of the winning team, -1 to the other, 0 on a draw; no shaping.
+   Rewards: +1 to every agent of the winning team, -1 to the other, ``draw_reward`` (default 0) to
+   everyone on a draw; no shaping. A negative ``draw_reward`` makes the safe all-defend draw worse than
+   a risked attack (the all-draw collapse of self-play; docs/league.md).
 
 Why these rules (measured with ``bench/ladder.py``; ``docs/ctf.md``): agents that block each other
 let a defender seal a 1-wide corridor; standing on the own flag makes it unreachable; tags from
@@ -176,12 +178,15 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                  max_steps: int | None = None, tag_cooldown: int = 5, respawn_steps: int = 6,
                  captures_to_win: int = 1, tag_carriers_anywhere: bool = False, stalemate_steps: int = 6,
                  trail: bool = True, trail_decay: float = 0.9, render_mode: str | None = None,
-                 family: str | None = None):
+                 family: str | None = None, draw_reward: float = 0.0):
         for name, v in (("tag_carriers_anywhere", tag_carriers_anywhere), ("trail", trail)):
             if not isinstance(v, bool):
                 raise ValueError(f"{name} must be a bool, got {v!r}")
         if isinstance(trail_decay, bool) or not isinstance(trail_decay, (int, float)) or not 0.0 <= trail_decay < 1.0:
             raise ValueError(f"trail_decay must be a number in [0, 1), got {trail_decay!r}")
+        if isinstance(draw_reward, bool) or not isinstance(draw_reward, (int, float)) or not -1.0 <= draw_reward <= 0.0:
+            raise ValueError(f"draw_reward must be a number in [-1, 0], got {draw_reward!r}")
+        self.draw_reward = float(draw_reward)
         super().__init__(level=level, difficulty=difficulty, knobs=knobs, agents_per_team=agents_per_team, seed=seed,
                          view_radius=view_radius, max_steps=max_steps, render_mode=render_mode, family=family,
                          int_params=(("tag_cooldown", tag_cooldown, 0, 1000), ("respawn_steps", respawn_steps, 0, 1000),

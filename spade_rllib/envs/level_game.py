@@ -100,6 +100,8 @@ class LevelGame(ParallelEnv):
     VECTOR_SIZE: ClassVar[int] = 0
     CTF_LEVELS: ClassVar[bool] = False
     """True: the game plays CTF maps (bases ``a``/``b``); False: MazeRace maps (one flag ``F``)."""
+    draw_reward: float = 0.0
+    """Reward of every agent when an episode ends in a draw (a game may take it as a keyword)."""
     COLOURS: ClassVar[dict[str, tuple[int, int, int]]] = {}
     INFO_KEYS: ClassVar[tuple[str, ...]] = ("difficulty", "level_id")
     """Level meta keys copied into ``info["level"]`` when present."""
@@ -383,14 +385,14 @@ class LevelGame(ParallelEnv):
     def _step_result(self, done: bool, truncated: bool, winner: str = "draw", reason: str = "",
                      extra: Callable[[], dict[str, Any]] | None = None):
         """The 5-tuple of ``step``. On the final step (`done` or `truncated`) the winner ("A" | "B" |
-        "draw") gets +1 per agent, the other team -1, and ``self.outcome`` (winner, reason,
+        "draw") gets +1 per agent, the other team -1 (a draw: ``draw_reward`` to everyone, 0 by default), and ``self.outcome`` (winner, reason,
         episode_length, level and `extra()`) goes into every agent's info; ``env.agents`` empties."""
         names, team = self.possible_agents, self._team
         obs = {a: self._observe(a) for a in names}
         infos = {a: {"team": team[a]} for a in names}
         if done or truncated:
             if winner == "draw":
-                rewards = {a: 0.0 for a in names}
+                rewards = {a: float(self.draw_reward) for a in names}
             else:
                 wt = 0 if winner == "A" else 1
                 rewards = {a: (1.0 if team[a] == wt else -1.0) for a in names}

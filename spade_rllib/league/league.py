@@ -120,6 +120,7 @@ class League:
         self._rater = ratings.OpenSkillRater(self.config.openskill_model) if self.config.rating == "openskill" \
             else None
         self.state = LeagueState(rng=np.random.default_rng(seed))
+        self._coplayer: tuple[dict[MemberId, float], float] = ({}, 0.0)  # set_coplayer_priority
         self.state.counters = {name: 0 for name in COUNTER_NAMES}
         for learner in self._learner_ids():
             self._add_member(Member(learner, start_iteration))
@@ -337,6 +338,15 @@ class League:
         weighting = self.config.pfsp_weighting if learner == MAIN else self.config.exploiter_pfsp_weighting
         return normalise(pfsp_weights(rates, weighting))
 
+    def set_coplayer_priority(self, priority: Mapping[MemberId, float] | None, mix: float) -> None:
+        """Co-player weights from outside (the joint curriculum's regret per co-player) that main's
+        pool distribution mixes in: ``(1 - mix) * (PFSP + latest) + mix * priority`` (renormalised over
+        the pool members it names), before ``reference_floor`` and ``self_play_ratio``. Not part of
+        the league's state: the curriculum owns it and hands it over before every plan."""
+        if not 0.0 <= float(mix) <= 1.0:
+            raise ValueError(f"co-player mix = {mix!r}: out of range, allowed a number in [0, 1]")
+        self._coplayer = (dict(priority or {}), float(mix))
+
     def opponent_distribution(self, learner: MemberId = MAIN) -> dict[MemberId, float]:
         """This iteration's opponent probabilities for ``learner`` (before mapping onto slots)."""
         if learner.role is Role.MAIN_EXPLOITER:
@@ -349,6 +359,10 @@ class League:
             newest = self.newest_snapshot(MAIN)
             probabilities = mix_latest(probabilities, None if newest is None else pool.index(newest),
                                        self.config.latest_ratio)
+            priority, mix = self._coplayer
+            regret = np.array([float(priority.get(m, 0.0)) for m in pool])
+            if mix > 0 and regret.sum() > 0:
+                probabilities = (1.0 - mix) * normalise(probabilities) + mix * regret / regret.sum()
         probabilities = reference_floor(probabilities, [is_reference(m) for m in pool], self.config.reference_floor)
         mirror = self.config.self_play_ratio if learner == MAIN else 0.0
         if mirror > 0:  # main against itself (the runner's "mirror"), the pool shares the rest

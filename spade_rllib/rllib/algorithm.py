@@ -126,6 +126,8 @@ def model_config_for(cfg: RunConfig, info: EnvInfo) -> dict:
     if m.kind == "cnn":
         out["window_shape"] = list(info.window_shape)
         out["cnn_channels"] = list(m.cnn_channels)
+    if m.train_bf16:
+        out["train_bf16"] = True
     if m.use_lstm:
         out.update(use_lstm=True, lstm_cell_size=m.lstm_cell_size, max_seq_len=m.max_seq_len,
                    lstm_use_prev_action=m.lstm_use_prev_action, lstm_use_prev_reward=m.lstm_use_prev_reward)

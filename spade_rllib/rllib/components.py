@@ -30,6 +30,11 @@ from spade_rllib.config import BOT_PREFIX, RunConfig
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
 from spade_rllib.rllib.plan import MIRROR, RANDOM, DriverUpdate, OpponentPlan
 
+COPLAYER_PRIORITY = "coplayer_priority"
+"""`DriverContext.extra` key: (the joint curriculum's {co-player id: probability}, maestro.coplayer_mix),
+set by the curriculum's update before the league's (registry order); the league mixes it into main's plan."""
+
+
 @dataclass
 class EnvInfo:
     """What components may need to know about the env (computed once on the driver)."""
@@ -133,7 +138,7 @@ def outcome_summary(outcomes: Iterable[EpisodeOutcome]) -> dict:
 
 
 def win_rates(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
-    """Flat metrics {prefix/<opp>/win_rate, draw_rate, loss_rate, games, mean_length}."""
+    """Flat metrics {prefix/<opp>/win_rate, draw_rate, loss_rate, score, games, mean_length}; score = win + draw/2."""
     outcomes = [EpisodeOutcome.of(o) for o in outcomes]
     out: dict[str, Any] = {}
     lengths: dict[str, list[int]] = {}
@@ -144,6 +149,7 @@ def win_rates(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
         out[f"{prefix}/{opp}/win_rate"] = w / n
         out[f"{prefix}/{opp}/draw_rate"] = d / n
         out[f"{prefix}/{opp}/loss_rate"] = l / n
+        out[f"{prefix}/{opp}/score"] = (w + 0.5 * d) / n
         out[f"{prefix}/{opp}/games"] = w + d + l
         ls = lengths.get(opp, [])
         out[f"{prefix}/{opp}/mean_length"] = sum(ls) / len(ls) if ls else math.nan
@@ -170,7 +176,7 @@ def placeholder_win_rates(opponents: list, prefix: str) -> dict:
     """NaN entries for every opponent so progress.csv has the columns from iteration 1."""
     out = {}
     for opp in opponents:
-        for k in ("win_rate", "draw_rate", "loss_rate", "games", "mean_length"):
+        for k in ("win_rate", "draw_rate", "loss_rate", "score", "games", "mean_length"):
             out[f"{prefix}/{opp}/{k}"] = math.nan
     return out
 

@@ -10,22 +10,26 @@ The driver owns one strategy. Each iteration:
   runner_update(full)    returns a `DriverUpdate(level_source=CurriculumLevelSource(...))` when the
                          sampling state changed since the last broadcast (always when `full`);
   state_dict()           strategy state (difficulty, window, buffer, RNG) + broadcast version.
+With `strategy: maestro` the positive value loss is looked up per (level, opponent) pair
+(`outcome_value_key`), and `ctx.extra[COPLAYER_PRIORITY]` carries the co-player regret distribution
+and `maestro.coplayer_mix` to the league component, which runs next.
 Registered as "curriculum" in `spade_rllib.rllib.component_registry` (`make_component`).
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from spade_rllib.config import ConfigError, RunConfig
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.level_spec import build_level
+from spade_rllib.curriculum.maestro import coplayer_priority_of, value_key
 from spade_rllib.curriculum.source import CurriculumLevelSource
 from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, spade_env_ids
 from spade_rllib.curriculum.strategies import KnobsFn, make_strategy
 from spade_rllib.outcome import MAIN, EpisodeOutcome
-from spade_rllib.rllib.components import EnvInfo
+from spade_rllib.rllib.components import COPLAYER_PRIORITY, EnvInfo
 from spade_rllib.rllib.plan import DriverUpdate
 
 
@@ -48,9 +52,13 @@ class CurriculumComponent:
     def update(self, outcomes: list[EpisodeOutcome], ctx: Any = None) -> dict:
         outcomes = [EpisodeOutcome.of(o) for o in outcomes]
         mine = [o for o in outcomes if o.level_spec and o.learner == MAIN]
-        mine = with_positive_value_loss(mine, getattr(ctx, "level_value_loss", None) or {})
+        key = outcome_value_key if self.config.strategy == "maestro" else None
+        mine = with_positive_value_loss(mine, getattr(ctx, "level_value_loss", None) or {}, key)
         self.ignored_outcomes += len(outcomes) - len(mine)
         self.strategy.update(mine)
+        priority = coplayer_priority_of(self.strategy)
+        if priority is not None and ctx is not None:  # the league mixes it into main's opponent distribution
+            ctx.extra[COPLAYER_PRIORITY] = (priority, float(self.config.maestro.coplayer_mix))
         metrics = dict(self.strategy.metrics())
         metrics["curriculum/version"] = float(self.version)
         return metrics
@@ -86,13 +94,20 @@ class CurriculumComponent:
         self._sent_version = -1  # the next runner_update sends, whatever `full` says
 
 
-def with_positive_value_loss(outcomes: list[EpisodeOutcome], level_sums: Mapping[str, tuple[float, int]]) -> list[EpisodeOutcome]:
+def outcome_value_key(outcome: EpisodeOutcome) -> str:
+    """The joint curriculum's tag of an outcome: its (level, opponent) pair (`maestro.value_key`)."""
+    return value_key(outcome.level_id or "", outcome.opponent)
+
+
+def with_positive_value_loss(outcomes: list[EpisodeOutcome], level_sums: Mapping[str, tuple[float, int]],
+                             key: Optional[Callable[[EpisodeOutcome], str]] = None) -> list[EpisodeOutcome]:
     """Main's outcomes with `positive_value_loss` = the mean clipped positive GAE advantage of main's
-    steps on the outcome's level this iteration (sum / steps from the GAE connector); outcomes on
-    levels without steps this iteration, or that already carry a value, are left as they are."""
+    steps on the outcome's level this iteration (sum / steps from the GAE connector; `key` names the
+    tag to look up, default the level_id); outcomes on levels without steps this iteration, or that
+    already carry a value, are left as they are."""
     out = []
     for o in outcomes:
-        total, steps = level_sums.get(o.level_id or "", (0.0, 0))
+        total, steps = level_sums.get(key(o) if key is not None else (o.level_id or ""), (0.0, 0))
         if steps and o.positive_value_loss is None:
             o = o.with_fields(positive_value_loss=float(total) / int(steps))
         out.append(o)

@@ -50,7 +50,7 @@ from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
 from spade_rllib.league.league import League, format_table
 from spade_rllib.league.match_plan import MatchPlan
 from spade_rllib.outcome import EpisodeOutcome
-from spade_rllib.rllib.components import DriverContext, EnvInfo
+from spade_rllib.rllib.components import COPLAYER_PRIORITY, DriverContext, EnvInfo
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, SLOT_PREFIX, DriverUpdate, OpponentPlan, slot_id
 from spade_rllib.rllib.plan import RANDOM as RUNNER_RANDOM
 
@@ -169,6 +169,10 @@ class LeagueComponent:
         member = MemberId.bot(text[len(BOT_PREFIX):])
         return member if member in self.league.state.members else None
 
+    def _member_of_runner_id(self, opponent: str) -> Optional[MemberId]:
+        """The league member behind an outcome's opponent id (`bot:rusher`, `main_v3`, `random`, `mirror`)."""
+        return league_member_of(opponent) or self._bot_member(opponent)
+
     # ------------------------------------------------------------------ per iteration
     def record_outcomes(self, outcomes: list[EpisodeOutcome]) -> dict[MemberId, dict[MemberId, int]]:
         """Record the league games among `outcomes`; returns {learner: {opponent member: games}}."""
@@ -203,6 +207,11 @@ class LeagueComponent:
                 if ctx.reset_module is None:
                     raise RuntimeError(f"{learner} must be reset after its snapshot, but the driver gave no reset_module")
                 ctx.reset_module(str(learner), reset_seed(self.seed, learner, member.generation))
+        coplayer = (ctx.extra or {}).get(COPLAYER_PRIORITY)
+        if coplayer is not None:  # the joint curriculum's regret per co-player, as league members
+            priority, mix = coplayer
+            members = {self._member_of_runner_id(k): p for k, p in priority.items()}
+            self.league.set_coplayer_priority({m: p for m, p in members.items() if m is not None}, mix)
         self._set_plan(self.league.plan(iteration))
         snapshots = self.league.state.counters["snapshots"] - events_before[0]
         evictions = self.league.state.counters["evictions"] - events_before[1]

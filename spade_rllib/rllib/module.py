@@ -17,6 +17,7 @@ policy never picks an illegal move (neither when sampling nor with argmax).
                   both read its output (one state per agent: {"h": (cell,), "c": (cell,)})
   lstm_cell_size  LSTM hidden size
   max_seq_len     training sequence length (the learner connector cuts sequences of this length)
+  train_bf16      bool: `forward_train` (the learner) under torch.autocast bfloat16; outputs float32
   lstm_use_prev_action / lstm_use_prev_reward
                   the LSTM also reads the one-hot previous action / the previous reward
                   (batch columns `prev_actions` / `prev_rewards`; 0 at an episode's first step)
@@ -81,6 +82,12 @@ class _WindowEncoder(nn.Module):
         return torch.cat([feats, x[:, self.window_size :]], dim=1)
 
 
+def _to_float32(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: _to_float32(v) for k, v in tree.items()}
+    return tree.float() if torch.is_tensor(tree) and tree.is_floating_point() else tree
+
+
 class SpadeModule(TorchRLModule, ValueFunctionAPI):
     """Policy logits and value from a flat observation, with optional trailing action mask."""
 
@@ -104,6 +111,7 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
             return _mlp(feat_size, hidden, act)
 
         self.num_actions = num_actions
+        self.train_bf16 = bool(mc.get("train_bf16", False))
         self.use_lstm = bool(mc.get("use_lstm", False))
         self.pi_trunk, size = trunk()
         if self.use_lstm:
@@ -223,6 +231,8 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         if not self.mask_size:
             return logits
         mask = obs[:, self.feat_size :]
+        if logits.dtype != torch.float32:  # bf16 autocast: FLOAT_MIN needs float32
+            logits = logits.float()
         return torch.where(mask > 0.5, logits, torch.full_like(logits, FLOAT_MIN))
 
     def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
@@ -232,6 +242,13 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         return {Columns.ACTION_DIST_INPUTS: self.logits(batch[Columns.OBS].float())}
 
     def _forward_train(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+        if not self.train_bf16:
+            return self._forward_train_f32(batch)
+        with torch.autocast(device_type=next(self.parameters()).device.type, dtype=torch.bfloat16):
+            out = self._forward_train_f32(batch)
+        return _to_float32(out)
+
+    def _forward_train_f32(self, batch: Dict[str, Any]) -> Dict[str, Any]:
         if self.use_lstm:
             logits, emb, state = self._recurrent(batch)
             return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: emb, Columns.STATE_OUT: state}
@@ -243,6 +260,8 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         return {Columns.ACTION_DIST_INPUTS: self._mask(self.pi_head(emb), obs), Columns.EMBEDDINGS: emb}
 
     def compute_values(self, batch: Dict[str, Any], embeddings=None):
+        if embeddings is not None and embeddings.dtype != torch.float32:
+            embeddings = embeddings.float()
         if self.use_lstm:
             if embeddings is None:
                 embeddings = self._recurrent(batch)[1]

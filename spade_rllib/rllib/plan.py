@@ -17,7 +17,8 @@ Opponent ids understood by `SpadeEnvRunner`:
 `LevelSource` is the curriculum's runner-side object (picklable). The runner calls
 `reset_options(episode_key)` at every reset; the level games' reset keys (`level`, `knobs`, `level_seed`,
 `difficulty`) go to `env.reset(options=...)`, every other key (e.g. `level_id`, `level_spec`) is
-copied into that episode's outcome record.
+copied into that episode's outcome record. A source with `opponent_aware = True` is called as
+`reset_options(episode_key, opponent=<member id of the episode's opponent>)`.
 """
 from __future__ import annotations
 

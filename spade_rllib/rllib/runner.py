@@ -423,7 +423,10 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         if options is None and game.is_level_game:
             options = self.fixed_reset_options
             if self.level_source is not None:
-                options = self.level_source.reset_options(key) or options
+                if getattr(self.level_source, "opponent_aware", False):  # joint curriculum: levels per co-player
+                    options = self.level_source.reset_options(key, opponent=self._member_of(opponent)) or options
+                else:
+                    options = self.level_source.reset_options(key) or options
             elif options is None and self._level_pool and lanes.record:
                 options = {"level": self._level_pool[int(self._rng.integers(len(self._level_pool)))]}
         env_options = None

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from spade_rllib.atomic_io import atomic_open, atomic_path, write_text
 from spade_rllib.sweeps.sweep_spec import SEED_KEY, SweepSpec
-from spade_rllib.sweeps.stats import SeedInterval, seed_interval
+from spade_rllib.sweeps.stats import SeedInterval, metric_bounds, seed_interval
 
 OBJECTIVE = "sweep/objective"
 
@@ -148,7 +148,10 @@ class SeedGroup:
 
 
 def seed_groups(rows: list[TrialRow], confidence: float) -> list[SeedGroup]:
-    """Trials grouped by every param but `experiment.seed`, with their across-seed interval."""
+    """Trials grouped by every param but `experiment.seed`, with their across-seed intervals (clipped to
+    the objective's range: [0, 1] for a score or rate)."""
+    keys = {r.objective_key for r in rows if r.objective_key}
+    bounds = metric_bounds(keys.pop()) if len(keys) == 1 else None
     groups: dict[tuple, list[TrialRow]] = {}
     for r in rows:
         key = tuple(sorted((k, repr(v)) for k, v in r.params.items() if k != SEED_KEY))
@@ -158,7 +161,7 @@ def seed_groups(rows: list[TrialRow], confidence: float) -> list[SeedGroup]:
         members = sorted(members, key=lambda r: r.params.get(SEED_KEY, 0))
         params = {k: v for k, v in members[0].params.items() if k != SEED_KEY}
         values = [r.final for r in members]
-        out.append(SeedGroup(params, [r.params.get(SEED_KEY) for r in members], values, seed_interval(values, confidence)))
+        out.append(SeedGroup(params, [r.params.get(SEED_KEY) for r in members], values, seed_interval(values, confidence, bounds=bounds)))
     return out
 
 
@@ -168,11 +171,13 @@ def write_groups_csv(groups: list[SeedGroup], path: Path) -> None:
         keys += [k for k in g.params if k not in keys]
     with atomic_open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow([*keys, "n", "mean", "std", "ci_low", "ci_high", "confidence", "seeds", "values"])
+        w.writerow([*keys, "n", "mean", "std", "ci_low", "ci_high", "confidence", "seeds", "values", "iqm", "iqm_low",
+                    "iqm_high"])
         for g in groups:
             iv = g.interval
             w.writerow([*[g.params.get(k, "") for k in keys], iv.n, iv.mean, iv.std, iv.low, iv.high, iv.confidence,
-                        " ".join(str(s) for s in g.seeds), " ".join(f"{v:.6g}" for v in g.values)])
+                        " ".join(str(s) for s in g.seeds), " ".join(f"{v:.6g}" for v in g.values), iv.iqm, iv.iqm_low,
+                        iv.iqm_high])
 
 
 def plot_over_time(rows: list[TrialRow], path: Path, metric_label: str) -> bool:

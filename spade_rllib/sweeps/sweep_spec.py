@@ -11,6 +11,7 @@ how much to spend. Every key and value is checked before Ray starts; a problem r
     space:                             # dotted base-config keys -> a distribution
       agent.lr: {grid: [1.0e-4, 3.0e-4]}       # grid | choice | uniform [lo, hi] | loguniform [lo, hi]
       experiment.seed: {grid: [0, 1]}
+    search: optuna                     # none | optuna | hyperopt ({type, max_concurrent, seed}); no grids
     scheduler:                         # type: none | pbt | asha
       type: pbt
       perturbation_interval: 4         # iterations between exploit/explore steps
@@ -48,6 +49,7 @@ SWEEPS_DIR = Path(__file__).resolve().parent.parent.parent / "tune_configs" / "s
 
 DIST_KINDS = ("grid", "choice", "uniform", "loguniform")
 SCHEDULERS = ("none", "pbt", "asha")
+SEARCHERS = ("none", "optuna", "hyperopt")
 MODES = ("max", "min")
 AUTO_METRIC = "auto"
 SEED_KEY = "experiment.seed"
@@ -152,6 +154,13 @@ class SchedulerSpec:
 
 
 @dataclass
+class SearchSpec:
+    type: str = setting("none", help="How trials get their values: none (Tune's grid / random variants), optuna (OptunaSearch, TPE) or hyperopt (HyperOptSearch); `search: optuna` is short for `search: {type: optuna}`.", choices=SEARCHERS)
+    max_concurrent: int = setting(2, help="optuna/hyperopt: trials suggested at once (a ConcurrencyLimiter), so later suggestions learn from finished trials.", min=1)
+    seed: Optional[int] = setting(None, help="optuna/hyperopt: the searcher's seed; null: the base config's experiment.seed.", min=0)
+
+
+@dataclass
 class MetricSpec:
     name: str = setting(AUTO_METRIC, help='A result key ("eval/random/win_rate", "env_runners/episode_return_mean") or \'auto\'.')
     mode: str = setting("max", help='max or min.', choices=MODES)
@@ -181,6 +190,7 @@ class SweepSpec:
     overrides: dict = field(default_factory=dict)
     space: dict = field(default_factory=dict)  # dotted key -> Dist
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
+    search: SearchSpec = field(default_factory=SearchSpec)
     metric: MetricSpec = field(default_factory=MetricSpec)
     budget: BudgetSpec = field(default_factory=BudgetSpec)
     report: ReportSpec = field(default_factory=ReportSpec)
@@ -212,7 +222,7 @@ class SweepSpec:
 # Loading and validation
 # ----------------------------------------------------------------------------------------------
 
-TOP_KEYS = ("description", "base", "overrides", "space", "scheduler", "metric", "budget", "report", "smoke")
+TOP_KEYS = ("description", "base", "overrides", "space", "scheduler", "search", "metric", "budget", "report", "smoke")
 
 
 def available_sweeps(directory: Path = SWEEPS_DIR) -> list[str]:
@@ -320,6 +330,9 @@ def load_sweep(name: str, smoke: bool = False, sets: tuple = (), directory: Path
     for k in raw:
         if k not in TOP_KEYS:
             raise ConfigError(f"{k}: unknown key{did_you_mean(k, TOP_KEYS)} (allowed: {', '.join(TOP_KEYS)})")
+    for section in (raw, raw.get("smoke") if isinstance(raw.get("smoke"), dict) else {}):
+        if isinstance(section.get("search"), str):  # `search: optuna` -> {type: optuna}, so smoke merges into it
+            section["search"] = {"type": section["search"]}
     smoke_raw = raw.pop("smoke", None) or {}
     if not isinstance(smoke_raw, dict):
         raise ConfigError(f"smoke = {smoke_raw!r}: wrong type, expected a partial sweep (a mapping)")
@@ -376,6 +389,22 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
     elif sched.mutations:
         raise ConfigError(f"scheduler.mutations: only allowed with scheduler.type 'pbt' (type is {sched.type!r})")
 
+    search_raw = raw.get("search")
+    search = _section({"type": search_raw} if isinstance(search_raw, str) else search_raw, SearchSpec, "search")
+    if search.type != "none":
+        grids = [k for k, d in space.items() if d.kind == "grid"]
+        if grids:
+            raise ConfigError(f"space.{grids[0]} = {{grid: ..}}: not allowed with search {search.type!r}; "
+                              "use choice, uniform or loguniform (the searcher picks the values)")
+        if not space:
+            raise ConfigError(f"space: missing; search {search.type!r} needs at least one hyperparameter to search")
+        if sched.type == "pbt":
+            raise ConfigError(f"search = {search.type!r}: not allowed with scheduler.type 'pbt' (PBT mutates values itself)")
+        import importlib.util  # noqa: PLC0415
+
+        if importlib.util.find_spec(search.type) is None:
+            raise ConfigError(f"search = {search.type!r}: the {search.type!r} package is not installed; pip install -e '.[search]'")
+
     metric = _section(raw.get("metric"), MetricSpec, "metric")
     if not isinstance(metric.name, str) or not metric.name:
         raise ConfigError(f"metric.name = {metric.name!r}: expected 'auto' or a result key like 'eval/random/win_rate'")
@@ -392,7 +421,7 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
             if k not in space:
                 raise ConfigError(f"report.heatmap[{i}] = {k!r}: not a space key{did_you_mean(k, space)} (space: {', '.join(space)})")
     return SweepSpec(name=name, path=path, base=str(base_path.resolve()), description=desc, overrides=overrides, space=space,
-                     scheduler=sched, metric=metric, budget=budget, report=report, smoke=smoke)
+                     scheduler=sched, search=search, metric=metric, budget=budget, report=report, smoke=smoke)
 
 
 def base_raw_config(spec: SweepSpec, sets: tuple = ()) -> dict:

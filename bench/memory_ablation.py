@@ -1,0 +1,124 @@
+"""What memory buys on the flagship: MLP + trail vs LSTM + trail vs LSTM without the trail channel on
+CaptureTheFlag-v0, at equal wall clock, the same curriculum and opponent mix, several seeds.
+
+    python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail]
+        [--games 10] [--env-steps N] [--set KEY=VALUE ...] [--out-dir bench_out/memory] [--cpus 2]
+
+Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play with 10% random,
+10% rusher and 10% raider games, the threshold curriculum, 128x128 MLP trunk; `--set` for more):
+    mlp_trail      the feed-forward MLP with the decaying trail channel (the current flagship default)
+    lstm_trail     the same trunk, one 128-wide hidden layer, then an LSTM of 128 (max_seq_len 32)
+    lstm_notrail   the LSTM with the trail channel off (env.kwargs.trail: false): memory alone
+Each (setup, seed) trains for `--minutes` of wall clock (and at most `--env-steps`). Main's final weights
+then play the shipped held-out CTF maps (never trained on) alone against a team that never moves
+(navigation), and against every ladder bot (`random`, `rusher`, `raider`, ...), `--games` games per
+map and seat, sampling actions as in training (`--greedy`: argmax). The recurrent setups carry one
+state per agent and game. Per setup: mean and 95% Student-t interval over seeds.
+
+A real measurement needs >= 15 minutes per run and >= 2 seeds: 3 setups x 2 seeds x 15 min plus
+evaluation is about 100 minutes of an otherwise idle 2-CPU machine. The LAST line is one JSON object:
+{"bench", "env_id", "seeds", "minutes", "setups": {setup: {"ladder": {bot: {mean, low, high, n, values}},
+"navigation": {...}, "iterations": [...], "env_steps": [...]}}, "winner": {measure: [setups]}}, where
+`winner` names the setups whose interval lies above every other setup's on that measure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ablation_common import (  # noqa: E402
+    DEFAULT_ENV_ID,
+    base_config,
+    deep_merge,
+    ladder_of,
+    ladder_scores,
+    navigation_solve_rate,
+    over_seeds,
+    parse_sets,
+    separated,
+    train,
+)
+
+LSTM_MODEL = {"hidden": [128], "use_lstm": True, "lstm_cell_size": 128, "max_seq_len": 32}
+SETUPS: dict[str, dict] = {
+    "mlp_trail": {},
+    "lstm_trail": {"agent": {"model": LSTM_MODEL}},
+    "lstm_notrail": {"agent": {"model": LSTM_MODEL}, "env": {"kwargs": {"trail": False}}},
+}
+OPPONENT_MIX = {"random": 0.1, "bot:rusher": 0.1, "bot:raider": 0.1}
+CURRICULUM = {"enabled": True, "strategy": "threshold"}
+
+
+def setup_config(env_id: str, setup: str, seed: int, overrides: list[str]) -> dict:
+    from spade_rllib.config import apply_overrides
+
+    raw = deep_merge(base_config(env_id, seed), {"curriculum": dict(CURRICULUM),
+                                                  "self_play": {"opponent_mix": dict(OPPONENT_MIX)}})
+    raw = deep_merge(raw, SETUPS[setup])
+    return apply_overrides(raw, overrides)
+
+
+def winners(summary: dict, measures: list[str]) -> dict:
+    def get(setup: str, measure: str):
+        r = summary[setup]
+        return r["navigation"] if measure == "navigation" else r["ladder"][measure.split("/", 1)[1]]
+
+    return {m: [s for s in summary if all(separated(get(s, m), get(o, m)) for o in summary if o != s)] for m in measures}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per setup (0, 1, ..., N-1)")
+    ap.add_argument("--minutes", type=float, default=15.0, help="training budget per setup and seed (wall clock)")
+    ap.add_argument("--env-id", default=DEFAULT_ENV_ID)
+    ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated subset of {','.join(SETUPS)}")
+    ap.add_argument("--games", type=int, default=10, help="held-out games per map, seat and opponent")
+    ap.add_argument("--greedy", action="store_true")
+    ap.add_argument("--env-steps", type=int, default=None, help="also stop each run at this many env steps")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / "memory", help="JSON goes here")
+    ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
+    args = ap.parse_args(argv)
+    setups = [s.strip() for s in args.setups.split(",") if s.strip()]
+    bad = [s for s in setups if s not in SETUPS]
+    if bad or not setups or args.seeds < 1 or args.minutes <= 0 or args.games < 1:
+        ap.error(f"--setups takes {', '.join(SETUPS)} (got {bad or setups}); --seeds >= 1; --minutes > 0; --games >= 1")
+    overrides = parse_sets(args.overrides)
+
+    import ray
+
+    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ladder = list(ladder_of(args.env_id))
+    runs: dict[str, list[dict]] = {s: [] for s in setups}
+    try:
+        for seed in range(args.seeds):  # seeds outermost: a cut-short bench still compares every setup
+            for setup in setups:
+                run = train(setup_config(args.env_id, setup, seed, overrides), args.minutes, args.env_steps,
+                            f"{setup} seed {seed}")
+                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy)
+                run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], args.env_id, args.games,
+                                                          seed, args.greedy)
+                runs[setup].append(run)
+    finally:
+        ray.shutdown()
+    summary = {setup: {"ladder": {bot: over_seeds([r["ladder"][bot] for r in rs]) for bot in ladder},
+                       "navigation": over_seeds([r["navigation"] for r in rs]),
+                       "iterations": [r["iterations"] for r in rs], "env_steps": [r["env_steps"] for r in rs]}
+               for setup, rs in runs.items()}
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    out = {"bench": "memory_ablation", "env_id": args.env_id, "seeds": args.seeds, "minutes": args.minutes,
+           "games": args.games, "ladder": ladder, "setups": summary,
+           "winner": winners(summary, ["navigation", *(f"ladder/{b}" for b in ladder)]),
+           "load_avg": os.getloadavg()[0]}
+    (args.out_dir / "memory_ablation.json").write_text(json.dumps(out))
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

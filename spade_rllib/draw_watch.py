@@ -1,0 +1,98 @@
+"""Watch for the all-draw collapse of self-play: pure Python, no Ray.
+
+Under mirror self-play (and PFSP leagues that feed main its losses) a two-team game can fall into a
+draw equilibrium: defending is safe, attacking risks a loss, so main stops attacking, every mirror
+game times out and nothing more is learned (measured on CaptureTheFlag with PFSP `hard`: 100%
+mirror draws, no capture, the curriculum stuck). `DrawWatch` keeps main's last `window` games and
+reports, every iteration:
+
+    draws/mirror_draw_rate     share of main's mirror games (main in both seats) that were draws
+    draws/draw_rate            share of all main's games that were draws
+    draws/captures_per_game    captures per game, both teams together (games whose env counts captures)
+    draws/collapsed            1 while the window shows the collapse, else 0: at least `min_games`
+                               mirror games, mirror draw rate >= `mirror_draw_rate` and captures per
+                               game <= `captures_per_game` (when the env counts captures)
+    draws/collapsed_iterations consecutive iterations in collapse
+
+`update` returns True on the iteration the run enters the collapse, so the glue can warn once.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from spade_rllib.outcome import MAIN, EpisodeOutcome
+
+MIRROR = "mirror"
+
+
+@dataclass(frozen=True)
+class DrawWatchConfig:
+    window: int = 500
+    """Main's most recent games the rates are computed over."""
+    min_games: int = 100
+    """Mirror games in the window before the watch may call a collapse."""
+    mirror_draw_rate: float = 0.95
+    """Collapse: at least this share of mirror games drawn ..."""
+    captures_per_game: float = 0.05
+    """... and at most this many captures per game (both teams; ignored when the env counts none)."""
+
+
+class DrawWatch:
+    """Main's recent games and the collapse verdict (module docstring)."""
+
+    def __init__(self, config: DrawWatchConfig | None = None):
+        self.config = config or DrawWatchConfig()
+        self.games: deque[tuple[bool, bool, float]] = deque(maxlen=self.config.window)  # (mirror, draw, captures or NaN)
+        self.collapsed_iterations = 0
+        self.collapses = 0  # times the run entered the collapse
+
+    def record(self, outcomes: Iterable[EpisodeOutcome | Mapping[str, Any]]) -> None:
+        for o in map(EpisodeOutcome.of, outcomes):
+            if o.learner != MAIN or o.learner_result is None:
+                continue
+            captures = float(sum(o.counters["captures"])) if "captures" in o.counters else math.nan
+            self.games.append((o.opponent == MIRROR, o.learner_result == "draw", captures))
+
+    def metrics(self) -> dict[str, float]:
+        mirror = [d for m, d, _ in self.games if m]
+        caps = [c for _, _, c in self.games if not math.isnan(c)]
+        return {
+            "draws/mirror_draw_rate": sum(mirror) / len(mirror) if mirror else math.nan,
+            "draws/draw_rate": sum(d for _, d, _ in self.games) / len(self.games) if self.games else math.nan,
+            "draws/captures_per_game": sum(caps) / len(caps) if caps else math.nan,
+            "draws/collapsed": float(self.collapsed()),
+            "draws/collapsed_iterations": float(self.collapsed_iterations),
+        }
+
+    def collapsed(self) -> bool:
+        c = self.config
+        mirror = [d for m, d, _ in self.games if m]
+        if len(mirror) < c.min_games or sum(mirror) / len(mirror) < c.mirror_draw_rate:
+            return False
+        caps = [x for _, _, x in self.games if not math.isnan(x)]
+        return not caps or sum(caps) / len(caps) <= c.captures_per_game
+
+    def update(self, outcomes: Iterable[EpisodeOutcome | Mapping[str, Any]]) -> bool:
+        """Record one iteration's outcomes; True when the run has just entered the collapse."""
+        self.record(outcomes)
+        if not self.collapsed():
+            self.collapsed_iterations = 0
+            return False
+        self.collapsed_iterations += 1
+        if self.collapsed_iterations == 1:
+            self.collapses += 1
+            return True
+        return False
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"games": [[m, d, None if math.isnan(c) else c] for m, d, c in self.games],
+                "collapsed_iterations": self.collapsed_iterations, "collapses": self.collapses}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.games = deque(((bool(m), bool(d), math.nan if c is None else float(c)) for m, d, c in state["games"]),
+                           maxlen=self.config.window)
+        self.collapsed_iterations = int(state["collapsed_iterations"])
+        self.collapses = int(state.get("collapses", 0))

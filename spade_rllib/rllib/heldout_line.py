@@ -1,0 +1,134 @@
+"""The final summary's held-out line: main on the shipped held-out maps (up to a size) against a still
+team, `random` and bots, with verdicts from the config's targets.
+
+Config (`evaluation`): `final_heldout_levels` (files or directories of ASCII maps; empty = off),
+`final_heldout_max_size` (maps with more rows or columns are left out; 0 = all),
+`final_heldout_opponents` (`still`: the other team never moves, so main's score is pure navigation:
+1 for a capture, 0.5 for a timeout; `random`; `bot:<name>`), `final_heldout_games` (games per map,
+opponent and seat) and `final_heldout_targets` (opponent -> least score, win + draw/2; the
+verdicts come from `spade_rllib.targets`, as the final evaluation's).
+
+`final_heldout_evaluation(algo_config, weights, ...)` plays in this process with a `SpadeEnvRunner`
+built from the run's algorithm config, so main sees exactly the observations it trained on; the
+flat metrics are `final_heldout/<opponent>/{win_rate, draw_rate, loss_rate, games}`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from spade_rllib.outcome import MAIN, TEAM_LETTERS
+
+STILL = "still"
+"""Opponent id of a team that never moves (every agent plays action 0, noop, in both level games)."""
+NOOP = 0
+PREFIX = "final_heldout"
+
+
+def heldout_levels_up_to(paths: Sequence[str], max_size: int, agents_per_team: int) -> list[dict]:
+    """The reset options of the held-out maps with at most `max_size` rows and columns (0: every map)."""
+    from spade_rllib.curriculum.heldout_levels import heldout_reset_options  # noqa: PLC0415
+
+    levels = heldout_reset_options(list(paths), agents_per_team=agents_per_team)
+    return [o for o in levels if not max_size or max(o["level"].height, o["level"].width) <= max_size]
+
+
+def _still_games(runner: Any, levels: list[dict], games: int, greedy: bool, rng: np.random.Generator) -> list[str]:
+    """Main's results ('win', 'draw', 'loss') against a team that never moves, `games` per map and seat."""
+    import torch  # noqa: PLC0415
+
+    from spade_rllib.rllib.runner import sample_actions  # noqa: PLC0415
+
+    game = runner.games[0]
+    module = runner.module[MAIN]
+    results = []
+    for options in levels:
+        for _ in range(games):
+            for seat in range(len(game.teams)):
+                obs = game.reset(seed=int(rng.integers(2**31)), options={"level": options["level"]})
+                mine = set(game.teams[seat])
+                while True:
+                    acts = {a: NOOP for a in obs}
+                    ours = [a for a in obs if a in mine]
+                    if ours:
+                        with torch.no_grad():
+                            logits = module.logits(torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32)))
+                        actions, _ = sample_actions(logits.numpy(), rng, greedy)
+                        for a, act in zip(ours, actions.tolist()):
+                            acts[a] = int(act)
+                    res = game.step(acts)
+                    if res.done:
+                        break
+                    obs = res.obs
+                winner = (res.info or {}).get("winner")
+                results.append("win" if winner == TEAM_LETTERS[seat] else "loss" if winner in TEAM_LETTERS[:2] else "draw")
+    return results
+
+
+def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths: Sequence[str], max_size: int,
+                             opponents: Sequence[str], games: int, greedy: bool = False, seed: int = 0) -> dict:
+    """`final_heldout/<opponent>/{win_rate, draw_rate, loss_rate, games}` and `final_heldout/levels` (the
+    map names) for main's `weights` on the held-out maps up to `max_size`."""
+    from spade_rllib.rllib.components import win_rates  # noqa: PLC0415
+    from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
+
+    config = algo_config.copy(copy_frozen=False)
+    config.env_runners(num_envs_per_env_runner=max(1, min(16, int(config.num_envs_per_env_runner))))
+    runner = SpadeEnvRunner(config=config, worker_index=0, num_workers=0)
+    try:
+        runner.module[MAIN].set_state(dict(weights))
+        levels = heldout_levels_up_to(paths, max_size, len(runner.games[0].teams[0]))
+        out: dict[str, Any] = {f"{PREFIX}/levels": [o["heldout_level"] for o in levels]}
+        if not levels:
+            return out
+        bots = [o for o in opponents if o != STILL]
+        if bots:  # seats alternate between games: 2 * games = `games` from each seat
+            records = runner.evaluate_main({"opponents": bots, "games": 2 * games, "greedy": greedy, "levels": levels})
+            out.update(win_rates(records, PREFIX))
+        if STILL in opponents:
+            results = _still_games(runner, levels, games, greedy, np.random.default_rng(seed))
+            n = max(1, len(results))
+            for k in ("win", "draw", "loss"):
+                out[f"{PREFIX}/{STILL}/{k}_rate"] = results.count(k) / n
+            out[f"{PREFIX}/{STILL}/games"] = len(results)
+        return out
+    finally:
+        runner.stop()
+
+
+def heldout_line(final: Mapping[str, Any], opponents: Sequence[str], targets: Mapping[str, float],
+                 max_size: int = 0) -> str:
+    """One summary line: main's score per opponent on the held-out maps, each with its verdict."""
+    from spade_rllib.targets import target_verdicts  # noqa: PLC0415
+
+    verdicts = {v.opponent: v for v in target_verdicts({"evaluation": {"targets": dict(targets)}}, final, prefix=PREFIX)}
+    names = final.get(f"{PREFIX}/levels") or []
+    parts = []
+    for opp in opponents:
+        w, d = final.get(f"{PREFIX}/{opp}/win_rate"), final.get(f"{PREFIX}/{opp}/draw_rate", 0.0)
+        if not isinstance(w, (int, float)) or math.isnan(w):
+            continue
+        v = verdicts.get(opp)
+        verdict = "" if v is None else f" {'PASS' if v.met else 'BELOW TARGET'} (>= {v.target:g})"
+        parts.append(f"{opp} {w + d / 2:.2f}{verdict}")
+    size = f" up to {max_size}x{max_size}" if max_size else ""
+    return (f"held-out maps{size} ({', '.join(names) or 'none'}): main's score " + (", ".join(parts) or "n/a"))
+
+
+def run_final_heldout(cfg: Any, checkpoint: str) -> Optional[dict]:
+    """The configured held-out evaluation of a run's checkpoint (None when `evaluation.final_heldout_levels`
+    is empty)."""
+    ev = cfg.evaluation
+    if not ev.final_heldout_levels:
+        return None
+    from ray.rllib.core.rl_module.rl_module import RLModule  # noqa: PLC0415
+
+    from spade_rllib.checkpoint_layout import module_dir  # noqa: PLC0415
+    from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
+
+    weights = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN))).get_state()
+    return final_heldout_evaluation(build_algo_config(cfg), weights, ev.final_heldout_levels, ev.final_heldout_max_size,
+                                    ev.final_heldout_opponents, ev.final_heldout_games, ev.greedy,
+                                    seed=int(cfg.experiment.seed))

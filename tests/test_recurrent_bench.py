@@ -1,0 +1,27 @@
+"""bench/memory_ablation.py (MLP + trail vs LSTM with and without the trail on CTF) at smoke size, as a
+user runs it: by subprocess, checking the last JSON line and the per-seed intervals."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_ablation_benches import assert_interval_from_seeds, run_bench  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def test_memory_ablation_smoke(tmp_path):
+    out = run_bench("memory_ablation.py", "--minutes", "0.01", "--setups", "mlp_trail,lstm_notrail",
+                    "--env-id", "CaptureTheFlag-v0", "--set", "agent.model.lstm_cell_size=16", out_dir=tmp_path)
+    assert out["bench"] == "memory_ablation" and out["env_id"] == "CaptureTheFlag-v0" and out["seeds"] == 2
+    assert set(out["setups"]) == {"mlp_trail", "lstm_notrail"}
+    assert {"random", "rusher", "raider"} <= set(out["ladder"])
+    for setup in out["setups"].values():
+        for stat in [*setup["ladder"].values(), setup["navigation"]]:
+            assert_interval_from_seeds(stat, 2)
+            assert all(0.0 <= v <= 1.0 for v in stat["values"])
+        assert all(i >= 1 for i in setup["iterations"])
+    assert set(out["winner"]) == {"navigation", *(f"ladder/{b}" for b in out["ladder"])}
