@@ -245,7 +245,7 @@ def ready_commands(trial: Path, checkpoint: str, difficulty: Optional[float], re
                 *wrap_command(["python", "-m", "spade_rllib.evaluate", "--checkpoint", t, "--out", f"{t}/eval"])]
     out += ["# play against it in the terminal:",
             *wrap_command(["python", "-m", "spade_rllib.play", "--checkpoint", ck]),
-            "# the report of this run (add evaluation dirs to include them):",
+            "# the report again (evaluations written inside the trial dir join it):",
             *wrap_command(["python", "-m", "spade_rllib.report", t])]
     if report is not None:
         out.append(f"# open {rel(report)} in a browser")

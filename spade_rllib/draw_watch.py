@@ -9,9 +9,11 @@ reports, every iteration:
     draws/mirror_draw_rate     share of main's mirror games (main in both seats) that were draws
     draws/draw_rate            share of all main's games that were draws
     draws/captures_per_game    captures per game, both teams together (games whose env counts captures)
+    draws/main_captures_per_game  main's own captures per game (in a mirror game: both seats' captures)
     draws/collapsed            1 while the window shows the collapse, else 0: at least `min_games`
-                               mirror games, mirror draw rate >= `mirror_draw_rate` and captures per
-                               game <= `captures_per_game` (when the env counts captures)
+                               mirror games, mirror draw rate >= `mirror_draw_rate` and main's
+                               captures per game <= `captures_per_game` (when the env counts
+                               captures): main has stopped attacking, whoever still captures against it
     draws/collapsed_iterations consecutive iterations in collapse
 
 `update` returns True on the iteration the run enters the collapse, so the glue can warn once.
@@ -37,7 +39,7 @@ class DrawWatchConfig:
     mirror_draw_rate: float = 0.95
     """Collapse: at least this share of mirror games drawn ..."""
     captures_per_game: float = 0.05
-    """... and at most this many captures per game (both teams; ignored when the env counts none)."""
+    """... and main captures at most this many times per game (ignored when the env counts no captures)."""
 
 
 class DrawWatch:
@@ -45,7 +47,8 @@ class DrawWatch:
 
     def __init__(self, config: DrawWatchConfig | None = None):
         self.config = config or DrawWatchConfig()
-        self.games: deque[tuple[bool, bool, float]] = deque(maxlen=self.config.window)  # (mirror, draw, captures or NaN)
+        # (mirror, draw, captures of both teams, main's captures); NaN when the env counts none
+        self.games: deque[tuple[bool, bool, float, float]] = deque(maxlen=self.config.window)
         self.collapsed_iterations = 0
         self.collapses = 0  # times the run entered the collapse
 
@@ -53,27 +56,34 @@ class DrawWatch:
         for o in map(EpisodeOutcome.of, outcomes):
             if o.learner != MAIN or o.learner_result is None:
                 continue
-            captures = float(sum(o.counters["captures"])) if "captures" in o.counters else math.nan
-            self.games.append((o.opponent == MIRROR, o.learner_result == "draw", captures))
+            mirror = o.opponent == MIRROR
+            if "captures" in o.counters:
+                captures = float(sum(o.counters["captures"]))
+                mine = captures if mirror else float(o.counter("captures")[0])
+            else:
+                captures = mine = math.nan
+            self.games.append((mirror, o.learner_result == "draw", captures, mine))
 
     def metrics(self) -> dict[str, float]:
-        mirror = [d for m, d, _ in self.games if m]
-        caps = [c for _, _, c in self.games if not math.isnan(c)]
+        mirror = [g[1] for g in self.games if g[0]]
+        caps = [g[2] for g in self.games if not math.isnan(g[2])]
+        mine = [g[3] for g in self.games if not math.isnan(g[3])]
         return {
             "draws/mirror_draw_rate": sum(mirror) / len(mirror) if mirror else math.nan,
-            "draws/draw_rate": sum(d for _, d, _ in self.games) / len(self.games) if self.games else math.nan,
+            "draws/draw_rate": sum(g[1] for g in self.games) / len(self.games) if self.games else math.nan,
             "draws/captures_per_game": sum(caps) / len(caps) if caps else math.nan,
+            "draws/main_captures_per_game": sum(mine) / len(mine) if mine else math.nan,
             "draws/collapsed": float(self.collapsed()),
             "draws/collapsed_iterations": float(self.collapsed_iterations),
         }
 
     def collapsed(self) -> bool:
         c = self.config
-        mirror = [d for m, d, _ in self.games if m]
+        mirror = [g[1] for g in self.games if g[0]]
         if len(mirror) < c.min_games or sum(mirror) / len(mirror) < c.mirror_draw_rate:
             return False
-        caps = [x for _, _, x in self.games if not math.isnan(x)]
-        return not caps or sum(caps) / len(caps) <= c.captures_per_game
+        mine = [g[3] for g in self.games if not math.isnan(g[3])]
+        return not mine or sum(mine) / len(mine) <= c.captures_per_game
 
     def update(self, outcomes: Iterable[EpisodeOutcome | Mapping[str, Any]]) -> bool:
         """Record one iteration's outcomes; True when the run has just entered the collapse."""
@@ -88,11 +98,11 @@ class DrawWatch:
         return False
 
     def state_dict(self) -> dict[str, Any]:
-        return {"games": [[m, d, None if math.isnan(c) else c] for m, d, c in self.games],
+        return {"games": [[m, d, *(None if math.isnan(x) else x for x in (c, k))] for m, d, c, k in self.games],
                 "collapsed_iterations": self.collapsed_iterations, "collapses": self.collapses}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.games = deque(((bool(m), bool(d), math.nan if c is None else float(c)) for m, d, c in state["games"]),
-                           maxlen=self.config.window)
+        self.games = deque(((bool(m), bool(d), *(math.nan if x is None else float(x) for x in (c, k)))
+                            for m, d, c, k in state["games"]), maxlen=self.config.window)
         self.collapsed_iterations = int(state["collapsed_iterations"])
         self.collapses = int(state.get("collapses", 0))

@@ -39,6 +39,9 @@ from spade_rllib.rllib.plan import MIRROR
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
 MAX_FINAL_EVAL_GAMES = 100_000
+MAX_FINAL_REPLAYS = 100
+FINAL_REPLAYS = 2  # GIF replays of the last checkpoint's games in the run's report
+FINAL_GAMES_DIR = "final_games"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +339,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="Also log to an experiment tracker: mlflow or wandb (adds to experiment.loggers). Repeatable.")
     ap.add_argument("--resume", metavar="PATH", help="Continue from the newest checkpoint under PATH.")
     ap.add_argument("--final-eval-games", type=int, default=FINAL_EVAL_GAMES, help="Games per opponent in the final evaluation (0: skip).")
+    ap.add_argument("--final-replays", type=int, default=FINAL_REPLAYS, metavar="K",
+                    help="Games replayed as GIFs for the report (main vs the evaluation bots, final_games/ in the trial dir; 0: skip).")
     ap.add_argument("--print-config", action="store_true", help="Print the resolved config and exit (no Ray).")
     ap.add_argument("--help-config", action="store_true", help="List every config key with its help text and exit.")
     add_debug_flag(ap)
@@ -346,6 +351,8 @@ def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
     """(config, checkpoint to restore or None), validated; raises ConfigError."""
     if not 0 <= args.final_eval_games <= MAX_FINAL_EVAL_GAMES:
         raise ConfigError(f"--final-eval-games = {args.final_eval_games}: out of range, allowed 0..{MAX_FINAL_EVAL_GAMES}")
+    if not 0 <= getattr(args, "final_replays", 0) <= MAX_FINAL_REPLAYS:
+        raise ConfigError(f"--final-replays = {args.final_replays}: out of range, allowed 0..{MAX_FINAL_REPLAYS}")
     checkpoint = find_checkpoint(args.resume) if args.resume else None
     path = args.config
     if path is None and checkpoint is not None:
@@ -429,13 +436,40 @@ def main(argv=None) -> int:
     wall = time.time() - t0
     result = results[0] if len(results) else None
     ok = result is not None and result.error is None
-    print_summary(cfg, result, console, wall, args.final_eval_games, interrupted=stopper.signum)
+    print_summary(cfg, result, console, wall, args.final_eval_games, replays=args.final_replays,
+                  interrupted=stopper.signum)
     if stopper.exit_code is not None:
         return stopper.exit_code
     return 0 if ok else 1
 
 
-def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int, interrupted: Optional[int] = None) -> None:
+def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: dict) -> Optional[Path]:
+    """A small evaluation of the last checkpoint for the report: main vs the evaluation opponents' bots on
+    levels like the training ones, actions as in the periodic evaluation, `k` of its games as GIFs."""
+    from spade_rllib.bots import BOT_PREFIX  # noqa: PLC0415
+    from spade_rllib.env_ids import LEVEL_KIND, env_kind  # noqa: PLC0415
+    from spade_rllib.evaluate import EvalConfig, evaluate  # noqa: PLC0415
+    from spade_rllib.evaluation.players import bots_for_env  # noqa: PLC0415
+
+    valid = bots_for_env(cfg.env.id) if env_kind(cfg.env.id) == LEVEL_KIND else ()
+    bots = [o[len(BOT_PREFIX):] if o.startswith(BOT_PREFIX) else o for o in cfg.evaluation.opponents]
+    bots = [b for b in bots if b in valid]
+    if not bots:
+        return None
+    difficulty = cfg.env.difficulty
+    if difficulty is None:
+        difficulty = result_value(last, "curriculum/difficulty", 5.0)
+        difficulty = 5.0 if not isinstance(difficulty, (int, float)) or math.isnan(difficulty) else difficulty
+    out = trial / FINAL_GAMES_DIR
+    evaluate(EvalConfig(checkpoints=[checkpoint], levels=f"generated:2@{min(10.0, max(1.0, round(difficulty, 1))):g}",
+                        games_per_pair=2, seed=cfg.experiment.seed, replays=k, out=str(out), workers=0, bots=bots,
+                        league=False, stochastic=not cfg.evaluation.greedy, bootstrap=50, progress=False,
+                        agents_per_team=int(cfg.env.kwargs.get("agents_per_team", 1))))
+    return out
+
+
+def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int, replays: int = 0,
+                  interrupted: Optional[int] = None) -> None:
     """The end-of-run summary; `interrupted` is the number of the signal that stopped the run, if one did."""
     last = (result.metrics if result is not None else None) or console.last_result or {}
     trial_path = (result.path if result is not None else None) or console.trial_path
@@ -451,6 +485,9 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         where = Path(trial_path) if trial_path else Path(os.path.expanduser(cfg.experiment.storage_path)) / cfg.experiment.name
         print(f"interrupted at iteration {int(last.get('training_iteration', 0))} ({signal.Signals(interrupted).name}); "
               f"resume with: python -m spade_rllib.train --resume {rel(where)}")
+        if final_games > 0:  # a stop request wants the process to end soon, not after minutes of games
+            print("final evaluation skipped: the run was interrupted (python -m spade_rllib.evaluate plays it later)")
+        final_games, replays = 0, 0
     steps = result_value(last, "env_runners/num_env_steps_sampled_lifetime", 0)
     ttot = float(last.get("time_total_s", wall) or wall)
     print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
@@ -533,6 +570,11 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     if trial_path:
         from spade_rllib.report import write_quietly  # noqa: PLC0415
 
+        if ckpt and replays > 0 and final:
+            try:  # into the trial dir, where the report finds it
+                final_replays(cfg, ckpt, Path(trial_path), replays, last)
+            except Exception as e:  # noqa: BLE001 - the summary must still print
+                print(f"replays skipped: {e.__class__.__name__}: {e}")
         report = write_quietly([trial_path], command="python -m spade_rllib.train")
         if report is not None:
             print(f"report:        {rel(report)}")

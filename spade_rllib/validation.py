@@ -105,6 +105,7 @@ def check_number(key: str, value: Any, *, integer: bool = False, **md: Any) -> A
         raise wrong_type(key, value, allowed)
     if not math.isfinite(value):
         raise not_finite(key, value, allowed_range(md, integer) or "any finite number")
+    written = value  # errors show the value as the user wrote it (11, not 11.0)
     if integer:
         if not float(value).is_integer():
             raise wrong_type(key, value, allowed)
@@ -114,7 +115,7 @@ def check_number(key: str, value: Any, *, integer: bool = False, **md: Any) -> A
     lo, hi, gt, lt = md.get("min"), md.get("max"), md.get("gt"), md.get("lt")
     if (lo is not None and value < lo) or (hi is not None and value > hi) or (gt is not None and value <= gt) \
             or (lt is not None and value >= lt):
-        raise out_of_range(key, value, allowed)
+        raise out_of_range(key, written, allowed)
     return value
 
 

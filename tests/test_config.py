@@ -72,11 +72,11 @@ def test_wrong_types(raw, expect):
 @pytest.mark.parametrize(
     "raw, expect",
     [
-        ({"agent": {"lr": -1}}, "agent.lr = -1.0: out of range, allowed a number in (0.0, 1.0]"),
+        ({"agent": {"lr": -1}}, "agent.lr = -1: out of range, allowed a number in (0.0, 1.0]"),
         ({"agent": {"gamma": 1.5}}, "agent.gamma = 1.5: out of range, allowed a number in [0.0, 1.0]"),
         ({"training": {"num_envs_per_runner": 0}}, "training.num_envs_per_runner = 0: out of range, allowed an integer in [1, 4096]"),
         ({"resources": {"num_gpus_per_learner": -0.5}}, "resources.num_gpus_per_learner = -0.5: out of range"),
-        ({"env": {"difficulty": 11}}, "env.difficulty = 11.0: out of range, allowed a number in [1.0, 10.0]"),
+        ({"env": {"difficulty": 11}}, "env.difficulty = 11: out of range, allowed a number in [1.0, 10.0]"),
         ({"agent": {"model": {"kind": "transformer"}}}, "agent.model.kind = 'transformer': not allowed"),
         ({"self_play": {"mode": "mirorr"}}, "did you mean 'mirror'"),
     ],
@@ -158,7 +158,7 @@ def test_cli_config_error_is_one_line_exit_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "spade_rllib.train", "--config", str(bad)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 2, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert lines == ["config error: agent.lr = -3.0: out of range, allowed a number in (0.0, 1.0]"], proc.stderr
+    assert lines == ["config error: agent.lr = -3: out of range, allowed a number in (0.0, 1.0]"], proc.stderr
     proc = subprocess.run([sys.executable, "-m", "spade_rllib.train", "--config", "tune_configs/cartpole.yaml", "--set", "agent.entropyy=0"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 2 and "did you mean 'entropy'" in proc.stderr and "Traceback" not in proc.stderr

@@ -131,7 +131,9 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
     # Run where a user runs `make demo`: results/ under the working directory, so paths print relative.
     cmd = [sys.executable, "-m", "spade_rllib.train", "--config", str(ROOT / "tune_configs" / "quickstart.yaml"),
            "--set", "training.stop.time_s=null", "--set", "training.stop.iterations=3", "--set", "evaluation.interval=2",
-           "--set", "resources.num_cpus=2", "--final-eval-games", "4"]
+           "--set", "resources.num_cpus=2", "--final-eval-games", "4",
+           "--set", f"evaluation.final_heldout_levels=[{ROOT / 'spade_rllib' / 'levels' / 'heldout_ctf'}]",
+           "--set", "evaluation.final_heldout_games=1"]
     rc, out = _run_in_pty(cmd, 80, 40, timeout=400, env=env, cwd=tmp_path)
     text = ANSI.sub("", out)
     assert rc == 0, text[-3000:]
@@ -144,6 +146,8 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
     assert "--levels heldout" in text and "--stochastic" in text
     trial = next((tmp_path / "results" / "quickstart").glob("quickstart_*"))
     assert (trial / "report.html").is_file() and (trial / "iterations.log").read_text().count("iter ") == 3
+    assert list((trial / "final_games" / "replays").glob("*.gif"))  # the report's replays of the last checkpoint
+    assert "data:image/gif;base64," in (trial / "report.html").read_text()
     tb = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     acc = tb.EventAccumulator(str(trial))
     acc.Reload()

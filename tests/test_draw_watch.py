@@ -23,9 +23,13 @@ def test_collapse_needs_mirror_draws_and_no_captures():
     m = w.metrics()
     assert m["draws/collapsed"] == 1.0 and m["draws/collapsed_iterations"] == 2.0
     assert m["draws/mirror_draw_rate"] == 1.0 and m["draws/captures_per_game"] == 0.0
-    assert not w.update([game("mirror", "A", captures=(1, 0))] * 10)  # captures again: out of it
+    assert not w.update([game("bot:rusher", "B", captures=(0, 1))] * 10)  # rusher captures against main:
+    assert w.metrics()["draws/collapsed"] == 1.0  # still the collapse (main does not attack)
+    assert w.metrics()["draws/main_captures_per_game"] == 0.0 and w.metrics()["draws/captures_per_game"] > 0.3
+    assert not w.update([game("mirror", "A", captures=(1, 0))] * 10)  # main captures again: out of it
     assert w.metrics()["draws/collapsed"] == 0.0 and w.metrics()["draws/collapsed_iterations"] == 0.0
     assert w.metrics()["draws/mirror_draw_rate"] == pytest.approx(14 / 24)
+    assert w.metrics()["draws/main_captures_per_game"] == pytest.approx(10 / 36)
 
 
 def test_decided_mirror_games_are_no_collapse_and_exploiters_are_ignored():

@@ -76,6 +76,10 @@ def write_run(root: Path, name: str = "quickstart_00000", iterations: int = 8, s
     for opp, (w, d) in {"random": (0.9, 0.1), "bot:rusher": (0.5, 0.2), "mirror": (0.3, 0.4)}.items():
         final.update({f"final/{opp}/win_rate": w, f"final/{opp}/draw_rate": d, f"final/{opp}/loss_rate": 1 - w - d,
                       f"final/{opp}/games": 20})
+    final.update({"final_heldout/still/win_rate": 0.5, "final_heldout/still/draw_rate": 0.5, "final_heldout/still/games": 8,
+                  "final_heldout/levels": ["open_field", "twin_rooms"]})
+    config["evaluation"]["final_heldout_targets"] = {"still": 0.95}
+    (trial / "config.yaml").write_text(yaml.safe_dump(config))
     (trial / "final_evaluation.json").write_text(json.dumps(final))
     with open(trial / "league.csv", "w", newline="") as f:
         writer = csv.writer(f)
@@ -152,6 +156,8 @@ def test_report_of_a_run_has_its_figures_tables_and_what_was_evaluated(tmp_path)
     assert "heldout_ctf" in top and "4 games per map and opponent" in top
     # verdicts from the config's targets (rusher's 0.99 is not met, random's 0.9 is)
     assert re.search(r"random</td>.*?PASS", text) and re.search(r"bot:rusher</td>.*?BELOW", text)
+    line = html.unescape(text)[html.unescape(text).index("the held-out line"):]
+    assert "open_field, twin_rooms" in line[:200] and re.search(r"still</td><td>0.750</td>.*?BELOW", line)
     # held-out heatmap: every map x opponent cell plus the mean row
     assert text.count('class="hm-cell"') == (len(LEVELS) + 1) * (len(BOTS) + 1)
     for caption in ("main's score per opponent over training", "win / draw / loss", "held-out score over training",
@@ -313,3 +319,12 @@ def test_heldout_heatmap_goes_to_tensorboard_as_an_image(tmp_path):
     assert IMAGE_TAG in acc.Tags()["images"]
     images = acc.Images(IMAGE_TAG)
     assert [im.step for im in images] == [1, 2] and all(im.width > 100 and im.height > 50 for im in images)
+
+
+def test_a_trial_brings_the_evaluations_inside_it(tmp_path):
+    from spade_rllib.reporting import find_runs
+
+    trial = write_run(tmp_path / "exp")
+    nested = write_eval(trial, trial)  # evaluate --out <trial>/eval_out
+    assert find_runs(trial) == [trial, nested]
+    assert find_runs(tmp_path / "exp") == [trial]

@@ -84,7 +84,23 @@ class GameRecord:
     actions: list[Any] = field(default_factory=list)
     """Level games: one {agent: action} per step. connect_four: (agent, action) per move."""
     frames: list[np.ndarray] = field(default_factory=list)
+    captions: list[str] = field(default_factory=list)
+    """One line per frame: step, captures and the flag carrier where the game has them."""
     texts: list[str] = field(default_factory=list)
+
+
+def frame_caption(env) -> str:
+    """'step 12  A 0 - B 1  carrier: A' from a level game's state (what a GIF frame cannot say)."""
+    base = env.unwrapped
+    parts = [f"step {getattr(base, 'step_count', '?')}"]
+    captures = getattr(base, "captures", None)
+    if isinstance(captures, (list, tuple)) and len(captures) == 2:
+        parts.append(f"captures A {captures[0]} - B {captures[1]}")
+    carrying = getattr(base, "carrying", None)
+    if callable(carrying) and hasattr(base, "positions"):
+        carriers = sorted("AB"[base.team_of(a)] for a in base.positions if carrying(a))
+        parts.append("carrier: " + (", ".join(carriers) if carriers else "none"))
+    return "  ".join(parts)
 
 
 def seat_rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
@@ -265,6 +281,7 @@ def _capture(out: GameRecord, env, mode: str, header: str, c4: bool = False) -> 
         frame = env.render()
         if frame is not None:
             out.frames.append(np.asarray(frame, dtype=np.uint8))
+            out.captions.append("" if c4 else frame_caption(env))
         return
     board = connect_four_ascii(env) if c4 else maze_ascii(env)
     out.texts.append(f"{header}\n{board}")

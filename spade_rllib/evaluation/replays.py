@@ -63,10 +63,27 @@ def _resize(frame: np.ndarray):
     return image
 
 
-def write_gif(frames: Sequence[np.ndarray], path: Path, frame_ms: int = GIF_FRAME_MS) -> Path:
+CAPTION_PX = 14
+"""Height of the caption bar above each frame (step, captures, carrier)."""
+
+
+def _captioned(image, caption: str):
+    """`image` with a white bar on top holding `caption` in PIL's default font."""
+    from PIL import Image, ImageDraw
+
+    out = Image.new("RGB", (image.size[0], image.size[1] + CAPTION_PX), (255, 255, 255))
+    out.paste(image, (0, CAPTION_PX))
+    ImageDraw.Draw(out).text((3, 1), caption, fill=(20, 20, 20))
+    return out
+
+
+def write_gif(frames: Sequence[np.ndarray], path: Path, frame_ms: int = GIF_FRAME_MS,
+              captions: Sequence[str] | None = None) -> Path:
     if not frames:
         raise ValueError(f"no frames to write to {path}")
     images = [_resize(f) for f in frames]
+    if captions and any(captions) and len(captions) == len(images):
+        images = [_captioned(im, c) for im, c in zip(images, captions)]
     # Hold the last frame a little longer so the end position is visible.
     durations = [frame_ms] * (len(images) - 1) + [frame_ms * 4]
     with atomic_path(path) as tmp:
@@ -98,7 +115,7 @@ def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequ
         outcome = outcome_for(result, player)
         opponent = result.seat1 if result.seat0 == player else result.seat0
         stem = f"game{result.index:05d}_{outcome}"
-        gif = write_gif(frame_record.frames, replay_dir / f"{stem}.gif")
+        gif = write_gif(frame_record.frames, replay_dir / f"{stem}.gif", captions=frame_record.captions)
         transcript = replay_dir / f"{stem}.txt"
         write_text(transcript, "\n\n".join(text_record.texts) + "\n")
         summaries.append({"index": result.index, "outcome": outcome, "opponent": opponent,

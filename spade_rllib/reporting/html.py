@@ -166,29 +166,40 @@ def what_was_evaluated(run: RunData) -> dict:
                           f"{ev.get('heldout_games')} games per map and opponent, actions {greedy}") if heldout else "none configured",
         "final evaluation": (f"last checkpoint, {final_games} games per opponent on training-like levels, actions {greedy}"
                              if final_games else "not run"),
+        "held-out line": (f"last checkpoint on {', '.join(Path(p).name for p in ev.get('final_heldout_levels'))}"
+                          + (f" (maps up to {ev.get('final_heldout_max_size')} cells)" if ev.get("final_heldout_max_size") else "")
+                          + f" vs {', '.join(ev.get('final_heldout_opponents') or [])}, {ev.get('final_heldout_games')} games "
+                          f"per map, opponent and seat") if ev.get("final_heldout_levels") else None,
         "stop": ", ".join(f"{k}={v}" for k, v in stop.items() if v is not None),
         "seed": _cfg(run, "experiment", "seed"),
         "git commit": (run.runinfo or {}).get("git", {}).get("commit") if isinstance((run.runinfo or {}).get("git"), dict) else (run.runinfo or {}).get("git_commit"),
     }
 
 
-def final_rows(run: RunData) -> list[dict]:
-    """The final evaluation per opponent with its verdict against `evaluation.targets`."""
+def final_rows(run: RunData, prefix: str = "final", targets_key: str = "targets") -> list[dict]:
+    """The final evaluation (`final/...`, or the held-out line's `final_heldout/...`) per opponent with its
+    verdict against the config's `evaluation.<targets_key>`."""
     from spade_rllib.targets import target_verdicts  # noqa: PLC0415
 
     final = run.final or {}
-    opps = list(dict.fromkeys(k.split("/")[1] for k in final if k.startswith("final/") and k.count("/") == 2))
-    verdicts = {v.opponent: v for v in target_verdicts(run.config or {}, final)}
+    opps = list(dict.fromkeys(k.split("/")[1] for k in final if k.startswith(prefix + "/") and k.count("/") == 2
+                              and k.endswith("/win_rate")))
+    config = run.config or {}
+    if targets_key != "targets":
+        ev = config.get("evaluation") or {}
+        config = {"evaluation": {"targets": ev.get(targets_key) or {}, "opponents": []}}
+    verdicts = {v.opponent: v for v in target_verdicts(config, final, prefix=prefix)}
     rows = []
     for opp in opps:
-        w, d, l_ = (final.get(f"final/{opp}/{k}", math.nan) for k in ("win_rate", "draw_rate", "loss_rate"))
+        w, d = final.get(f"{prefix}/{opp}/win_rate", math.nan), final.get(f"{prefix}/{opp}/draw_rate", 0.0)
+        l_ = final.get(f"{prefix}/{opp}/loss_rate", 1.0 - w - d if isinstance(w, (int, float)) else math.nan)
         if not all(isinstance(x, (int, float)) for x in (w, d, l_)) or math.isnan(w):
             continue
         v = verdicts.get(opp)
         verdict = '<span class="na">no target</span>' if v is None else (
             f'<span class="{"pass" if v.met else "fail"}">{"PASS" if v.met else "BELOW"}</span> ({esc(v.describe())})')
         rows.append({"opponent": opp, "score": f"{w + d / 2:.3f}", "win": f"{w:.2f}", "draw": f"{d:.2f}", "loss": f"{l_:.2f}",
-                     "games": f"{final.get(f'final/{opp}/games', '')}", "target": verdict})
+                     "games": f"{final.get(f'{prefix}/{opp}/games', '')}", "target": verdict})
     return rows
 
 
@@ -213,6 +224,12 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
         if rows:
             out.append(f"<h3>{esc(run.label)}: final evaluation of the last checkpoint</h3>"
                        + _table(rows, ["opponent", "score", "win", "draw", "loss", "games", "target"], raw=("target",)))
+        held = final_rows(run, prefix="final_heldout", targets_key="final_heldout_targets")
+        if held:
+            names = (run.final or {}).get("final_heldout/levels") or []
+            out.append(f"<h3>{esc(run.label)}: the held-out line (last checkpoint on maps it never trained on"
+                       + (f": {esc(', '.join(map(str, names)))}" if names else "") + ")</h3>"
+                       + _table(held, ["opponent", "score", "win", "draw", "loss", "games", "target"], raw=("target",)))
         hm = fig.heldout_heatmap(run)
         if hm:
             out.append(hm)

@@ -5,7 +5,8 @@ A *training run* is a Tune trial directory: `result.json` (one JSON result per i
 snapshots, only live in `result.json`), `config.yaml`, `runinfo.json`, `final_evaluation.json`
 and `league.csv` when the run wrote them. An *evaluation* is an `evaluate --out` directory:
 `eval_config.json`, `payoff.csv`, `ratings.csv`, `levels.csv`, `games.csv` and `replays/`.
-An experiment directory stands for every trial directory under it.
+An experiment directory stands for every trial directory under it; a trial directory brings the
+evaluation directories inside it along (`final_games/` written by `train`, `evaluate --out <trial>/...`).
 """
 from __future__ import annotations
 
@@ -162,7 +163,9 @@ def find_runs(path: str | Path) -> list[Path]:
         raise ReportInputError(f"{path}: not found")
     if not p.is_dir():
         raise ReportInputError(f"{path}: not a directory; give a trial, experiment or evaluation directory")
-    if is_trial_dir(p) or is_eval_dir(p):
+    if is_trial_dir(p):  # with the evaluations kept inside it (final_games/, evaluate --out <trial>/...)
+        return [p, *sorted(c for c in p.iterdir() if c.is_dir() and is_eval_dir(c))]
+    if is_eval_dir(p):
         return [p]
     found = sorted(c for c in p.iterdir() if c.is_dir() and (is_trial_dir(c) or is_eval_dir(c)))
     if not found:

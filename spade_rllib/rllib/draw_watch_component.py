@@ -16,7 +16,7 @@ from spade_rllib.rllib.components import EnvInfo
 
 logger = logging.getLogger(__name__)
 
-COLLAPSE_HINT = ("main's mirror games are all draws and nobody captures (the all-draw collapse): try "
+COLLAPSE_HINT = ("main's mirror games are all draws and main no longer captures (the all-draw collapse): try "
                  "env.kwargs.draw_reward < 0 (a draw costs both teams), a league.reference_floor that keeps "
                  "random in the mix, or a curriculum with small levels; see docs/league.md")
 

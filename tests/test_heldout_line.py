@@ -1,0 +1,37 @@
+"""The summary's held-out line: config checks, map filtering by size, the line and its verdicts."""
+from __future__ import annotations
+
+import pytest
+
+from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.rllib.heldout_line import PREFIX, heldout_levels_up_to, heldout_line
+
+CTF_MAPS = "spade_rllib/levels/heldout_ctf"
+
+
+def test_maps_up_to_a_size():
+    small = [o["heldout_level"] for o in heldout_levels_up_to([CTF_MAPS], 11, 1)]
+    assert small == ["open_field", "twin_rooms"]
+    assert len(heldout_levels_up_to([CTF_MAPS], 0, 1)) == 6
+
+
+def test_line_with_verdicts_from_the_targets():
+    final = {f"{PREFIX}/levels": ["open_field", "twin_rooms"],
+             f"{PREFIX}/still/win_rate": 0.9, f"{PREFIX}/still/draw_rate": 0.1,
+             f"{PREFIX}/bot:rusher/win_rate": 0.5, f"{PREFIX}/bot:rusher/draw_rate": 0.2}
+    line = heldout_line(final, ["still", "random", "bot:rusher"], {"still": 0.95, "bot:rusher": 0.7}, 11)
+    assert line == ("held-out maps up to 11x11 (open_field, twin_rooms): main's score still 0.95 PASS (>= 0.95), "
+                    "bot:rusher 0.60 BELOW TARGET (>= 0.7)")
+
+
+def test_config():
+    cfg = parse_config({"env": {"id": "CaptureTheFlag-v0"},
+                        "evaluation": {"final_heldout_levels": [CTF_MAPS], "final_heldout_opponents": ["still", "bot:rusher"],
+                                       "final_heldout_targets": {"still": 0.9}}})
+    assert cfg.evaluation.final_heldout_levels[0].endswith("heldout_ctf")
+    with pytest.raises(ConfigError, match=r"final_heldout_targets\.bot:rusher: not one of"):  # default opponents: still, random
+        parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"final_heldout_targets": {"bot:rusher": 0.9}}})
+    with pytest.raises(ConfigError, match=r"final_heldout_opponents\[0\] = 'bot:rushr'"):
+        parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"final_heldout_opponents": ["bot:rushr"]}})
+    with pytest.raises(ConfigError, match=r"final_heldout_targets\.still = 2"):
+        parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"final_heldout_targets": {"still": 2}}})
