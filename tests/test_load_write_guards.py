@@ -368,15 +368,15 @@ def test_set_values_and_sweep_files_use_the_same_reader():
 # ------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("sets, expect", [
-    (["agent.train_batch_size=1e12"], "agent.train_batch_size = 1000000000000: out of range"),
-    (["evaluation.games=1e9"], "evaluation.games = 1000000000: out of range"),
+    (["agent.train_batch_size=1e12"], "agent.train_batch_size = 1000000000000"),
+    (["evaluation.games=1e9"], "evaluation.games = 1000000000"),
     (["agent.model.hidden=[1000000000]"], "agent.model.hidden[0] = 1000000000: out of range"),
     (["env.kwargs={max_steps: 1000000000000}"], "max_steps must be None or an int in [1, 100000]"),
 ])
 def test_config_counts_are_bounded(sets, expect):
     with pytest.raises(ConfigError) as e:
         load_config(MAZERACE, sets)
-    assert expect in str(e.value)
+    assert expect in str(e.value) and ("out of range" in str(e.value) or "must be None or" in str(e.value))
 
 
 def test_cli_counts_and_maps_are_bounded(tmp_path):
