@@ -240,19 +240,16 @@ MAIN_RATING_KEYS = ("league/main_rating",)
 
 
 def load_progress(path: Path) -> dict[str, np.ndarray]:
-    """Numeric columns of a Tune `progress.csv` (non-numeric cells become NaN)."""
-    rows = read_csv(path)
-    if not rows:
+    """Numeric columns of a Tune `progress.csv` (non-numeric cells become NaN), read with pandas."""
+    import pandas as pd  # noqa: PLC0415 - installed with ray[tune]
+
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
         return {}
     out = {}
-    for key in rows[0]:
-        values = []
-        for row in rows:
-            try:
-                values.append(float(row.get(key, "")))
-            except (TypeError, ValueError):
-                values.append(float("nan"))
-        array = np.array(values)
+    for key in frame.columns:
+        array = pd.to_numeric(frame[key], errors="coerce").to_numpy(dtype=float)
         if np.isfinite(array).any():
             out[key] = array
     return out
