@@ -31,13 +31,13 @@ from typing import Any, Iterable, Mapping, Union
 
 
 class ConfigError(ValueError):
-    """A config problem, described in one line (key path, value, what is allowed). Line breaks and
-    other control characters in the message (a key or value written with them) are shown escaped."""
+    """A config problem, described in one line (key path, value, what is allowed). Line breaks that
+    reach the message from the input (a key holding a newline) are shown escaped, as `\\n`."""
 
     def __init__(self, message: Any = "", *args: Any):
         text = str(message)
-        if any(ord(ch) < 32 for ch in text):
-            text = "".join(repr(ch)[1:-1] if ord(ch) < 32 else ch for ch in text)
+        if "\n" in text or "\r" in text:
+            text = text.replace("\r", "\\r").replace("\n", "\\n")
         super().__init__(text, *args)
 
 

@@ -34,6 +34,10 @@ GENERATED_RE = re.compile(r"^generated:(\d+)@(\d+(?:\.\d+)?)$")
 LEVEL_SUFFIX = ".txt"
 
 
+MAX_GENERATED_LEVELS = 1000
+"""Most levels `--levels generated:N@D` builds (each is generated and validated up front)."""
+
+
 DEFAULT_LEVELS = "generated:4@5"
 """Used when `--levels` is not given and the package holds no held-out maps."""
 
@@ -83,8 +87,8 @@ def parse_levels(spec: str | None, env_id: str, seed: int, agents_per_team: int 
         generate_level = game(env_id).level_generator
 
         count, difficulty = int(match.group(1)), float(match.group(2))
-        if count < 1:
-            raise ScheduleError(f"--levels {spec}: N must be >= 1")
+        if not 1 <= count <= MAX_GENERATED_LEVELS:
+            raise ScheduleError(f"--levels {spec}: N = {count}: out of range, allowed 1..{MAX_GENERATED_LEVELS}")
         if not 1.0 <= difficulty <= 10.0:
             raise ScheduleError(f"--levels {spec}: difficulty must be in [1, 10]")
         knobs = knobs_for_difficulty(difficulty, agents_per_team=agents_per_team)
