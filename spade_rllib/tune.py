@@ -207,9 +207,12 @@ def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
         return
     ctx = ray.init(num_cpus=num_cpus, dashboard_host="127.0.0.1", log_to_driver=False, configure_logging=True,
                    logging_level="WARNING")
+    from spade_rllib.console import dashboard_line, quiet_ray_noise  # noqa: PLC0415
+
+    quiet_ray_noise()
     url = getattr(ctx, "dashboard_url", None)
     if url:
-        print(f"Ray dashboard: {url if url.startswith('http') else 'http://' + url}", flush=True)
+        print(dashboard_line(url), flush=True)
 
 
 def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: str, runinfo: Optional[dict]):
