@@ -8,22 +8,35 @@ so a probe that is not refused never starts a cluster) as a subprocess in a scra
 file and a read-only directory to aim at). A probe is *clean* when it exits 2 within the timeout, its
 output (stdout + stderr, blank lines and `note:` lines aside) is one line without a traceback
 (argparse's own usage lines + `error:` line count as one message), and no file appeared in the scratch
-directory. Ends with one JSON line: {"tried": N, "clean": M, "by_kind": {...}, "failed": [...]}.
+directory. Ends with one JSON line: {"tried": N, "clean": M, "by_kind": {...}, "failed": [...],
+"probes": [{"command", "expected", "observed", "seconds"}, ...], "inputs_unchanged": bool, "load_average": [...]}.
+
+A second set of families (`more_probes`) covers loading, resuming, overwriting and sizing: damaged
+or NaN weights, a damaged newest checkpoint, resume against another env or model, outputs aimed
+into a checkpoint or over a foreign file, storage URIs and experiment names, YAML duplicates and
+alias bombs, counts without bounds, an unwinnable CTF map, a missing env dependency. Most are
+refusals judged as above; a few have a documented correct behaviour instead (`Expect`: an exit
+code, text the output must hold, the one file it may create). The fixture tree (the inputs) is
+hashed before and after every probe: a probe that changes an input fails, whatever it printed.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")
+MAZERACE = str(ROOT / "tune_configs" / "mazerace.yaml")
 AS_USER = hasattr(os, "geteuid") and os.geteuid() != 0
 """Read-only directories only stop a non-root user; as root those probes are left out."""
 
@@ -77,11 +90,177 @@ def make_fixtures(work: Path) -> dict:
     (heldout_dir / "bad.txt").write_text("#####\n#A.B#\n#####\n")
     empty_dir = fx / "no_maps"
     empty_dir.mkdir()
-    return {"good": str(fx / "trial"), "cut": str(cut), "escape": str(escape), "afile": str(fx / "afile"),
+    more = make_more_fixtures(fx, good.name)
+    return {**more, "good": str(fx / "trial"), "cut": str(cut), "escape": str(escape), "afile": str(fx / "afile"),
             "ro": str(ro), "no_flag": str(fx / "no_flag.txt"), "binary": str(fx / "binary.txt"),
             "three": str(fx / "three_v_three.txt"), "empty": str(fx / "empty.yaml"), "junk": str(fx / "junk.yaml"),
             "list": str(fx / "list.yaml"), "stop_empty": str(fx / "stop_empty.yaml"),
             "heldout_bad": str(heldout_dir), "no_maps": str(empty_dir)}
+
+
+STATE = Path("learner_group") / "learner" / "rl_module" / "main" / "module_state.pkl"
+
+
+def _with_state(src: Path, dst: Path, ckpt_name: str, change) -> str:
+    shutil.copytree(src, dst)
+    file = dst / ckpt_name / STATE
+    file.write_bytes(pickle.dumps(change(pickle.loads(file.read_bytes()))))
+    return str(dst)
+
+
+def make_more_fixtures(fx: Path, ckpt_name: str) -> dict:
+    """Inputs of the second set of families (weights, resume, outputs, YAML, maps, bounds)."""
+    import numpy as np  # noqa: PLC0415
+
+    trial = fx / "trial"
+    out = {
+        "empty_state": _with_state(trial, fx / "empty_state", ckpt_name, lambda s: {}),
+        "vf_only": _with_state(trial, fx / "vf_only", ckpt_name, lambda s: {k: v for k, v in s.items() if k.startswith("vf_")}),
+        "nan_state": _with_state(trial, fx / "nan_state", ckpt_name,
+                                 lambda s: {**s, "pi_head.weight": np.full_like(s["pi_head.weight"], np.nan)}),
+    }
+    two = fx / "two_ckpts"  # a newer checkpoint_000001 whose metadata is damaged: the loader falls back to 000000
+    shutil.copytree(trial, two)
+    shutil.copytree(two / ckpt_name, two / "checkpoint_000001")
+    (two / "checkpoint_000001" / "rllib_checkpoint.json").write_text("{cut sho")
+    out["damaged_newest"] = str(two)
+    snap = fx / "nan_snapshot"
+    shutil.copytree(trial, snap)
+    state_file = snap / ckpt_name / "algorithm_state.pkl"
+    state = pickle.loads(state_file.read_bytes())
+    member = state["spade_components"]["league"]["league"]["members"][0]
+    member["weights"] = {k: np.asarray(v) * np.nan for k, v in member["weights"].items()}
+    state_file.write_bytes(pickle.dumps(state))
+    out["nan_snapshot"] = str(snap)
+    ctf_trial = fx / "ctf_config_trial"  # its config.yaml now names another env
+    shutil.copytree(trial, ctf_trial)
+    (ctf_trial / "config.yaml").write_text(Path(QUICKSTART).read_text())
+    out["ctf_config_trial"] = str(ctf_trial)
+    cfg_trial = fx / "config_only_trial"  # config.yaml, no runinfo.json
+    shutil.copytree(trial, cfg_trial)
+    (cfg_trial / "config.yaml").write_text(Path(MAZERACE).read_text().replace(
+        "hidden: [128, 128]", "hidden: [16]").replace("vf_share_layers: true", "vf_share_layers: false"))
+    out["config_only_trial"] = str(cfg_trial)
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    (fx / "alias_bomb.yaml").write_text(Path(MAZERACE).read_text() + "\n".join(lines) + "\n")
+    (fx / "dup_key.yaml").write_text(Path(MAZERACE).read_text().replace("  lr: 0.0005\n", "  lr: 0.0005\n  lr: 0.5\n"))
+    (fx / "twice.yaml").write_text(Path(MAZERACE).read_text() + "agent:\n  lr: 0.001\n")
+    (fx / "car.yaml").write_text("env: {id: CarRacing-v3}\ntraining: {stop: {iterations: 1}}\n")
+    (fx / "unwinnable.txt").write_text("########\n#A.ab.B#\n########\n")
+    (fx / "huge_map.txt").write_text("\n".join(["#" * 2000] * 2000) + "\n")
+    eval_dir = fx / "earlier_eval"
+    eval_dir.mkdir()
+    (eval_dir / "report.md").write_text("# an earlier report\n")
+    out.update({k: str(fx / f) for k, f in (("alias_bomb", "alias_bomb.yaml"), ("dup_key", "dup_key.yaml"),
+                                            ("twice", "twice.yaml"), ("car", "car.yaml"), ("unwinnable", "unwinnable.txt"),
+                                            ("huge_map", "huge_map.txt"))})
+    out["earlier_eval"] = str(eval_dir)
+    from tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
+
+    save_tiny_checkpoint(fx / "ctf_trial", env_id="CaptureTheFlag-v0")
+    out["ctf_trial"] = str(fx / "ctf_trial")
+    out["ckpt_name"] = ckpt_name
+    return out
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A documented correct behaviour other than a refusal: exit `rc`, output holding `contains`,
+    at most the one new path `creates` (relative to the scratch directory)."""
+
+    rc: int
+    contains: tuple[str, ...] = ()
+    creates: str | None = None
+    text: str = ""
+    """What the behaviour is, for the report."""
+
+
+def more_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
+    """(kind, cli, args, expectation) of the second set of families; None expects a clean refusal."""
+    m = ["--config", MAZERACE]
+
+    def s(*items, base=None):
+        out = list(base or m)
+        for it in items:
+            out += ["--set", it]
+        return out
+
+    ck = f["ckpt_name"]
+    good = f["good"]
+    refused = None
+    starts = Expect(99, ("probe: reached ray.init",), text="passes every pre-Ray check and starts Ray (the launcher stops it)")
+    return [
+        # weights checked on every load
+        ("weights", "export", ["--checkpoint", f["empty_state"], "--out", "m.onnx"], refused),
+        ("weights", "export", ["--checkpoint", f["vf_only"], "--out", "m.onnx"], refused),
+        ("weights", "export", ["--checkpoint", f["nan_state"], "--out", "m.onnx"], refused),
+        ("weights", "evaluate", ["--checkpoint", f["empty_state"], "--local", "--out", "ev"], refused),
+        ("weights", "evaluate", ["--checkpoint", f["nan_state"], "--local", "--out", "ev"], refused),
+        ("weights", "play", ["--checkpoint", f["empty_state"]], refused),
+        ("weights", "play", ["--checkpoint", f["nan_state"]], refused),
+        ("weights", "play", ["--checkpoint", f["nan_snapshot"], "--module", "main_v1"], refused),
+        ("weights", "train", ["--resume", f["empty_state"], "--config", MAZERACE], refused),
+        ("weights", "train", ["--resume", f["nan_state"], "--config", MAZERACE], refused),
+        ("weights", "train", s("agent.model.hidden=[16]", "agent.model.vf_share_layers=false",
+                                base=["--resume", f["nan_snapshot"], "--config", MAZERACE]), refused),
+        # one rule for the newest checkpoint
+        ("newest checkpoint", "export", ["--checkpoint", f["damaged_newest"], "--out", "fallback.onnx", "--no-check"],
+         Expect(0, ("note: skipping incomplete checkpoint", "checkpoint_000001"), creates="fallback.onnx",
+                text="exports checkpoint_000000 with a note naming the damaged checkpoint_000001")),
+        # resume compatibility
+        ("resume", "train", ["--resume", f["ctf_config_trial"]], refused),
+        ("resume", "train", ["--resume", good, "--config", MAZERACE], refused),
+        ("resume", "train", ["--resume", f["config_only_trial"], "--print-config"],
+         Expect(0, ("hidden:", "- 16"), text="reads the trial's config.yaml (no runinfo.json needed)")),
+        ("resume", "train", ["--resume", f["config_only_trial"]],
+         Expect(99, ("probe: reached ray.init",), text="a trial with config.yaml but no runinfo.json resumes")),
+        # outputs never clobber inputs
+        ("output", "export", ["--checkpoint", good, "--out", f"{good}/{ck}/{STATE}"], refused),
+        ("output", "export", ["--checkpoint", good, "--out", f"{good}/{ck}/main.onnx"], refused),
+        ("output", "export", ["--checkpoint", good, "--out", f["afile"]], refused),
+        ("output", "evaluate", ["--checkpoint", good, "--local", "--out", f["earlier_eval"]], refused),
+        ("output", "evaluate", ["--checkpoint", good, "--local", "--out", f"{good}/{ck}/ev"], refused),
+        # storage URIs, experiment names
+        ("storage", "train", s("experiment.storage_path=s3://bucket/x"), starts),
+        ("storage", "train", s("experiment.storage_path=ftp://host/x"), refused),
+        ("storage", "train", s("experiment.storage_path=s3:///x"), refused),
+        ("storage", "train", s("experiment.name=../x"), refused),
+        ("storage", "train", s("experiment.name=/abs/x"), refused),
+        ("storage", "tune", ["--sweep", "lr_gamma", "--dry-run", "--storage", "ftp://host/x",
+                             "--set", "evaluation.heldout_levels=[]"], refused),
+        # before Ray
+        ("before Ray", "train", s("experiment.seed=4294967296"), refused),
+        ("before Ray", "train", s("agent.model.hidden=[1000000000]"), refused),
+        ("before Ray", "train", s("agent.model.hidden=[65536, 65536]"), refused),
+        ("before Ray", "train", ["--config", f["car"]], refused),
+        ("before Ray", "train", m + ["--final-eval-games", "-5"], refused),
+        ("before Ray", "train", s("agent.lr=fast") + ["--debug"],
+         Expect(1, ("Traceback", "ConfigError"), text="--debug shows the traceback of a config error")),
+        # YAML
+        ("yaml", "train", ["--config", f["alias_bomb"]], refused),
+        ("yaml", "train", ["--config", f["dup_key"]], refused),
+        ("yaml", "train", ["--config", f["twice"]], refused),
+        ("yaml", "train", s("env.kwargs=[&a [x, x, x, x, x, x, x, x, x, x], &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a], "
+                            "&c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b], &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c], "
+                            "&e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d], [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]]"), refused),
+        ("yaml", "train", s("experiment.name='1e3'") + ["--print-config"],
+         Expect(0, ("name: '1e3'",), text="a quoted 1e3 stays a string")),
+        # bounds on every count that sizes work
+        ("bounds", "evaluate", ["--checkpoint", good, "--local", "--out", "ev", "--levels", "generated:1000000@5"], refused),
+        ("bounds", "evaluate", ["--checkpoint", good, "--local", "--out", "ev", "--games-per-pair", "1000000000"], refused),
+        ("bounds", "evaluate", ["--checkpoint", good, "--local", "--out", "ev", "--bootstrap", "1000000000"], refused),
+        ("bounds", "tune", ["--sweep", "lr_gamma", "--num-samples", "1000000000", "--dry-run"], refused),
+        ("bounds", "train", s("agent.train_batch_size=1e12"), refused),
+        ("bounds", "train", s("evaluation.games=1e9"), refused),
+        ("bounds", "train", s("env.kwargs={max_steps: 1000000000000}"), refused),
+        ("bounds", "train", s("resources.num_cpus=100000"), refused),
+        ("bounds", "train", s(f"env.level_file={f['huge_map']}", base=["--config", QUICKSTART]), refused),
+        ("bounds", "play", ["--checkpoint", good, "--level", f["huge_map"]], refused),
+        # maps follow the movement rules
+        ("maps", "train", s(f"env.level_file={f['unwinnable']}", base=["--config", QUICKSTART]), refused),
+        ("maps", "play", ["--checkpoint", f["ctf_trial"], "--level", f["unwinnable"]], refused),
+    ]
 
 
 def probes(f: dict) -> list[tuple[str, str, list[str]]]:
@@ -176,7 +355,26 @@ def probes(f: dict) -> list[tuple[str, str, list[str]]]:
 
 
 def snapshot(work: Path) -> set[str]:
-    return {str(p.relative_to(work)) for p in work.rglob("*") if "fixtures" not in p.relative_to(work).parts[:1]}
+    """Paths under the scratch directory's parent (our own folder, so a write to `../x` shows), fixtures aside."""
+    root = work.parent
+    out = set()
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if rel.parts[:2] != ("work", "fixtures"):
+            out.add(str(rel))
+    return out
+
+
+def tree_hash(root: Path) -> str:
+    """sha256 over every path, mode and file content under `root` (the probes' inputs)."""
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        h.update(str(p.relative_to(root)).encode())
+        if p.is_symlink():
+            h.update(os.readlink(p).encode())
+        elif p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
 
 
 def judge(rc: int, text: str) -> tuple[bool, str]:
@@ -192,9 +390,22 @@ def judge(rc: int, text: str) -> tuple[bool, str]:
     return True, "one line"
 
 
+def judge_expected(rc: int, text: str, expect: Expect) -> tuple[bool, str]:
+    if rc != expect.rc:
+        return False, f"exit {rc}, expected {expect.rc}"
+    missing = [c for c in expect.contains if c not in text]
+    if missing:
+        return False, f"output lacks {missing[0]!r}"
+    if "Traceback" in text and "Traceback" not in expect.contains:
+        return False, "traceback"
+    return True, expect.text or f"exit {rc}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="", help="comma-separated CLIs to probe (default: all)")
+    ap.add_argument("--families", default="all", choices=("all", "first", "more"),
+                    help="the first set of families, the second (load/resume/overwrite/size), or both")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds before a probe counts as a hang")
     ap.add_argument("--verbose", action="store_true", help="print every probe's output line")
     args = ap.parse_args(argv)
@@ -202,33 +413,52 @@ def main(argv=None) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "SPADE_DEBUG": "0"}
     by_kind: dict[str, list[int]] = {}
-    failed = []
+    failed, records = [], []
+    inputs_unchanged = True
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="spade_probe_") as tmp:
-        work = Path(tmp)
+        work = Path(tmp) / "work"
+        work.mkdir()
         fx = make_fixtures(work)
+        listing: list[tuple[str, str, list[str], Expect | None]] = []
+        if args.families in ("all", "first"):
+            listing += [(kind, cli, cli_args, None) for kind, cli, cli_args in probes(fx)]
+        if args.families in ("all", "more"):
+            listing += more_probes(fx)
         try:
-            for kind, cli, cli_args in probes(fx):
+            for kind, cli, cli_args, expect in listing:
                 if only and cli not in only:
                     continue
                 before = snapshot(work)
+                inputs = tree_hash(work / "fixtures")
                 cmd = [sys.executable, "-c", LAUNCHER, f"spade_rllib.{cli}", *cli_args]
+                started = time.time()
                 try:
                     res = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=args.timeout,
                                          stdin=subprocess.DEVNULL)
-                    ok, why = judge(res.returncode, res.stdout + res.stderr)
-                    text = (res.stdout + res.stderr).strip().splitlines()
+                    output = res.stdout + res.stderr
+                    ok, why = judge(res.returncode, output) if expect is None else judge_expected(res.returncode, output, expect)
+                    text = output.strip().splitlines()
                 except subprocess.TimeoutExpired:
                     ok, why, text = False, f"hang > {args.timeout:g} s", []
+                seconds = time.time() - started
                 created = sorted(snapshot(work) - before)
-                if created:
-                    ok, why = False, f"created {created[:3]}"
-                    for c in created:
-                        p = work / c
-                        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                allowed = {f"work/{expect.creates}"} if expect is not None and expect.creates else set()
+                if set(created) - allowed:
+                    ok, why = False, f"created {sorted(set(created) - allowed)[:3]}"
+                for c in created:
+                    p = work.parent / c
+                    shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                if tree_hash(work / "fixtures") != inputs:
+                    ok, why, inputs_unchanged = False, "changed an input", False
                 row = by_kind.setdefault(f"{cli}: {kind}", [0, 0])
                 row[0] += 1
                 row[1] += int(ok)
+                observed = (text or [""])[-1][:300]
+                records.append({"command": f"python -m spade_rllib.{cli} " + " ".join(cli_args)[-300:],
+                                "expected": "refused: exit 2, one line, nothing written" if expect is None else expect.text,
+                                "observed": f"{why}: {observed}", "ok": ok, "seconds": round(seconds, 2)})
                 if not ok:
                     failed.append({"cli": cli, "kind": kind, "args": cli_args, "why": why, "tail": text[-3:]})
                 if args.verbose or not ok:
@@ -238,9 +468,14 @@ def main(argv=None) -> int:
             Path(fx["ro"]).chmod(0o755)
     tried = sum(v[0] for v in by_kind.values())
     clean = sum(v[1] for v in by_kind.values())
+    load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(json.dumps({"tried": tried, "clean": clean, "seconds": round(time.time() - t0, 1),
-                      "by_kind": {k: {"tried": v[0], "clean": v[1]} for k, v in by_kind.items()}, "failed": failed}))
-    return 0 if clean == tried else 1
+                      "inputs_unchanged": inputs_unchanged,
+                      "load_average": {"before": load_before and [round(x, 2) for x in load_before],
+                                       "after": load_after and [round(x, 2) for x in load_after]},
+                      "by_kind": {k: {"tried": v[0], "clean": v[1]} for k, v in by_kind.items()}, "failed": failed,
+                      "probes": records}))
+    return 0 if clean == tried and inputs_unchanged else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ make an untrusted pickle safe; they catch accidents and one cheap escape:
   A checkpoint cut short by a killed driver or a full disk is never taken as the latest.
 * `symlink_escape(path)`: a path under the checkpoint that, through a symbolic link, resolves outside
   the checkpoint directory (so a copied checkpoint cannot make the loader read, say, `~/.ssh`).
+* `state_problem(own, saved)`: a saved module state against the module's own state dict (the module
+  built from the checkpoint's own constructor arguments, so an MLP and a recurrent module alike):
+  exactly the same keys, the same shapes, only finite numbers. RLlib loads module state with
+  `strict=False`, so without this an empty or partial state would load as a fresh random policy.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ import json
 import os
 import pickletools
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
 
 MAX_SCAN_BYTES = 512 * 1024 * 1024
 """Pickles larger than this are only checked for existence (scanning would cost more than it saves)."""
@@ -81,4 +87,30 @@ def checkpoint_problem(path: str | Path, required_files: tuple[str, ...], module
     return None
 
 
-__all__ = ["checkpoint_problem", "pickle_problem", "symlink_escape"]
+def state_problem(own: Mapping[str, Any], saved: Any, optional: Callable[[str], bool] = lambda key: False) -> Optional[str]:
+    """None when `saved` holds exactly the keys of `own` (those `optional(key)` says may be left out
+    aside), each with `own`'s shape and only finite numbers; else the first problem, in one line."""
+    if not isinstance(saved, Mapping):
+        return f"holds a {type(saved).__name__}, not a state dict"
+    for key in own:
+        if key not in saved and not optional(key):
+            return f"key {key!r} is missing ({len(saved)} of the module's {len(own)} keys saved)"
+    for key in saved:
+        if key not in own:
+            return f"key {key!r} is not a key of the module"
+    for key, value in saved.items():
+        try:
+            arr = np.asarray(value)
+        except Exception as e:  # noqa: BLE001 - anything that is not an array is a bad state
+            return f"key {key!r} is not an array ({type(e).__name__})"
+        want = tuple(np.shape(own[key]))
+        if tuple(arr.shape) != want:
+            return f"key {key!r} has shape {tuple(arr.shape)}, the module has {want}"
+        if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+            return f"key {key!r} holds NaN or inf ({int(np.size(arr) - np.isfinite(arr).sum())} of {arr.size} entries)"
+        if arr.dtype.kind not in "fciub":
+            return f"key {key!r} holds {arr.dtype}, not numbers"
+    return None
+
+
+__all__ = ["checkpoint_problem", "pickle_problem", "state_problem", "symlink_escape"]

@@ -7,8 +7,9 @@
                                       league: {"league": League.state_dict(), "plan", "counters", ...}
                                       curriculum: {"strategy", "version", ...}; self_play: {"plan"}
 
-`resolve_checkpoint` accepts a checkpoint, a trial directory (newest `checkpoint_*`) or one module
-directory. League members are read from the league component's exact entry (`league_member_states`);
+`resolve_checkpoint` accepts a checkpoint, a trial directory or one module directory. Which checkpoint
+of a trial (or experiment) is "the latest" has one rule, `newest_checkpoint`: the highest number among
+the whole ones (never the mtime, which `cp -r` changes); a damaged newer one is skipped with a note. League members are read from the league component's exact entry (`league_member_states`);
 the env a run trained on from its metadata (`checkpoint_env_id`). No Ray import; the league's and
 the trainer's writers (`rllib/algorithm.py`, `rllib/league_component.py`) use these names.
 """
@@ -18,6 +19,7 @@ import functools
 import json
 import pickle
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -97,9 +99,31 @@ def checkpoint_problem(path: str | Path) -> str | None:
     return _guard.checkpoint_problem(path, (ALGORITHM_STATE_FILE, "rllib_checkpoint.json"), RL_MODULE_SUBPATH)
 
 
-def _checkpoint_number(path: Path) -> int:
-    digits = re.findall(r"\d+", path.name)
+def checkpoint_number(path: Path) -> int:
+    """The number of `checkpoint_000012` (12); -1 without digits."""
+    digits = re.findall(r"\d+", Path(path).name)
     return int(digits[-1]) if digits else -1
+
+
+def is_algorithm_checkpoint(path: Path) -> bool:
+    return (path / RL_MODULE_SUBPATH).is_dir() or (path / ALGORITHM_STATE_FILE).exists()
+
+
+def newest_checkpoint(root: str | Path, recursive: bool = False, note: bool = True) -> Path | None:
+    """The whole `checkpoint_*` directory with the highest number under `root` (its children; with
+    `recursive`, anywhere below, e.g. an experiment with several trials: equal numbers go to the newer
+    mtime). Damaged ones (`checkpoint_problem`) are skipped, with a `note:` line on stderr; None
+    when there is no whole one."""
+    root = Path(root)
+    found = root.rglob("checkpoint_*") if recursive else root.glob("checkpoint_*")
+    candidates = [c for c in found if c.is_dir()]  # a half-written one may not have its layout yet
+    for c in sorted(candidates, key=lambda c: (checkpoint_number(c), c.stat().st_mtime), reverse=True):
+        problem = checkpoint_problem(c)
+        if problem is None:
+            return c
+        if note:
+            print(f"note: skipping incomplete checkpoint {c}: {problem}", file=sys.stderr)
+    return None
 
 
 def _find_trial_dir(ckpt: Path) -> Path | None:
@@ -129,13 +153,11 @@ def resolve_checkpoint(checkpoint: str | Path) -> CheckpointInfo:
     if escape is not None:
         raise PolicyLoadError(f"refused: {escape} is a symbolic link to {escape.resolve()}, outside the checkpoint {path}")
     if not (path / RL_MODULE_SUBPATH).is_dir() and not _is_module_dir(path):
-        nested = sorted(
-            (p for p in path.glob("checkpoint_*") if (p / RL_MODULE_SUBPATH).is_dir()),
-            key=_checkpoint_number,
-        )
-        nested = [p for p in nested if checkpoint_problem(p) is None] or nested  # a half-written one is not the latest
-        if nested:
-            path = nested[-1]
+        if any(c.is_dir() and is_algorithm_checkpoint(c) for c in path.glob("checkpoint_*")):
+            newest = newest_checkpoint(path)
+            if newest is None:
+                raise PolicyLoadError(f"every checkpoint in {path} is damaged (see the notes above)")
+            path = newest
     if (path / RL_MODULE_SUBPATH).is_dir():
         root = path / RL_MODULE_SUBPATH
         ids = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and _is_module_dir(p)))

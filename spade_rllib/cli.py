@@ -9,17 +9,24 @@
 * with `--debug` on the command line (or `SPADE_DEBUG=1`) the exception propagates with its traceback.
 
 Exceptions raised inside Ray keep their cause: `root_cause` unwraps `RayTaskError`/`TuneError`
-chains to the exception the user's code raised. Ground floor: imports nothing of the package.
+chains to the exception the user's code raised, and `one_line` reads the user's exception out of the
+text of an `ActorDiedError` (which keeps only the formatted traceback of its creation task's error).
+`config_error(e)` prints a config error in one line (exit 2), or re-raises it under `--debug`.
+Ground floor: imports nothing of the package.
 """
 from __future__ import annotations
 
 import functools
 import os
 import pickle
+import re
 import sys
 from typing import Callable, Optional, Sequence
 
-_WRAPPERS = ("TuneError", "RayTaskError", "TrainingFailedError", "RayActorError")
+_WRAPPERS = ("TuneError", "RayTaskError", "TrainingFailedError", "RayActorError", "ActorDiedError")
+_TEXT_WRAPPERS = ("RayActorError", "ActorDiedError", "RayTaskError")
+"""Wrappers whose message is a formatted traceback; the user's exception is its last `Type: message` line."""
+_CAUSE_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Fault|Interrupt)): (\S.*)$")
 DEBUG_FLAG = "--debug"
 DEBUG_HELP = "show the full traceback of an error instead of one line"
 EXIT_USAGE = 2
@@ -46,6 +53,11 @@ def root_cause(exc: BaseException) -> BaseException:
 def one_line(exc: BaseException, limit: int = 400) -> str:
     """`<Type>: <first meaningful line of the message>`, at most `limit` characters."""
     exc = root_cause(exc)
+    name = type(exc).__name__
+    if name.startswith(_TEXT_WRAPPERS):
+        cause = _cause_in_text(str(exc))
+        if cause:
+            return cause if len(cause) <= limit else cause[: limit - 3] + "..."
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     # Ray prefixes the user's message with "ray::Actor.method() (pid=..., ip=...)" lines and a traceback.
     lines = [ln for ln in lines if not ln.startswith(("ray::", "Traceback", "File \"", "^"))] or lines
@@ -55,6 +67,24 @@ def one_line(exc: BaseException, limit: int = 400) -> str:
         return text if len(text) <= limit else text[: limit - 3] + "..."  # our own errors are written for users
     msg = f"{name}: {text}" if text else name
     return msg if len(msg) <= limit else msg[: limit - 3] + "..."
+
+
+def _cause_in_text(text: str) -> Optional[str]:
+    """`Type: message` of the innermost exception in a formatted traceback (Ray's own types skipped)."""
+    for line in reversed([ln.strip() for ln in text.splitlines()]):
+        m = _CAUSE_LINE.match(line)
+        if m and not m.group(1).split(".")[-1].startswith(_TEXT_WRAPPERS + ("TuneError",)):
+            kind = m.group(1).split(".")[-1]
+            return m.group(2) if m.group(1).startswith("spade_rllib.") else f"{kind}: {m.group(2)}"
+    return None
+
+
+def config_error(exc: BaseException, argv: Optional[Sequence[str]] = None) -> int:
+    """Print `config error: <message>` on stderr and return 2; under `--debug`, re-raise `exc`."""
+    if debug_requested(argv):
+        raise exc
+    print(f"config error: {exc}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def debug_requested(argv: Optional[Sequence[str]]) -> bool:
@@ -96,5 +126,5 @@ def cli_entry(user_errors: tuple[type[BaseException], ...] = ()) -> Callable:
     return wrap
 
 
-__all__ = ["DEBUG_FLAG", "EXIT_USAGE", "USER_ERRORS", "add_debug_flag", "cli_entry", "debug_requested",
+__all__ = ["DEBUG_FLAG", "EXIT_USAGE", "USER_ERRORS", "add_debug_flag", "cli_entry", "config_error", "debug_requested",
            "one_line", "root_cause"]

@@ -37,6 +37,9 @@ from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCur
 from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, EnvKind, env_kind, spade_env_ids
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
 from spade_rllib.validation import ConfigError, allowed_range, check_value, did_you_mean, setting, type_name
+from spade_rllib.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
+from spade_rllib.yaml_reader import dump_yaml as _dump_yaml
+from spade_rllib.yaml_reader import read_yaml as _read_yaml
 
 
 # ----------------------------------------------------------------------------------------------
@@ -47,7 +50,8 @@ from spade_rllib.validation import ConfigError, allowed_range, check_value, did_
 @dataclass
 class ExperimentConfig:
     name: str = setting("spade", help="Experiment name; the Tune experiment directory under storage_path.")
-    seed: int = setting(0, help="Master seed: env runners, matchmaking, levels and torch derive from it.", min=0)
+    seed: int = setting(0, help="Master seed: env runners, matchmaking, levels and torch derive from it.", min=0,
+                       max=2**32 - 1)
     storage_path: str = setting("results", help="Where Tune writes results and checkpoints (relative to cwd or absolute).")
     loggers: list[str] = setting(help="Experiment trackers fed by Tune's own callbacks (also `train --logger NAME`): 'mlflow' (MLflowLoggerCallback), 'wandb' (WandbLoggerCallback; WANDB_MODE=offline works without an account). Needs the `trackers` extra.", factory=list, choices=("mlflow", "wandb"))
     mlflow_tracking_uri: Optional[str] = setting(None, help="MLflow store for `loggers: [mlflow]`; null: $MLFLOW_TRACKING_URI, else sqlite:///<storage_path>/mlflow.db.")
@@ -67,10 +71,10 @@ class EnvConfig:
 @dataclass
 class ModelConfig:
     kind: str = setting("mlp", help="'mlp' over the flat observation, or 'cnn' over the level game's window plus an MLP head.", choices=("mlp", "cnn"))
-    hidden: list[int] = setting(help="Hidden layer widths of the MLP (policy and value nets each).", factory=lambda: [128, 128], min=1)
+    hidden: list[int] = setting(help="Hidden layer widths of the MLP (policy and value nets each).", factory=lambda: [128, 128], min=1, max=65_536)
     activation: str = setting("tanh", help="Hidden activation.", choices=("tanh", "relu"))
     vf_share_layers: bool = setting(False, help="Share the hidden layers between policy and value heads.")
-    cnn_channels: list[int] = setting(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1)
+    cnn_channels: list[int] = setting(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1, max=4096)
     use_lstm: bool = setting(False, help="Recurrent policy: an LSTM after the encoder (MLP or CNN); policy and value heads share encoder and LSTM (one hidden state per agent, vf_share_layers is then not used). RLlib's DefaultModelConfig naming.")
     lstm_cell_size: int = setting(256, help="use_lstm only: LSTM hidden size.", min=1, max=8192)
     max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
@@ -92,8 +96,8 @@ class AgentConfig:
     kl_coeff: float = setting(0.0, help="Initial KL penalty coefficient; 0 turns the KL loss off.", min=0.0)
     grad_clip: Optional[float] = setting(0.5, help="Global gradient-norm clip; null for none.", gt=0.0)
     epochs: int = setting(4, help="Passes over each train batch.", min=1, max=100)
-    minibatch_size: int = setting(2048, help="SGD minibatch size (agent steps of the trained policy).", min=1)
-    train_batch_size: int = setting(8192, help="Env steps sampled per training iteration.", min=1)
+    minibatch_size: int = setting(2048, help="SGD minibatch size (agent steps of the trained policy).", min=1, max=10_000_000)
+    train_batch_size: int = setting(8192, help="Env steps sampled per training iteration.", min=1, max=10_000_000)
     model: ModelConfig = setting(help="Network architecture.", factory=ModelConfig)
 
 
@@ -180,15 +184,15 @@ class TrainingConfig:
     num_env_runners: int = setting(0, help="Remote env runner processes; 0 samples in the trainer process itself.", min=0, max=1024)
     num_envs_per_runner: int = setting(64, help="Env copies stepped together (one batched forward pass) in each runner.", min=1, max=4096)
     checkpoint_every: int = setting(10, help="Checkpoint every N iterations; 0 only at the end.", min=0)
-    checkpoint_keep: int = setting(3, help="How many recent checkpoints to keep.", min=1)
+    checkpoint_keep: int = setting(3, help="How many recent checkpoints to keep.", min=1, max=10_000)
     torch_threads: int = setting(1, help="Torch threads of the local learner; 0 = min(4, CPUs). Runners act on 1 thread. >1 only pays on an idle machine.", min=0, max=64)
     sample_ahead: bool = setting(True, help="With remote env runners: sample the next batch while the learner updates (policy lag of 1 iteration).")
 
 
 @dataclass
 class ResourcesConfig:
-    num_cpus: Optional[int] = setting(None, help="CPUs for the embedded local Ray; null = all of this machine.", min=1)
-    num_learners: int = setting(0, help="Remote learner processes; 0 learns in the trainer process.", min=0)
+    num_cpus: Optional[int] = setting(None, help="CPUs for the embedded local Ray; null = all of this machine.", min=1, max=4096)
+    num_learners: int = setting(0, help="Remote learner processes; 0 learns in the trainer process.", min=0, max=1024)
     num_gpus_per_learner: float = setting(0.0, help="GPUs per learner; fractions allowed.", min=0.0)
     num_cpus_per_learner: float = setting(1.0, help="CPUs per remote learner.", min=0.0)
     num_cpus_per_env_runner: float = setting(1.0, help="CPUs per remote env runner.", min=0.0)
@@ -197,18 +201,18 @@ class ResourcesConfig:
 @dataclass
 class EvaluationConfig:
     interval: int = setting(5, help="Evaluate main every N iterations (and at the end); 0 turns evaluation off.", min=0)
-    games: int = setting(40, help="Games per opponent per evaluation (seats alternate).", min=1)
+    games: int = setting(40, help="Games per opponent per evaluation (seats alternate).", min=1, max=100_000)
     opponents: list[str] = setting(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
     greedy: bool = setting(False, help="Evaluate with argmax actions instead of sampling.")
     random_opening_plies: int = setting(0, help="Turn-based PettingZoo games only: evaluation games start after k ~ U{0..N} random legal moves (0 = from the empty board).", min=0, max=100)
     target_win_rate: float = setting(0.9, help="Without `targets`: the summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
     targets: dict = setting(help="Verdicts of the summary and the report: evaluation opponent -> the least score (win + draw/2) main must reach in the final evaluation, e.g. {random: 0.9, 'bot:rusher': 0.75}; opponents not in `opponents` get no verdict; empty = `target_win_rate` vs random.", factory=dict)
     heldout_levels: list[str] = setting(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
-    heldout_games: int = setting(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1)
+    heldout_games: int = setting(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1, max=10_000)
     final_heldout_levels: list[str] = setting(help="Level games: after training, the summary's held-out line plays main on these ASCII maps (files or directories, e.g. spade_rllib/levels/heldout_ctf) against `final_heldout_opponents`, with verdicts from `final_heldout_targets`; empty = no line.", factory=list, path=True)
     final_heldout_max_size: int = setting(0, help="Held-out line: only maps with at most this many rows and columns (0 = every map).", min=0, max=1000)
     final_heldout_opponents: list[str] = setting(help="Held-out line opponents: 'still' (a team that never moves: main's score is navigation), 'random', 'bot:<name>'.", factory=lambda: ["still", "random"])
-    final_heldout_games: int = setting(10, help="Held-out line: games per map, opponent and seat.", min=1)
+    final_heldout_games: int = setting(10, help="Held-out line: games per map, opponent and seat.", min=1, max=10_000)
     final_heldout_targets: dict = setting(help="Held-out line verdicts: opponent -> the least score (win + draw/2) on those maps, e.g. {still: 0.95, random: 0.95, 'bot:rusher': 0.7}.", factory=dict)
 
 
@@ -507,24 +511,9 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
 
 
 def read_yaml(text: str) -> Any:
-    """The one YAML reader for configs, sweep files and `--set` values: `yaml.safe_load`, then
-    '1e-4'-style numbers (strings to YAML 1.1) as floats, so a value reads the same wherever it is written."""
-    return _fix_yaml_floats(yaml.safe_load(text))
-
-
-def _fix_yaml_floats(obj: Any) -> Any:
-    """PyYAML reads '1e-4' (no dot) as a string; turn such strings into floats."""
-    if isinstance(obj, dict):
-        return {k: _fix_yaml_floats(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_fix_yaml_floats(v) for v in obj]
-    if isinstance(obj, str):
-        try:
-            if obj.strip() and obj.strip()[0] in "0123456789.-+" and ("e" in obj.lower()):
-                return float(obj)
-        except ValueError:
-            return obj
-    return obj
+    """The one YAML reader for configs, sweep files and `--set` values (`spade_rllib.yaml_reader`:
+    duplicate keys refused, aliases bounded before any walk, a plain `1e-4` a float, a quoted one a string)."""
+    return _read_yaml(text)
 
 
 def load_raw(path: Optional[str]) -> dict:
@@ -534,6 +523,8 @@ def load_raw(path: Optional[str]) -> dict:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"--config = {str(path)!r}: file not found (cwd: {os.getcwd()})")
+    if p.stat().st_size > _MAX_YAML_BYTES:
+        raise ConfigError(f"--config = {str(path)!r}: {p.stat().st_size:,d} bytes; a config is at most {_MAX_YAML_BYTES:,d}")
     try:
         raw = read_yaml(p.read_text())
     except yaml.YAMLError as e:
@@ -555,7 +546,7 @@ def load_config(path: Optional[str], overrides: typing.Sequence[str] = ()) -> Ru
 
 def dump_config(cfg: RunConfig) -> str:
     """The resolved config as YAML text."""
-    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+    return _dump_yaml(cfg.to_dict())
 
 
 def describe() -> str:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from spade_rllib.atomic_io import write_text
 from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.env_ids import canonical_env_id
@@ -49,7 +50,9 @@ class EvalConfig:
     replays: int = 2
     """GIF replays + ASCII transcripts of main's games (at least one loss when there is one)."""
     out: str = "eval"
-    """Output directory."""
+    """Output directory: a new (or empty) one, unless `force`."""
+    force: bool = False
+    """Write into an existing, non-empty `out` (its files of the same names are replaced)."""
     workers: int = 2
     """Parallel Ray tasks; 0 plays every game in this process without Ray."""
     env: str | None = None
@@ -89,7 +92,8 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     p.add_argument("--games-per-pair", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--replays", type=int, default=2, metavar="K")
-    p.add_argument("--out", default="eval")
+    p.add_argument("--out", default="eval", help="output directory (new or empty, unless --force)")
+    p.add_argument("--force", action="store_true", help="write into an existing non-empty --out")
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="parallel Ray tasks (0: no Ray, play in this process)")
     p.add_argument("--local", action="store_const", const=0, dest="workers", help="same as --workers 0")
@@ -110,7 +114,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     if args.bots is not None:
         bots = [] if args.bots.strip().lower() == "none" else [b.strip() for b in args.bots.split(",") if b.strip()]
     cfg = EvalConfig(checkpoints=args.checkpoints, vs_checkpoints=args.vs_checkpoints, levels=args.levels,
-                     games_per_pair=args.games_per_pair, seed=args.seed, replays=args.replays, out=args.out,
+                     games_per_pair=args.games_per_pair, seed=args.seed, replays=args.replays, out=args.out, force=args.force,
                      workers=args.workers, env=args.env, bots=bots, league=args.league, bootstrap=args.bootstrap,
                      max_round_robin=args.max_round_robin, sampled_opponents=args.sampled_opponents,
                      agents_per_team=args.agents_per_team, stochastic=args.stochastic, progress=args.progress, top=args.top)
@@ -118,19 +122,22 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     return cfg
 
 
+LIMITS = {"games_per_pair": (1, 10_000), "bootstrap": (1, 100_000), "max_round_robin": (1, 256),
+          "sampled_opponents": (1, 256), "replays": (0, 100), "workers": (0, 4096), "top": (0, 100_000)}
+"""(lowest, highest) of every count that sizes an evaluation's work."""
+
+
 def validate(cfg: EvalConfig) -> None:
     """Argument checks before anything is loaded; `ValueError` naming the option and the value."""
-    for name in ("games_per_pair", "bootstrap", "max_round_robin", "sampled_opponents"):
+    for name, (lo, hi) in LIMITS.items():
         value = getattr(cfg, name)
-        if value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} = {value}: must be >= 1")
-    for name in ("replays", "workers", "top"):
-        value = getattr(cfg, name)
-        if value < 0:
-            raise ValueError(f"--{name} = {value}: must be >= 0")
-    from spade_rllib.preflight import check_output_path  # noqa: PLC0415
+        if not lo <= value <= hi:
+            raise ValueError(f"--{name.replace('_', '-')} = {value}: out of range, allowed {lo}..{hi}")
+    from spade_rllib.preflight import check_fresh_directory, check_not_in_checkpoint, check_output_path  # noqa: PLC0415
 
-    check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after (issue 16)
+    check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after
+    check_not_in_checkpoint(cfg.out, "--out")
+    check_fresh_directory(cfg.out, "--out", cfg.force)
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,7 +274,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     }
     files["report"] = report.write_report(out, title="Evaluation report", summary=summary, ratings=rating_rows,
                                           levels=level_rows, plots=plots, replays=replays)
-    (out / "eval_config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+    write_text(out / "eval_config.json", json.dumps(asdict(cfg), indent=2) + "\n")
     from spade_rllib.report import write_quietly  # noqa: PLC0415
 
     html = write_quietly([out], command="python -m spade_rllib.evaluate")

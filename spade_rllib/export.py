@@ -16,6 +16,10 @@ the next step), plus `prev_action` int64 [batch] / `prev_reward` float32 [batch]
 trained with `lstm_use_prev_action` / `lstm_use_prev_reward`. The check then runs torch and
 onnxruntime side by side over a whole 200-step episode, each carrying its own state.
 Use it without Ray or RLlib: see docs/evaluation.md.
+
+The file is written atomically (an interrupted export leaves the previous file whole). `--out` may
+not lie inside a checkpoint, and an existing file is replaced only when it is an export of this
+command (its metadata says so) or with `--force`.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from spade_rllib.atomic_io import atomic_path
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.policy import DEFAULT_MODULE_ID, Policy, PolicyLoadError, load_policy
 
@@ -105,7 +110,6 @@ def export_onnx(policy: Policy, out: str | Path, opset: int = OPSET) -> Path:
     import torch
 
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     inputs = tuple(torch.from_numpy(x) for x in example_inputs(policy))
     names = [INPUT_NAME] + ([MASK_INPUT_NAME] if len(inputs) == 2 else [])
     outputs = [OUTPUT_NAME]
@@ -116,13 +120,24 @@ def export_onnx(policy: Policy, out: str | Path, opset: int = OPSET) -> Path:
         inputs = tuple(torch.from_numpy(x) for x in _recurrent_example(policy, names, np.random.default_rng(0)))
         wrapper = _recurrent_wrapper(policy)
     axes = {name: {0: "batch"} for name in names + outputs}
-    with warnings.catch_warnings():
+    with atomic_path(out) as tmp, warnings.catch_warnings():
         # The TorchScript exporter is deprecated in torch >= 2.9 but needs no onnxscript, which is not installed.
         warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(wrapper, inputs, str(out), input_names=names, output_names=outputs,
+        torch.onnx.export(wrapper, inputs, str(tmp), input_names=names, output_names=outputs,
                           dynamic_axes=axes, opset_version=opset, dynamo=False)
-    _add_metadata(out, policy)
+        _add_metadata(tmp, policy)
     return out
+
+
+def is_export(path: str | Path) -> bool:
+    """True when `path` is an ONNX file this command wrote (its metadata names module and input style)."""
+    try:
+        import onnx
+
+        keys = {prop.key for prop in onnx.load(str(path), load_external_data=False).metadata_props}
+    except Exception:  # noqa: BLE001 - anything unreadable is not ours
+        return False
+    return {"module_id", "input_style", "feature_size"} <= keys
 
 
 def _add_metadata(path: Path, policy: Policy) -> None:
@@ -213,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--module", default=DEFAULT_MODULE_ID, help="module id or league member (default: main)")
     p.add_argument("--out", required=True, help="output .onnx file")
     p.add_argument("--opset", type=int, default=OPSET)
+    p.add_argument("--force", action="store_true", help="overwrite --out even when it is not an earlier export")
     p.add_argument("--no-check", action="store_false", dest="check",
                    help="skip comparing onnxruntime's logits with torch's")
     add_debug_flag(p)
@@ -220,9 +236,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not MIN_OPSET <= args.opset <= MAX_OPSET:
         print(f"error: --opset = {args.opset}: out of range, allowed {MIN_OPSET}..{MAX_OPSET}", file=sys.stderr)
         return 2
-    from spade_rllib.preflight import check_output_path  # noqa: PLC0415
+    from spade_rllib.preflight import check_not_in_checkpoint, check_output_path, check_overwrite  # noqa: PLC0415
 
-    check_output_path(args.out, "--out", directory=False)  # before loading anything (issue 16)
+    check_output_path(args.out, "--out", directory=False)  # before loading anything
+    check_not_in_checkpoint(args.out, "--out")
+    check_overwrite(args.out, "--out", args.force, is_export, "an ONNX export of this command")
     try:
         policy = load_policy(args.checkpoint, args.module)
     except PolicyLoadError as e:

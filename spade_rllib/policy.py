@@ -80,22 +80,77 @@ def _quiet_deprecations():
 
 
 def load_module(info: CheckpointInfo, module_id: str = DEFAULT_MODULE_ID):
-    """Build the torch RLModule `module_id` from `info` (league members from main's architecture)."""
+    """Build the torch RLModule `module_id` from `info` (league members from main's architecture).
+    The saved weights must fit the module exactly and be finite (`checkpoint_guard.state_problem`)."""
     with _quiet_deprecations():
         return _load_module(info, module_id)
+
+
+VALUE_KEY_PREFIX = "vf_"
+"""State keys of the value function: a league snapshot may leave them out (acting never uses them)."""
+
+
+def saved_module_state(directory: Path) -> tuple[Path, Any]:
+    """(file, state) of the `module_state.*` RLlib wrote into one RLModule directory."""
+    files = sorted(directory.glob("module_state.*"))
+    if not files:
+        raise PolicyLoadError(f"{directory}: no module_state file")
+    file = files[0]
+    try:
+        if file.suffix in (".msgpack", ".msgpck"):
+            from ray.rllib.utils.serialization import try_import_msgpack  # noqa: PLC0415
+
+            msgpack = try_import_msgpack(error=True)
+            with open(file, "rb") as f:
+                return file, msgpack.load(f, strict_map_key=False)
+        with open(file, "rb") as f:
+            import pickle  # noqa: PLC0415
+
+            return file, pickle.load(f)
+    except Exception as e:  # noqa: BLE001 - one line for any unreadable state
+        raise PolicyLoadError(f"cannot read {file}: {type(e).__name__}: {e}") from e
+
+
+def _explain_misfit(directory: Path, saved: Any, where: str) -> None:
+    """When RLlib could not load a module, build it from its constructor arguments alone and raise
+    the first key that does not fit (RLlib's own message lists every key over many lines)."""
+    import pickle  # noqa: PLC0415
+
+    try:
+        with open(directory / "class_and_ctor_args.pkl", "rb") as f:
+            ctor = pickle.load(f)
+        args, kwargs = ctor["ctor_args_and_kwargs"]
+        module = ctor["class"](*args, **kwargs)
+    except Exception:  # noqa: BLE001 - no better explanation than RLlib's
+        return
+    check_weights_fit(module, saved, where)
+
+
+def check_weights_fit(module, saved: Any, where: str, snapshot: bool = False) -> None:
+    """Raise `PolicyLoadError` naming `where` and the first bad key unless `saved` fits `module`."""
+    from spade_rllib.checkpoint_guard import state_problem  # noqa: PLC0415
+
+    optional = (lambda key: key.startswith(VALUE_KEY_PREFIX)) if snapshot else (lambda key: False)
+    problem = state_problem(module.get_state(), saved, optional)
+    if problem:
+        whose = "main's module" if snapshot else "the module"
+        raise PolicyLoadError(f"{where}: weights do not fit {whose}: {problem}")
 
 
 def _load_module(info: CheckpointInfo, module_id: str):
     from ray.rllib.core.rl_module.rl_module import RLModule  # heavy import, kept local
 
     if module_id in info.module_ids:
+        file, saved = saved_module_state(info.module_dir(module_id))
         try:
             module = RLModule.from_checkpoint(str(info.module_dir(module_id)))
         except Exception as e:  # noqa: BLE001 - one-line error for any unpickling failure
+            _explain_misfit(info.module_dir(module_id), saved, str(file))  # a shape mismatch, named by key
             raise PolicyLoadError(
                 f"cannot load module {module_id!r} from {info.module_dir(module_id)}: "
                 f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             ) from e
+        check_weights_fit(module, saved, str(file))
     elif module_id in info.league_ids:
         if DEFAULT_MODULE_ID not in info.module_ids:
             raise PolicyLoadError(
@@ -103,15 +158,8 @@ def _load_module(info: CheckpointInfo, module_id: str):
             )
         module = RLModule.from_checkpoint(str(info.module_dir(DEFAULT_MODULE_ID)))
         weights = league_member_states(info)[module_id]
-        # Snapshots may be inference-only (no value head): missing keys are fine, foreign ones are not.
-        own = module.get_state()
-        foreign = sorted(k for k in weights if k not in own)
-        misshaped = sorted(k for k in weights if k in own and np.shape(weights[k]) != np.shape(own[k]))
-        if foreign or misshaped:
-            raise PolicyLoadError(
-                f"league member {module_id!r} weights do not fit main's module: "
-                f"unknown keys {foreign[:3]}, shape mismatch {misshaped[:3]}"
-            )
+        # Snapshots may be inference-only (no value head); every other key must be there and fit.
+        check_weights_fit(module, weights, f"{info.path} league member {module_id!r}", snapshot=True)
         try:
             module.set_state(weights)
         except Exception as e:  # noqa: BLE001

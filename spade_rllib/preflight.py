@@ -27,9 +27,14 @@ from spade_rllib.validation import ConfigError, did_you_mean
 
 def check_config(cfg) -> None:
     """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`."""
+    check_experiment_name(cfg.experiment.name)
     check_env(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
+
+
+MAX_MAP_BYTES = 1 << 20
+"""Largest map file read (1 MiB; the largest map, `envs.level.MAX_SIDE` squared cells, is far smaller)."""
 
 
 def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
@@ -38,6 +43,8 @@ def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
 
     p = Path(os.path.expanduser(path))
     try:
+        if p.is_file() and p.stat().st_size > MAX_MAP_BYTES:
+            raise ConfigError(f"{key} = {path!r}: {p.stat().st_size:,d} bytes; a map file is at most {MAX_MAP_BYTES:,d}")
         text = p.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{key} = {path!r}: cannot read the map ({e.__class__.__name__}: {e})") from e
@@ -232,9 +239,47 @@ def check_stop_present(cfg) -> None:
                           "time_s, env_steps, iterations, metric+target (e.g. --set training.stop.time_s=300)")
 
 
+def check_experiment_name(name: str, key: str = "experiment.name") -> None:
+    """One path component: the experiment directory is `storage_path/name`, never somewhere else."""
+    if not name or name in (".", "..") or any(c in name for c in "/\\\x00") or name != name.strip():
+        raise ConfigError(f"{key} = {name!r}: not allowed, the name is one directory name (no '/', '\\', "
+                          "'..', NUL or surrounding spaces), e.g. 'quickstart'")
+
+
+STORAGE_SCHEMES = {"file": None, "s3": "S3FileSystem", "gs": "GcsFileSystem", "gcs": "GcsFileSystem"}
+"""URI schemes a storage path may use, with the pyarrow filesystem each needs (Tune writes through pyarrow)."""
+
+
+def check_storage_uri(uri: str, key: str = "experiment.storage_path") -> None:
+    """A storage URI: a known scheme whose pyarrow filesystem is available here (nothing is contacted)."""
+    from urllib.parse import urlparse  # noqa: PLC0415
+
+    parsed = urlparse(str(uri))
+    scheme = parsed.scheme.lower()
+    if scheme not in STORAGE_SCHEMES:
+        raise ConfigError(f"{key} = {uri!r}: unknown storage scheme {scheme!r}{did_you_mean(scheme, list(STORAGE_SCHEMES))}; "
+                          f"allowed: a local path or {', '.join(s + '://' for s in STORAGE_SCHEMES)}")
+    if scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise ConfigError(f"{key} = {uri!r}: a file:// URI names a local path (file:///abs/path)")
+        check_storage_path(parsed.path or "/", key)
+        return
+    if not parsed.netloc:
+        raise ConfigError(f"{key} = {uri!r}: no bucket; expected {scheme}://BUCKET/PATH")
+    try:
+        import pyarrow.fs  # noqa: PLC0415
+
+        getattr(pyarrow.fs, STORAGE_SCHEMES[scheme])
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"{key} = {uri!r}: the {scheme}:// filesystem is not available here (pyarrow without "
+                          f"{STORAGE_SCHEMES[scheme]}: {e.__class__.__name__}); use a local path or install pyarrow with it") from e
+
+
 def check_storage_path(path: str, key: str = "experiment.storage_path") -> None:
-    """The storage directory can be created and written: no regular file on the way, no read-only parent."""
-    if "://" in str(path):  # s3://, gs://: checked by the storage itself
+    """The storage directory can be created and written: no regular file on the way, no read-only parent.
+    A URI (s3://, gs://, file://) goes to `check_storage_uri`."""
+    if "://" in str(path):
+        check_storage_uri(str(path), key)
         return
     if "\x00" in str(path):
         raise ConfigError(f"{key} = {path!r}: not allowed, a path cannot hold a NUL byte")
@@ -261,6 +306,41 @@ def check_output_path(path: str, key: str, *, directory: bool) -> None:
     if p.exists() and not os.access(p, os.W_OK):
         raise ConfigError(f"{key} = {path!r}: {p} is not writable")
     check_storage_path(str(p if directory else p.parent), key=key)
+
+
+def check_not_in_checkpoint(path: str, key: str, inputs: tuple = ()) -> None:
+    """An output may not land inside a checkpoint (an algorithm checkpoint, a module directory, or
+    one of the command's `inputs`): writing there would change what the next load reads."""
+    from spade_rllib.checkpoint_layout import CTOR_FILE, is_algorithm_checkpoint  # noqa: PLC0415
+
+    target = Path(os.path.expanduser(str(path))).resolve()
+    roots = {Path(os.path.expanduser(str(p))).resolve() for p in inputs}
+    for parent in (target, *target.parents):
+        if parent in roots or (parent.is_dir() and (is_algorithm_checkpoint(parent) or (parent / CTOR_FILE).is_file())):
+            raise ConfigError(f"{key} = {path!r}: inside the checkpoint {parent}; refused (it would change the "
+                              "input); write the output elsewhere")
+
+
+def check_overwrite(path: str, key: str, force: bool, ours, what: str) -> None:
+    """Refuse to replace an existing file that `ours(path)` does not recognise as `what` (a previous
+    output of the same command), unless `force`."""
+    p = Path(os.path.expanduser(str(path)))
+    if force or not p.is_file():
+        return
+    if not ours(p):
+        raise ConfigError(f"{key} = {path!r}: the file exists and is not {what}; refused (pass --force to overwrite it)")
+
+
+def check_fresh_directory(path: str, key: str, force: bool) -> None:
+    """An output directory must be new or empty, unless `force`."""
+    p = Path(os.path.expanduser(str(path)))
+    if not force and p.is_dir() and any(p.iterdir()):
+        raise ConfigError(f"{key} = {path!r}: the directory exists and is not empty; refused (give a new "
+                          "directory, or pass --force to write into it)")
+
+
+CPU_OVERCOMMIT = 4
+"""An embedded Ray may declare at most this many CPUs per CPU of the machine."""
 
 
 def required_resources(cfg) -> dict:
@@ -290,7 +370,11 @@ def machine_gpus() -> int:
 def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Optional[float] = None) -> None:
     """An embedded Ray gets `resources.num_cpus` (or every CPU here) and this machine's GPUs; a run that
     asks for more never starts (Tune waits silently), so refuse it now."""
-    have_cpu = float(cpus if cpus is not None else (cfg.resources.num_cpus or os.cpu_count() or 1))
+    machine = os.cpu_count() or 1
+    if cpus is None and cfg.resources.num_cpus and cfg.resources.num_cpus > CPU_OVERCOMMIT * machine:
+        raise ConfigError(f"resources.num_cpus = {cfg.resources.num_cpus}: out of range, this machine has {machine} CPUs "
+                          f"(allowed up to {CPU_OVERCOMMIT}x that, {CPU_OVERCOMMIT * machine}, for the embedded Ray)")
+    have_cpu = float(cpus if cpus is not None else (cfg.resources.num_cpus or machine))
     need_cpu, need_gpu = float(required.get("CPU", 0)), float(required.get("GPU", 0))
     have_gpu = float(gpus if gpus is not None else (machine_gpus() if need_gpu > 0 else 0))  # torch only when asked
     r, t = cfg.resources, cfg.training
@@ -307,6 +391,7 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_config", "check_env", "check_env_kwargs", "check_heldout_levels", "check_launch", "check_output_path",
+__all__ = ["check_config", "check_env", "check_env_kwargs", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
+           "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]

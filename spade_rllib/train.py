@@ -3,14 +3,18 @@
     python -m spade_rllib.train --config FILE [--set agent.lr=1e-4 ...] [--address ADDR] [--resume PATH]
 
 * The config is validated before Ray starts; a bad key or value prints one line and exits 2.
-* Embedded default: starts a local Ray (token auth stays on); prints the dashboard URL (loopback).
+* Embedded default: starts a local Ray whose services listen on 127.0.0.1 only (token auth stays
+  on); prints the dashboard URL.
   `--address` attaches to a running cluster instead (its token: RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH).
 * Runs as one Ray Tune trial: results, TensorBoard event files, progress.csv and checkpoints land
   in the standard Tune layout under `experiment.storage_path/experiment.name/`.
+* SIGINT and SIGTERM stop the run after the current iteration (final checkpoint, summary naming the
+  iteration and the resume command; exit 130 / 143); a second one ends it at once.
 * Console: one compact line per iteration, then a summary with the result paths and, for games,
   a final evaluation of the last checkpoint against `evaluation.opponents`.
 * `--resume PATH` continues from the newest checkpoint under PATH (a checkpoint, trial or
-  experiment directory). Iterations, env-step counters and league/curriculum state continue;
+  experiment directory; the highest number wins, as for the loader), after checking that its
+  weights, env and model fit the config. Iterations, env-step counters and league/curriculum state continue;
   `training.stop.time_s` counts the new session only.
 
 Reuse for sweeps: `build_algo_config(cfg)`, `stop_criteria(cfg)`, `make_tune_run_config(cfg)` and
@@ -28,12 +32,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from spade_rllib.checkpoint_layout import CheckpointError, LEAGUE_CSV, RL_MODULE_SUBPATH, RUN_CONFIG_FILE, module_dir
-from spade_rllib.cli import add_debug_flag, cli_entry, one_line
+from spade_rllib.cli import add_debug_flag, cli_entry, config_error, one_line
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
+MAX_FINAL_EVAL_GAMES = 100_000
+MAX_FINAL_REPLAYS = 100
 FINAL_REPLAYS = 2  # GIF replays of the last checkpoint's games in the run's report
 FINAL_GAMES_DIR = "final_games"
 
@@ -65,15 +71,15 @@ def trainable_and_param_space(cfg: RunConfig, **kwargs):
     return SpadePPO, build_algo_config(cfg, **kwargs)
 
 
-def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbose: int = 0):
-    """`tune.RunConfig` with storage, stop criteria and checkpointing from the config."""
+def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbose: int = 0, stopper=None):
+    """`tune.RunConfig` with storage, stop criteria (or `stopper`, which checks them) and checkpointing from the config."""
     from ray import tune  # noqa: PLC0415
 
     t = cfg.training
     return tune.RunConfig(
         name=cfg.experiment.name,
-        storage_path=str(Path(os.path.expanduser(cfg.experiment.storage_path)).resolve()),
-        stop=stop_criteria(cfg) or None,
+        storage_path=storage_uri_or_path(cfg.experiment.storage_path),
+        stop=stopper if stopper is not None else (stop_criteria(cfg) or None),
         checkpoint_config=tune.CheckpointConfig(
             num_to_keep=t.checkpoint_keep,
             checkpoint_frequency=t.checkpoint_every,
@@ -83,6 +89,13 @@ def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbo
         verbose=verbose,
         failure_config=tune.FailureConfig(max_failures=0),
     )
+
+
+def storage_uri_or_path(storage: str) -> str:
+    """A URI (s3://, gs://, file://) as it is, for Tune's pyarrow filesystem; a local path made absolute."""
+    if "://" in storage:
+        return storage
+    return str(Path(os.path.expanduser(storage)).resolve())
 
 
 def make_tune_config(cfg: RunConfig):
@@ -244,8 +257,10 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
     if address:
         ctx = ray.init(address=address, log_to_driver=False)
     else:
-        ctx = ray.init(num_cpus=cfg.resources.num_cpus, dashboard_host="127.0.0.1", log_to_driver=False,
-                       include_dashboard=None, configure_logging=True, logging_level="WARNING")
+        from spade_rllib.rllib.local_ray import init_local_ray  # noqa: PLC0415 - services on 127.0.0.1 only
+
+        ctx = init_local_ray(num_cpus=cfg.resources.num_cpus, log_to_driver=False,
+                             include_dashboard=None, configure_logging=True, logging_level="WARNING")
     quiet_ray_noise()  # ray.init replaces the handlers
     url = getattr(ctx, "dashboard_url", None)
     if url:
@@ -255,43 +270,41 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
 
 
 def find_checkpoint(path: str) -> str:
-    """The newest whole Tune/RLlib checkpoint directory at or under `path`. A checkpoint cut short
-    (killed driver, full disk) or one whose symlinks leave it is skipped with a note, never taken as
-    the latest; pointing at such a checkpoint directly is a `ConfigError`."""
-    from spade_rllib.checkpoint_layout import checkpoint_problem  # noqa: PLC0415
+    """The newest whole checkpoint at or under `path`, by the loader's rule
+    (`checkpoint_layout.newest_checkpoint`: the highest number; a damaged one skipped with a note).
+    Pointing at a damaged checkpoint directly is a `ConfigError`."""
+    from spade_rllib.checkpoint_layout import checkpoint_problem, is_algorithm_checkpoint, newest_checkpoint  # noqa: PLC0415
 
     p = Path(os.path.expanduser(path)).resolve()
     if not p.exists():
         raise ConfigError(f"--resume = {path!r}: file not found (cwd: {os.getcwd()})")
-    if (p / RL_MODULE_SUBPATH).is_dir() or (p / "algorithm_state.pkl").exists():
+    if is_algorithm_checkpoint(p):
         problem = checkpoint_problem(p)
         if problem:
             raise ConfigError(f"--resume = {path!r}: not a usable checkpoint: {problem}")
         return str(p)
-    candidates = [c for c in p.rglob("checkpoint_*") if c.is_dir()]
-    if not candidates:
+    if not any(c.is_dir() and is_algorithm_checkpoint(c) for c in p.rglob("checkpoint_*")):
         raise ConfigError(f"--resume = {path!r}: no checkpoint (a directory with {RL_MODULE_SUBPATH}/) found under it")
-    for c in sorted(candidates, key=lambda c: (c.stat().st_mtime, c.name), reverse=True):
-        problem = checkpoint_problem(c)
-        if problem is None:
-            return str(c)
-        print(f"note: skipping incomplete checkpoint {c}: {problem}", file=sys.stderr)
-    raise ConfigError(f"--resume = {path!r}: every checkpoint under it is incomplete or damaged (see the notes above)")
+    newest = newest_checkpoint(p, recursive=True)
+    if newest is None:
+        raise ConfigError(f"--resume = {path!r}: every checkpoint under it is incomplete or damaged (see the notes above)")
+    return str(newest)
 
 
 def saved_config_for(checkpoint: str) -> Optional[str]:
-    """The config.yaml written next to a checkpoint's trial (None when not found)."""
-    for parent in Path(checkpoint).parents:
+    """The config.yaml a run wrote into the checkpoint's trial directory (the nearest of the
+    checkpoint's two parents), None when neither holds one."""
+    for parent in list(Path(checkpoint).parents)[:2]:
         cand = parent / RUN_CONFIG_FILE
-        if cand.is_file() and (parent / "runinfo.json").is_file():
+        if cand.is_file():
             return str(cand)
     return None
 
 
 def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[dict]:
     """Play the final checkpoint's main against `evaluation.opponents` in the driver process."""
-    from ray.rllib.core.rl_module.rl_module import RLModule  # noqa: PLC0415
-
+    from spade_rllib.checkpoint_layout import resolve_checkpoint  # noqa: PLC0415
+    from spade_rllib.policy import load_module  # noqa: PLC0415
     from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
     from spade_rllib.rllib.components import placeholder_win_rates, win_rates  # noqa: PLC0415
     from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
@@ -300,7 +313,7 @@ def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[di
     runner = SpadeEnvRunner(config=algo_config, worker_index=0, num_workers=0)
     if len(runner.games[0].teams) < 2:
         return None
-    module = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN)))
+    module = load_module(resolve_checkpoint(checkpoint), MAIN)  # weights checked against the module
     runner.module[MAIN].set_state(module.get_state())
     ev = cfg.evaluation
     opponents = [*ev.opponents, *([] if MIRROR in ev.opponents else [MIRROR])]  # mirror: how often self-play draws
@@ -336,10 +349,17 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
     """(config, checkpoint to restore or None), validated; raises ConfigError."""
+    if not 0 <= args.final_eval_games <= MAX_FINAL_EVAL_GAMES:
+        raise ConfigError(f"--final-eval-games = {args.final_eval_games}: out of range, allowed 0..{MAX_FINAL_EVAL_GAMES}")
+    if not 0 <= getattr(args, "final_replays", 0) <= MAX_FINAL_REPLAYS:
+        raise ConfigError(f"--final-replays = {args.final_replays}: out of range, allowed 0..{MAX_FINAL_REPLAYS}")
     checkpoint = find_checkpoint(args.resume) if args.resume else None
     path = args.config
     if path is None and checkpoint is not None:
         path = saved_config_for(checkpoint)
+    if path is None and checkpoint is not None:
+        raise ConfigError(f"--config: missing, and the trial of {checkpoint} holds no {RUN_CONFIG_FILE}; give the run's "
+                          "YAML file, e.g. --config tune_configs/quickstart.yaml")
     if path is None:
         raise ConfigError("--config: missing; give a YAML file, e.g. --config tune_configs/quickstart.yaml")
     raw = apply_overrides(load_raw(path), args.overrides)
@@ -361,20 +381,23 @@ def main(argv=None) -> int:
     try:
         cfg, checkpoint = resolve_config(args)
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
     if args.print_config:
         from spade_rllib.config import dump_config  # noqa: PLC0415
 
         print(dump_config(cfg), end="")
         return 0
-    try:  # about this machine: stop condition, storage, CPUs/GPUs (issue 16)
+    try:  # about this machine: stop condition, storage, CPUs/GPUs; the env, model size and resume fit
         from spade_rllib.preflight import check_launch  # noqa: PLC0415
+        from spade_rllib.rllib.prelaunch import check_env_builds, check_model_memory, check_resume  # noqa: PLC0415
 
         check_launch(cfg, address=args.address)
+        info = check_env_builds(cfg)
+        check_model_memory(cfg, info)
+        if checkpoint is not None:
+            check_resume(cfg, checkpoint, info)
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
 
     from spade_rllib.runinfo import collect_runinfo  # noqa: PLC0415
 
@@ -387,11 +410,13 @@ def main(argv=None) -> int:
 
         quiet_ray_noise()  # RLlib's loggers exist now
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
     from ray import tune  # noqa: PLC0415
 
+    from spade_rllib.rllib.graceful_stop import GracefulStop  # noqa: PLC0415
+
     console = console_callback(cfg)
+    stopper = GracefulStop(stop_criteria(cfg))
     stop = ", ".join(f"{k.rpartition('/')[2]}={v:g}" for k, v in stop_criteria(cfg).items()) or "never (Ctrl-C stops)"
     print(f"training {cfg.env.id} ({cfg.self_play.mode}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
     t0 = time.time()
@@ -399,16 +424,22 @@ def main(argv=None) -> int:
     from spade_rllib.trackers import tracker_callbacks  # noqa: PLC0415
 
     tuner = tune.Tuner(trainable, param_space=param_space,
-                       run_config=make_tune_run_config(cfg, callbacks=[console, heatmap_callback(), *tracker_callbacks(cfg)]),
+                       run_config=make_tune_run_config(cfg, callbacks=[console, heatmap_callback(), *tracker_callbacks(cfg)],
+                                                       stopper=stopper),
                        tune_config=make_tune_config(cfg))
+    stopper.install()  # after ray.init: SIGINT and SIGTERM stop the trial after its iteration
     try:
         results = tuner.fit()
     finally:
+        stopper.uninstall()
         console.view.close()
     wall = time.time() - t0
     result = results[0] if len(results) else None
     ok = result is not None and result.error is None
-    print_summary(cfg, result, console, wall, args.final_eval_games, replays=args.final_replays)
+    print_summary(cfg, result, console, wall, args.final_eval_games, replays=args.final_replays,
+                  interrupted=stopper.signum)
+    if stopper.exit_code is not None:
+        return stopper.exit_code
     return 0 if ok else 1
 
 
@@ -437,13 +468,26 @@ def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: di
     return out
 
 
-def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int, replays: int = 0) -> None:
+def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int, replays: int = 0,
+                  interrupted: Optional[int] = None) -> None:
+    """The end-of-run summary; `interrupted` is the number of the signal that stopped the run, if one did."""
     last = (result.metrics if result is not None else None) or console.last_result or {}
     trial_path = (result.path if result is not None else None) or console.trial_path
     ckpt = result.checkpoint.path if (result is not None and result.checkpoint) else None
     print("=" * 78)
     if result is not None and result.error is not None:
         print(f"run FAILED: {one_line(result.error)}")  # the cause from inside Ray's wrapper
+    if interrupted is not None:
+        import signal  # noqa: PLC0415
+
+        from spade_rllib.console import rel  # noqa: PLC0415
+
+        where = Path(trial_path) if trial_path else Path(os.path.expanduser(cfg.experiment.storage_path)) / cfg.experiment.name
+        print(f"interrupted at iteration {int(last.get('training_iteration', 0))} ({signal.Signals(interrupted).name}); "
+              f"resume with: python -m spade_rllib.train --resume {rel(where)}")
+        if final_games > 0:  # a stop request wants the process to end soon, not after minutes of games
+            print("final evaluation skipped: the run was interrupted (python -m spade_rllib.evaluate plays it later)")
+        final_games, replays = 0, 0
     steps = result_value(last, "env_runners/num_env_steps_sampled_lifetime", 0)
     ttot = float(last.get("time_total_s", wall) or wall)
     print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
@@ -496,7 +540,9 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             import json  # noqa: PLC0415
 
             try:
-                Path(trial_path, "final_evaluation.json").write_text(json.dumps(final, indent=2))
+                from spade_rllib.atomic_io import write_text  # noqa: PLC0415
+
+                write_text(Path(trial_path, "final_evaluation.json"), json.dumps(final, indent=2))
             except OSError:
                 pass
     if trial_path:

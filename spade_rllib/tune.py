@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from spade_rllib.cli import add_debug_flag, cli_entry
+from spade_rllib.cli import add_debug_flag, cli_entry, config_error
 from spade_rllib.config import ConfigError
 from spade_rllib.sweeps.sweep_spec import (
     SweepSpec,
@@ -60,11 +60,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+MAX_TRIALS = 10_000
+"""Most trials one sweep may plan (grid size x num_samples)."""
+
+
 def _check_options(args: argparse.Namespace) -> None:
     for name in ("num_samples", "max_concurrent"):
         v = getattr(args, name)
-        if v is not None and v < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} {v}: out of range, allowed >= 1")
+        if v is not None and not 1 <= v <= MAX_TRIALS:
+            raise ConfigError(f"--{name.replace('_', '-')} {v}: out of range, allowed 1..{MAX_TRIALS}")
     if args.cpus_per_trial is not None and not args.cpus_per_trial >= 1:
         raise ConfigError(f"--cpus-per-trial {args.cpus_per_trial:g}: out of range, allowed >= 1")
     if args.gpus_per_trial is not None and (not args.gpus_per_trial >= 0 or math.isinf(args.gpus_per_trial)):
@@ -81,6 +85,9 @@ def resolve(args: argparse.Namespace) -> tuple[SweepSpec, dict]:
         spec.budget.num_samples = args.num_samples
     if args.max_concurrent is not None:
         spec.budget.max_concurrent = args.max_concurrent
+    if spec.num_trials() > MAX_TRIALS:
+        raise ConfigError(f"--sweep {args.sweep}: {spec.num_trials():,d} trials (grid x num_samples {spec.budget.num_samples}): "
+                          f"out of range, at most {MAX_TRIALS:,d}")
     return spec, base
 
 
@@ -205,10 +212,10 @@ def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
     if address or os.environ.get("RAY_ADDRESS"):  # `ray job submit` sets RAY_ADDRESS: attach to that cluster
         ray.init(address=address, log_to_driver=False)
         return
-    ctx = ray.init(num_cpus=num_cpus, dashboard_host="127.0.0.1", log_to_driver=False, configure_logging=True,
-                   logging_level="WARNING")
     from spade_rllib.console import dashboard_line, quiet_ray_noise  # noqa: PLC0415
+    from spade_rllib.rllib.local_ray import init_local_ray  # noqa: PLC0415 - services on 127.0.0.1 only
 
+    ctx = init_local_ray(num_cpus=num_cpus, log_to_driver=False, configure_logging=True, logging_level="WARNING")
     quiet_ray_noise()
     url = getattr(ctx, "dashboard_url", None)
     if url:
@@ -266,8 +273,7 @@ def main(argv=None) -> int:
             print_plan(spec, base, trial_template(spec, base, args), storage)
             return 0
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
     if spec.smoke:  # a checkpoint every iteration makes Tune warn about frequent state snapshots
         os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     from ray import tune  # noqa: PLC0415
@@ -288,8 +294,7 @@ def main(argv=None) -> int:
         tuner = (tune.Tuner.restore(exp_dir, trainable=SweepPPO, resume_unfinished=True, resume_errored=True)
                  if args.resume else build_tuner(spec, base, args, storage, runinfo))
     except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+        return config_error(e, argv)
     if "://" not in exp_dir:
         Path(exp_dir).mkdir(parents=True, exist_ok=True)
         (Path(exp_dir) / "sweep.json").write_text(json.dumps(

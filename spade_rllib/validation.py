@@ -31,7 +31,14 @@ from typing import Any, Iterable, Mapping, Union
 
 
 class ConfigError(ValueError):
-    """A config problem, described in one line (key path, value, what is allowed)."""
+    """A config problem, described in one line (key path, value, what is allowed). Line breaks that
+    reach the message from the input (a key holding a newline) are shown escaped, as `\\n`."""
+
+    def __init__(self, message: Any = "", *args: Any):
+        text = str(message)
+        if "\n" in text or "\r" in text:
+            text = text.replace("\r", "\\r").replace("\n", "\\n")
+        super().__init__(text, *args)
 
 
 def did_you_mean(word: Any, options: Iterable[Any]) -> str:

@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "spade_rllib"
 FLOORS: dict[str, int] = {
-    "spade_rllib.outcome": 0, "spade_rllib.validation": 0, "spade_rllib.cli": 0,
+    "spade_rllib.outcome": 0, "spade_rllib.validation": 0, "spade_rllib.cli": 0, "spade_rllib.atomic_io": 0,
+    "spade_rllib.yaml_reader": 0,
     "spade_rllib.envs": 1, "spade_rllib.env_ids": 1, "spade_rllib.ratings": 1,
     "spade_rllib.bots": 2, "spade_rllib.curriculum": 2, "spade_rllib.league": 2, "spade_rllib.draw_watch": 1,
     "spade_rllib.rllib": 3, "spade_rllib.config": 3, "spade_rllib.policy": 3, "spade_rllib.checkpoint_layout": 3,

@@ -10,7 +10,7 @@ checkpoint in `fixtures/checkpoint_before_issue12/`).
         rllib_checkpoint.json
         learner_group/learner/rl_module/        a MultiRLModule
           main/                                 a `SpadeModule` (random init from `seed`)
-        algorithm_state.pkl                     optional league snapshots, where SpadePPO stores them
+        algorithm_state.pkl                     with optional league snapshots, where SpadePPO stores them
                                                 (`spade_rllib.checkpoint_layout`): spade_components ->
                                                 league -> league -> League.state_dict()-like members
 
@@ -101,6 +101,7 @@ def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_i
     multi.save_to_path(str(ckpt / RL_MODULE_SUBPATH))
     (ckpt / "rllib_checkpoint.json").write_text(json.dumps({"checkpoint_version": "2.1", "format": "cloudpickle"}))
     (root / TUNE_PARAMS_FILE).write_text(json.dumps({"env": env_id}))
+    components: dict = {}
     if snapshots:
         members = []
         for generation in range(1, snapshots + 1):
@@ -109,8 +110,9 @@ def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_i
             members.append({"id": f"main_v{generation}", "created_at": generation, "weights": weights})
         members.append({"id": "random", "created_at": 0, "weights": None})
         league = {"version": 1, "members": members}  # the part of League.state_dict() loaders read
-        with open(ckpt / ALGORITHM_STATE_FILE, "wb") as f:
-            pickle.dump({COMPONENTS_STATE_KEY: {LEAGUE_COMPONENT: {LEAGUE_CORE_KEY: league}}}, f)
+        components[LEAGUE_COMPONENT] = {LEAGUE_CORE_KEY: league}
+    with open(ckpt / ALGORITHM_STATE_FILE, "wb") as f:  # a training run always writes it
+        pickle.dump({COMPONENTS_STATE_KEY: components}, f)
     if progress_rows:
         write_progress_csv(root / "progress.csv", progress_rows, seed=seed)
     return ckpt

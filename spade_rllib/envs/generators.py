@@ -405,10 +405,13 @@ def generate_level(knobs: Knobs, seed: int) -> Level:
 
 # ---------------------------------------------------------------------------- CaptureTheFlag levels
 def _pick_ctf_spawns(dist_own: np.ndarray, half: np.ndarray, base: Cell, k: Knobs,
-                     rng: np.random.Generator) -> tuple[Cell, ...] | None:
-    """Team A's spawns: floor cells in A's half, ``CTF_SPAWN_OFFSET`` steps from base a (else 1, 3)."""
+                     rng: np.random.Generator, open_way: np.ndarray | None = None) -> tuple[Cell, ...] | None:
+    """Team A's spawns: floor cells in A's half, ``CTF_SPAWN_OFFSET`` steps from base a (else 1, 3),
+    from which the enemy base is reachable without entering base a (``open_way``: the game's rule
+    that an agent enters its own base only while carrying)."""
+    usable = (half == 0) if open_way is None else ((half == 0) & open_way)
     for offset in (CTF_SPAWN_OFFSET, 1, 3):
-        rows, cols = np.nonzero((dist_own == offset) & (half == 0))
+        rows, cols = np.nonzero((dist_own == offset) & usable)
         cells = [(int(r), int(c)) for r, c in zip(rows.tolist(), cols.tolist()) if (r, c) != base]
         if len(cells) >= k.agents_per_team:
             order = rng.permutation(len(cells)).tolist()
@@ -440,7 +443,9 @@ def generate_ctf_level(knobs: Knobs, seed: int) -> Level:
         da, db = _bfs(walls, base_a), _bfs(walls, base_b)
         half = np.where(da < db, 0, np.where(db < da, 1, -1))
         half[walls] = -1
-        spawns_a = _pick_ctf_spawns(da, half, base_a, knobs, rng)
+        closed = walls.copy()
+        closed[base_a] = True
+        spawns_a = _pick_ctf_spawns(da, half, base_a, knobs, rng, open_way=_bfs(closed, base_b) >= 0)
         if spawns_a is None:
             continue
         spawns_b = tuple(_mirror(n, r, c) for r, c in spawns_a)

@@ -22,7 +22,10 @@ Rules for hand-written maps:
   same number of spawns. Agents are numbered in reading order (row by row, left to right): the
   first ``A`` is ``a_0`` (or ``player_0`` in 1v1), the second ``a_1``.
 * The flag and every spawn are reachable from each other (4-neighbourhood moves). CTF maps: each
-  base is reachable from the other team's spawns and from its own team's spawns.
+  base is reachable from the other team's spawns and from its own team's spawns, and by the game's
+  movement rule: an agent enters its own base only while carrying the enemy flag, so every spawn
+  must reach the enemy base without passing its own base (`#A.ab.B#` is refused: the blocking
+  cell is the own base).
 
 Any violation raises :class:`LevelError` naming the problem with ``line L, column C`` (1-based).
 
@@ -53,6 +56,8 @@ Cell = tuple[int, int]
 WALL, FLOOR, FLAG, SPAWN_A, SPAWN_B, BASE_A, BASE_B = "#", ".", "F", "A", "B", "a", "b"
 ALLOWED = (WALL, FLOOR, FLAG, SPAWN_A, SPAWN_B, BASE_A, BASE_B)
 MIN_SIDE = 3
+MAX_SIDE = 256
+"""Longest side of a map (rows or columns); larger maps are refused before they are parsed."""
 NEIGHBOURS = ((-1, 0), (1, 0), (0, -1), (0, 1))
 
 
@@ -159,6 +164,16 @@ def _validate_ctf(walls: np.ndarray, bases: tuple[Cell, Cell], spawns) -> tuple[
                 raise LevelError(f"spawn unreachable: no path from this team {name} spawn to base '{enemy}'", *s)
             if dists[team][s] < 0:
                 raise LevelError(f"spawn unreachable: no path from this team {name} spawn to its own base", *s)
+        # The movement rule: an agent enters its own base only while carrying the enemy flag, so on
+        # the way out the own base is a wall (the way home from the enemy base is open).
+        closed = walls.copy()
+        closed[bases[team]] = True
+        out = _bfs(closed, bases[other])
+        for s in spawns[team]:
+            if out[s] < 0:
+                raise LevelError(f"unwinnable map: team {name}'s spawn at line {s[0] + 1}, column {s[1] + 1} reaches "
+                                 f"base '{enemy}' only through its own base '{name.lower()}', which an agent enters "
+                                 "only while carrying the enemy flag; blocking cell", *bases[team])
     return dists
 
 
@@ -244,6 +259,8 @@ class Level:
         """Parse a map (see the module docstring). ``max_unfairness`` makes unfair maps an error."""
         if max_unfairness is not None and (not isinstance(max_unfairness, int) or max_unfairness < 0):
             raise ValueError(f"max_unfairness must be None or an int >= 0, got {max_unfairness!r}")
+        if len(text) > 4 * (MAX_SIDE + 1) * MAX_SIDE:  # indentation and trailing blanks allowed, but not megabytes
+            raise LevelError(f"map text is {len(text):,d} characters; a map is at most {MAX_SIDE}x{MAX_SIDE} cells", 0, 0)
         lines = [ln.rstrip() for ln in textwrap.dedent(text.replace("\r\n", "\n")).split("\n")]
         while lines and not lines[0]:
             lines.pop(0)
@@ -252,6 +269,8 @@ class Level:
         if not lines:
             raise LevelError("empty map", 0, 0)
         width = len(lines[0])
+        if len(lines) > MAX_SIDE or max(len(ln) for ln in lines) > MAX_SIDE:
+            raise LevelError(f"map is {len(lines)}x{max(len(ln) for ln in lines)}; at most {MAX_SIDE}x{MAX_SIDE}", 0, 0)
         for r, ln in enumerate(lines):
             if len(ln) != width:
                 raise LevelError(

@@ -23,6 +23,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from spade_rllib.atomic_io import atomic_open, atomic_path, write_text
+
 from spade_rllib import ratings as rating_math
 from spade_rllib.evaluation.match_engine import DRAW, GameResult, LevelEntry
 
@@ -151,7 +153,7 @@ def level_rows(player: str, levels: Sequence[LevelEntry], results: Sequence[Game
 
 
 def write_csv(path: Path, columns: Sequence[str], rows: Iterable[dict]) -> Path:
-    with open(path, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(columns))
         writer.writeheader()
         for row in rows:
@@ -176,6 +178,11 @@ def _plt():
     return plt
 
 
+def _savefig(fig, path: Path) -> None:
+    with atomic_path(path) as tmp:  # the temporary name keeps the suffix, so the format stays PNG
+        fig.savefig(tmp, dpi=100)
+
+
 def plot_payoff(payoff: Payoff, path: Path) -> Path:
     plt = _plt()
     score = payoff.score()
@@ -195,7 +202,7 @@ def plot_payoff(payoff: Payoff, path: Path) -> Path:
                     ax.text(j, i, f"{score[i, j]:.2f}", ha="center", va="center", fontsize=8)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _savefig(fig, path)
     plt.close(fig)
     return path
 
@@ -212,7 +219,7 @@ def plot_ratings(ratings: Ratings, path: Path) -> Path:
     ax.set_xlabel(f"Bradley-Terry Elo ({ratings.confidence:.0%} bootstrap interval)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _savefig(fig, path)
     plt.close(fig)
     return path
 
@@ -327,7 +334,7 @@ def plot_progress(progress_csv: Path, out_dir: Path) -> dict[str, Path]:
             _line_panel(ax, x, y, xlabel, title, name)
         fig.tight_layout()
         written["learning_curves"] = out_dir / "learning_curves.png"
-        fig.savefig(written["learning_curves"], dpi=100)
+        _savefig(fig, written["learning_curves"])
         plt.close(fig)
     diff = find_column(columns, DIFFICULTY_KEYS)
     if diff:
@@ -335,7 +342,7 @@ def plot_progress(progress_csv: Path, out_dir: Path) -> dict[str, Path]:
         _line_panel(ax, x, columns[diff], xlabel, "curriculum difficulty", diff)
         fig.tight_layout()
         written["curriculum"] = out_dir / "curriculum.png"
-        fig.savefig(written["curriculum"], dpi=100)
+        _savefig(fig, written["curriculum"])
         plt.close(fig)
     size, rating = find_column(columns, LEAGUE_SIZE_KEYS), find_column(columns, MAIN_RATING_KEYS)
     if size or rating:
@@ -345,7 +352,7 @@ def plot_progress(progress_csv: Path, out_dir: Path) -> dict[str, Path]:
             _line_panel(ax, x, y, xlabel, title, name)
         fig.tight_layout()
         written["league"] = out_dir / "league.png"
-        fig.savefig(written["league"], dpi=100)
+        _savefig(fig, written["league"])
         plt.close(fig)
     return written
 
@@ -396,6 +403,4 @@ def write_report(out_dir: Path, *, title: str, summary: dict, ratings: Sequence[
             lines.append(f"- game {replay['index']} ({replay['outcome']} vs {replay['opponent']} on "
                          f"{replay['level_id']}): [gif]({replay['gif']}) · [transcript]({replay['transcript']})")
         lines.append("")
-    path = out_dir / "report.md"
-    path.write_text("\n".join(lines))
-    return path
+    return write_text(out_dir / "report.md", "\n".join(lines))

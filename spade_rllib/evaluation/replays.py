@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from spade_rllib.atomic_io import atomic_path, write_text
 from spade_rllib.evaluation.match_engine import GameResult, GameSpec, LevelEntry, num_actions, play_game
 from spade_rllib.evaluation.players import PlayerSpec, build_player
 
@@ -85,7 +86,8 @@ def write_gif(frames: Sequence[np.ndarray], path: Path, frame_ms: int = GIF_FRAM
         images = [_captioned(im, c) for im, c in zip(images, captions)]
     # Hold the last frame a little longer so the end position is visible.
     durations = [frame_ms] * (len(images) - 1) + [frame_ms * 4]
-    images[0].save(path, save_all=True, append_images=images[1:], duration=durations, loop=0)
+    with atomic_path(path) as tmp:
+        images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:], duration=durations, loop=0)
     return path
 
 
@@ -115,7 +117,7 @@ def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequ
         stem = f"game{result.index:05d}_{outcome}"
         gif = write_gif(frame_record.frames, replay_dir / f"{stem}.gif", captions=frame_record.captions)
         transcript = replay_dir / f"{stem}.txt"
-        transcript.write_text("\n\n".join(text_record.texts) + "\n")
+        write_text(transcript, "\n\n".join(text_record.texts) + "\n")
         summaries.append({"index": result.index, "outcome": outcome, "opponent": opponent,
                           "level_id": result.level_id, "gif": f"replays/{gif.name}",
                           "transcript": f"replays/{transcript.name}", "frames": len(frame_record.frames)})

@@ -34,6 +34,9 @@ GENERATED_RE = re.compile(r"^generated:(\d+)@(\d+(?:\.\d+)?)$")
 LEVEL_SUFFIX = ".txt"
 
 
+MAX_GENERATED_LEVELS = 1000
+"""Most levels `--levels generated:N@D` builds (each is generated and validated up front)."""
+
 def heldout_dir(env_id: str = MAZERACE_ID) -> Path:
     """The game's shipped held-out maps (owned by the curriculum: `spade_rllib.curriculum.heldout_levels`)."""
     from spade_rllib.curriculum.heldout_levels import heldout_dir as curriculum_heldout_dir
@@ -87,8 +90,8 @@ def parse_levels(spec: str | None, env_id: str, seed: int, agents_per_team: int 
         generate_level = level_generator(env_id)
 
         count, difficulty = int(match.group(1)), float(match.group(2))
-        if count < 1:
-            raise ScheduleError(f"--levels {spec}: N must be >= 1")
+        if not 1 <= count <= MAX_GENERATED_LEVELS:
+            raise ScheduleError(f"--levels {spec}: N = {count}: out of range, allowed 1..{MAX_GENERATED_LEVELS}")
         if not 1.0 <= difficulty <= 10.0:
             raise ScheduleError(f"--levels {spec}: difficulty must be in [1, 10]")
         knobs = knobs_for_difficulty(difficulty, agents_per_team=agents_per_team)

@@ -68,7 +68,9 @@ def run_schedule(env_id: str, player_specs: dict[str, PlayerSpec], levels: Seque
             import ray
 
             if not ray.is_initialized():
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+                from spade_rllib.rllib.local_ray import init_local_ray  # services on 127.0.0.1 only
+
+                init_local_ray(num_cpus=workers, include_dashboard=False, log_to_driver=False)
             remote = ray.remote(num_cpus=1)(play_chunk)
             specs_ref = ray.put(player_specs)
             levels_ref = ray.put(list(levels))

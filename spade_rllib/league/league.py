@@ -499,7 +499,9 @@ class League:
 
     def write_table_csv(self, path) -> None:
         """Write :meth:`table` as ``league.csv`` (empty cell where a value is None)."""
-        with open(path, "w", newline="") as handle:
+        from spade_rllib.atomic_io import atomic_open  # noqa: PLC0415
+
+        with atomic_open(path, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=TABLE_COLUMNS)
             writer.writeheader()
             for row in self.table():

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from spade_rllib.atomic_io import atomic_open, atomic_path, write_text
 from spade_rllib.sweeps.sweep_spec import SEED_KEY, SweepSpec
 from spade_rllib.sweeps.stats import SeedInterval, metric_bounds, seed_interval
 
@@ -129,7 +130,7 @@ def _short_ckpt(path: Optional[str]) -> str:
 
 def write_summary_csv(rows: list[TrialRow], path: Path) -> None:
     keys = param_keys(rows)
-    with open(path, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["trial_id", "status", *keys, "iterations", "env_steps", "final_objective", "best_objective", "objective_key",
                     "best_checkpoint", "trial_dir"])
@@ -168,7 +169,7 @@ def write_groups_csv(groups: list[SeedGroup], path: Path) -> None:
     keys: list[str] = []
     for g in groups:
         keys += [k for k in g.params if k not in keys]
-    with open(path, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow([*keys, "n", "mean", "std", "ci_low", "ci_high", "confidence", "seeds", "values", "iqm", "iqm_low",
                     "iqm_high"])
@@ -200,7 +201,8 @@ def plot_over_time(rows: list[TrialRow], path: Path, metric_label: str) -> bool:
     if len(rows) <= 16:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
     return True
 
@@ -235,7 +237,8 @@ def plot_heatmap(rows: list[TrialRow], keys: list, path: Path, metric_label: str
             ax.text(ix, iy, _fmt(grid[iy, ix]), ha="center", va="center", color="w", fontsize=8)
     fig.colorbar(im, ax=ax, label=f"final {metric_label} (mean)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
     return True
 
@@ -265,6 +268,6 @@ def write_report(spec: SweepSpec, rows: list[TrialRow], out_dir: Path, metric_la
         files.append(out_dir / "heatmap.png")
     best = best_row(rows, spec.metric.mode)
     if best is not None and best.best_checkpoint:
-        (out_dir / "best_checkpoint.txt").write_text(best.best_checkpoint + "\n")
+        write_text(out_dir / "best_checkpoint.txt", best.best_checkpoint + "\n")
         files.append(out_dir / "best_checkpoint.txt")
     return {"best": best, "files": files, "groups": groups}
