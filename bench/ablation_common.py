@@ -94,7 +94,7 @@ def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
                 history[k].append(float(v) if isinstance(v, (int, float)) else math.nan)
         print(f"  [{label}] {int(result.get('training_iteration', 0))} iterations, {steps:,d} env steps, "
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-        weights = algo._main_weights()  # noqa: SLF001 - the learner's copy of main, as numpy
+        weights = algo.main_weights()  # the learner's copy of main, as numpy
         train_s = time.perf_counter() - t0
         trial_dir = algo.trial_dir()  # where components write their end-of-run files (league.csv)
     finally:

@@ -195,12 +195,12 @@ def fill_league(algo, n: int, seed: int = 0) -> None:
     broadcast its plan (as bench/league_memory.py does)."""
     (league,) = [c for c in algo.components if c.name == "league"]
     rng = np.random.default_rng(seed)
-    base = algo._main_weights()
+    base = algo.main_weights()
     for _ in range(n):
         league.league.add_snapshot({k: (v + rng.normal(0.0, 1e-3, v.shape)).astype(v.dtype) for k, v in base.items()},
                                    iteration=0)
-    league._set_plan(league.league.plan(0))
-    algo._broadcast(full=False)
+    league.set_plan(league.league.plan(0))
+    algo.broadcast(full=False)
 
 
 def stock(cfg, seconds: float, equal: bool) -> dict:

@@ -240,7 +240,7 @@ class SpadePPO(PPO):
         self._spade_metrics: dict = {}
         for comp in self.components:
             self._spade_metrics.update(getattr(comp, "initial_metrics", lambda: {})())
-        self._broadcast(full=True)
+        self.broadcast(full=True)
         if spade.runinfo:
             trial_dir = self.trial_dir()
             if trial_dir is not None:
@@ -345,7 +345,7 @@ class SpadePPO(PPO):
         ctx = DriverContext(
             iteration=self.iteration + 1,
             env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),
-            main_weights=self._main_weights,
+            main_weights=self.main_weights,
             num_runners=self.env_runner_group.num_remote_env_runners(),
             module_weights=self.module_weights,
             reset_module=self.reset_module,
@@ -353,7 +353,7 @@ class SpadePPO(PPO):
         )
         for comp in self.components:
             metrics.update(comp.update(outcomes, ctx) or {})
-        self._broadcast(full=False)
+        self.broadcast(full=False)
         ev = self.run_config.evaluation
         if ev.interval and (self.iteration + 1) % ev.interval == 0:
             self._last_eval = self.evaluate_main(ev.opponents, ev.games, greedy=ev.greedy)
@@ -366,7 +366,7 @@ class SpadePPO(PPO):
         _nest_into(results, self._spade_metrics)
         _nest_into(results, self._last_eval)
         if self.heldout is not None:
-            _nest_into(results, self.heldout.step(self.iteration + 1, self._main_weights))
+            _nest_into(results, self.heldout.step(self.iteration + 1, self.main_weights))
         _nest_into(results, {f"learners/{MAIN}/trained_with/{k}": v for k, v in trained_with.items()})
         results.setdefault("spade", {})["driver_s"] = time.perf_counter() - t0
         return results
@@ -398,7 +398,8 @@ class SpadePPO(PPO):
         parts = group.foreach_env_runner(lambda r: r.pop_episode_outcomes(), local_env_runner=local)
         return [rec for part in parts for rec in (part or [])]
 
-    def _main_weights(self) -> dict:
+    def main_weights(self) -> dict:
+        """The learner's copy of main's weights (numpy state dict)."""
         return self.module_weights(MAIN)
 
     def _pop_level_value_loss(self) -> dict:
@@ -446,7 +447,7 @@ class SpadePPO(PPO):
                 update = u if update is None else update.merged(u)
         return update
 
-    def _broadcast(self, full: bool) -> None:
+    def broadcast(self, full: bool) -> None:
         """Send the merged `DriverUpdate` of all components to every env runner (local included)."""
         update = self._runner_update(full)
         if update is not None:
@@ -523,7 +524,7 @@ class SpadePPO(PPO):
             for comp in self.components:
                 if comp.name in saved:
                     comp.load_state_dict(saved[comp.name])
-            self._broadcast(full=True)
+            self.broadcast(full=True)
 
     def cleanup(self) -> None:
         """End of run (Tune stop / `algo.stop()`): components with `finish(trial_dir)` write their files
