@@ -96,7 +96,7 @@ def install_runner_timers(t: SelfTimers, runner_cls) -> None:
     """Timers on everything the env runner does (classes patched in the calling process)."""
     from spade_rllib.envs.ctf import CaptureTheFlag
     from spade_rllib.envs.maze_race import MazeRace
-    from spade_rllib.rllib import env_adapters as games
+    from spade_rllib.games import adapter as games
     from spade_rllib.rllib.module import SpadeModule
     from spade_rllib.rllib.packed import PackedEpisodes
 

@@ -268,7 +268,7 @@ def main(argv=None) -> int:
         exp_dir = experiment_dir(storage, spec)
         from spade_rllib.preflight import check_storage_path  # noqa: PLC0415
 
-        check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune (issue 16)
+        check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune
         if args.dry_run:
             print_plan(spec, base, trial_template(spec, base, args), storage)
             return 0
