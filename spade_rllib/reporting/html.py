@@ -126,6 +126,10 @@ def training_levels(run: RunData) -> str:
         return f"one fixed map: {env['level_file']}"
     if env.get("difficulty") is not None:
         return f"generated at difficulty {env['difficulty']:g} (a pool of {env.get('level_pool', 512)} levels per env runner)"
+    env_id = str(env.get("id", ""))
+    if env_id and env_id not in ("MazeRace-v0", "CaptureTheFlag-v0"):
+        plies = env.get("random_opening_plies")
+        return "the game's start position" + (f" after 0-{plies} random opening moves" if plies else "")
     return "the env's default levels"
 
 
