@@ -17,8 +17,8 @@
   weights, env and model fit the config. Iterations, env-step counters and league/curriculum state continue;
   `training.stop.time_s` counts the new session only.
 
-Reuse for sweeps: `build_algo_config(cfg)`, `stop_criteria(cfg)`, `make_tune_run_config(cfg)` and
-`trainable_and_param_space(cfg)`.
+The command line over `spade_rllib.run_setup` (stop criteria, Tune configs, the trainable,
+`result_value`), which sweeps, `tune.py` and the benches import.
 """
 from __future__ import annotations
 
@@ -29,13 +29,15 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from spade_rllib.checkpoint_layout import CheckpointError, LEAGUE_CSV, RL_MODULE_SUBPATH, RUN_CONFIG_FILE, module_dir
 from spade_rllib.cli import add_debug_flag, cli_entry, config_error, one_line
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
+from spade_rllib.run_setup import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
+                                   stop_criteria, storage_uri_or_path, trainable_and_param_space)
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
 MAX_FINAL_EVAL_GAMES = 100_000
@@ -45,86 +47,8 @@ FINAL_GAMES_DIR = "final_games"
 
 
 # ---------------------------------------------------------------------------------------------
-# Pieces a sweep can reuse
-# ---------------------------------------------------------------------------------------------
-
-
-def stop_criteria(cfg: RunConfig) -> dict:
-    """Tune stop dict: the first criterion reached stops the trial."""
-    s = cfg.training.stop
-    stop: dict[str, Any] = {}
-    if s.time_s is not None:
-        stop["time_total_s"] = s.time_s
-    if s.iterations is not None:
-        stop["training_iteration"] = s.iterations
-    if s.env_steps is not None:
-        stop["env_runners/num_env_steps_sampled_lifetime"] = s.env_steps
-    if s.metric is not None:
-        stop[s.metric] = s.target
-    return stop
-
-
-def trainable_and_param_space(cfg: RunConfig, **kwargs):
-    """(trainable class, AlgorithmConfig) for `tune.Tuner(trainable, param_space=...)`."""
-    from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config  # noqa: PLC0415
-
-    return SpadePPO, build_algo_config(cfg, **kwargs)
-
-
-def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbose: int = 0, stopper=None):
-    """`tune.RunConfig` with storage, stop criteria (or `stopper`, which checks them) and checkpointing from the config."""
-    from ray import tune  # noqa: PLC0415
-
-    t = cfg.training
-    return tune.RunConfig(
-        name=cfg.experiment.name,
-        storage_path=storage_uri_or_path(cfg.experiment.storage_path),
-        stop=stopper if stopper is not None else (stop_criteria(cfg) or None),
-        checkpoint_config=tune.CheckpointConfig(
-            num_to_keep=t.checkpoint_keep,
-            checkpoint_frequency=t.checkpoint_every,
-            checkpoint_at_end=True,
-        ),
-        callbacks=callbacks or [],
-        verbose=verbose,
-        failure_config=tune.FailureConfig(max_failures=0),
-    )
-
-
-def storage_uri_or_path(storage: str) -> str:
-    """A URI (s3://, gs://, file://) as it is, for Tune's pyarrow filesystem; a local path made absolute."""
-    if "://" in storage:
-        return storage
-    return str(Path(os.path.expanduser(storage)).resolve())
-
-
-def make_tune_config(cfg: RunConfig):
-    """`tune.TuneConfig` for a single trial with a readable directory name."""
-    from ray import tune  # noqa: PLC0415
-
-    name = cfg.experiment.name
-    return tune.TuneConfig(
-        num_samples=1,
-        trial_name_creator=lambda trial: f"{name}_{trial.trial_id}",
-        trial_dirname_creator=lambda trial: f"{name}_{trial.trial_id}",
-    )
-
-
-# ---------------------------------------------------------------------------------------------
 # Console
 # ---------------------------------------------------------------------------------------------
-
-
-def result_value(result: dict, key: str, default: Any = math.nan) -> Any:
-    """`result[key]` for a flat "a/b/c" key, else the nested result["a"]["b"]["c"]; `default` when absent."""
-    if key in result:
-        return result[key]
-    node: Any = result
-    for p in key.split("/"):
-        if not isinstance(node, dict) or p not in node:
-            return default
-        node = node[p]
-    return node
 
 
 _SNAPSHOT_ID = re.compile(r".+_v\d+")

@@ -228,7 +228,7 @@ def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: 
     from spade_rllib.config import parse_config  # noqa: PLC0415
     from spade_rllib.sweeps.progress import SweepProgress  # noqa: PLC0415
     from spade_rllib.sweeps.trainable import SweepPPO  # noqa: PLC0415
-    from spade_rllib.train import make_tune_run_config  # noqa: PLC0415
+    from spade_rllib.run_setup import make_tune_run_config  # noqa: PLC0415
 
     cfg = parse_config(base)
     cfg.experiment.name = spec.experiment_name
