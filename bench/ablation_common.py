@@ -20,13 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR, heldout_reset_options  # noqa: E402
+from spade_rllib.curriculum.heldout_levels import heldout_reset_options  # noqa: E402
+from spade_rllib.games import bot_names, heldout_dir  # noqa: E402
 from spade_rllib.outcome import MAIN, TEAM_LETTERS  # noqa: E402
 from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
 from spade_rllib.sweeps.sweep_spec import deep_merge  # noqa: E402
 
 DEFAULT_ENV_ID = "CaptureTheFlag-v0"
-HELDOUT_DIRS = {"MazeRace-v0": HELDOUT_DIR, "CaptureTheFlag-v0": HELDOUT_DIR.parent / "heldout_ctf"}
 NOOP = 0  # MazeRace and CaptureTheFlag: action 0 stays put
 CONFIDENCE = 0.95
 
@@ -49,16 +49,11 @@ def base_config(env_id: str, seed: int) -> dict:
 
 def ladder_of(env_id: str) -> dict[str, str]:
     """The env's scripted bots, weakest to strongest as registered: metric name -> runner opponent id."""
-    from spade_rllib.bots import bot_names
-
     return {name: f"bot:{name}" for name in bot_names(env_id)}
 
 
 def heldout_paths(env_id: str) -> list[str]:
-    path = HELDOUT_DIRS.get(env_id)
-    if path is None:
-        raise ValueError(f"no held-out maps for env {env_id!r}; known: {', '.join(HELDOUT_DIRS)}")
-    return [str(path)]
+    return [str(heldout_dir(env_id))]
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -99,7 +94,7 @@ def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
                 history[k].append(float(v) if isinstance(v, (int, float)) else math.nan)
         print(f"  [{label}] {int(result.get('training_iteration', 0))} iterations, {steps:,d} env steps, "
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-        weights = algo._main_weights()  # noqa: SLF001 - the learner's copy of main, as numpy
+        weights = algo.main_weights()  # the learner's copy of main, as numpy
         train_s = time.perf_counter() - t0
         trial_dir = algo.trial_dir()  # where components write their end-of-run files (league.csv)
     finally:

@@ -194,7 +194,7 @@ class PeerPlayer:
 
 class BotPlayer:
     def __init__(self, name: str, seed: int):
-        from spade_rllib.bots import make_bot
+        from spade_rllib.games import make_bot
 
         self.bot = make_bot(name, seed=seed, env_id=ENV_ID)
 

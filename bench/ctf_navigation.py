@@ -28,7 +28,7 @@ def play_run(trial: Path, games: int, greedy: bool) -> dict:
 
     from spade_rllib.checkpoint_layout import RUN_CONFIG_FILE, module_dir
     from spade_rllib.config import load_config
-    from spade_rllib.curriculum.heldout_levels import heldout_dir
+    from spade_rllib.games import heldout_dir
     from spade_rllib.outcome import MAIN
     from spade_rllib.rllib.algorithm import build_algo_config
     from spade_rllib.rllib.heldout_eval import play_heldout
@@ -48,9 +48,10 @@ def main(argv=None) -> int:
     p.add_argument("--games", type=int, default=20, help="games per map and opponent")
     p.add_argument("--greedy", action="store_true")
     args = p.parse_args(argv)
-    from spade_rllib.curriculum.heldout_levels import HELDOUT_CTF_DIR, load_heldout_levels
+    from spade_rllib.curriculum.heldout_levels import load_heldout_levels
+    from spade_rllib.games import CTF_ID, heldout_dir
 
-    levels = load_heldout_levels([HELDOUT_CTF_DIR])
+    levels = load_heldout_levels([heldout_dir(CTF_ID)])
     order = sorted(levels, key=lambda n: (levels[n].height * levels[n].width, n))
     summary = {}
     for i, trial in enumerate(args.trial):

@@ -117,7 +117,7 @@ def exploitability(run: dict, base: dict, env_id: str, seed: int, minutes: float
 
     def install(algo):
         algo.components.append(FrozenOpponentComponent(run["weights"], member="target", seed=seed))
-        algo._broadcast(full=True)  # noqa: SLF001 - send the plan and the frozen weights before the first sample
+        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
 
     raw = arm_config(base, "mirror", 1000 + seed, overrides, out_dir)  # no league; a fresh network: another seed
     raw["experiment"]["name"] = f"exploiter_seed{seed}"

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from spade_rllib.bots import bot_names, make_bot
+from spade_rllib.games import bot_names, make_bot
 from spade_rllib.envs import CaptureTheFlag, generate_ctf_level, knobs_for_difficulty
 
 ENV_ID = "CaptureTheFlag-v0"

@@ -95,7 +95,7 @@ def exploitability(run: dict, env_id: str, seed: int, minutes: float, env_steps,
 
     def install(algo):
         algo.components.append(FrozenOpponentComponent(run["weights"], member="target", seed=seed))
-        algo._broadcast(full=True)  # noqa: SLF001 - send the plan and the frozen weights before the first sample
+        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
 
     raw = setup_config(env_id, "mirror", 1000 + seed, overrides)  # a fresh network: another init seed
     exploiter = train(raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install, keep=["train/target/games"])

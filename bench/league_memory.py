@@ -68,12 +68,12 @@ def run_case(num_snapshots: int, iterations: int, seed: int, lstm: bool = False)
     algo = build_algo_config(cfg).build_algo()
     (league,) = [c for c in algo.components if c.name == "league"]
     rng = np.random.default_rng(seed)
-    base = algo._main_weights()
+    base = algo.main_weights()
     for _ in range(num_snapshots):
         noisy = {k: (v + rng.normal(0.0, PERTURBATION, v.shape)).astype(v.dtype) for k, v in base.items()}
         league.league.add_snapshot(noisy, iteration=0)
-    league._set_plan(league.league.plan(0))
-    algo._broadcast(full=False)
+    league.set_plan(league.league.plan(0))
+    algo.broadcast(full=False)
     t0 = time.perf_counter()
     for _ in range(iterations):
         algo.train()

@@ -96,7 +96,7 @@ def install_runner_timers(t: SelfTimers, runner_cls) -> None:
     """Timers on everything the env runner does (classes patched in the calling process)."""
     from spade_rllib.envs.ctf import CaptureTheFlag
     from spade_rllib.envs.maze_race import MazeRace
-    from spade_rllib.rllib import env_adapters as games
+    from spade_rllib.games import adapter as games
     from spade_rllib.rllib.module import SpadeModule
     from spade_rllib.rllib.packed import PackedEpisodes
 
@@ -152,10 +152,10 @@ def install_driver_timers(t: SelfTimers, algo) -> None:
     t.wrap(Algorithm, "train", "RLlib iteration overhead (results, metrics)")
     t.wrap(cls, "_collect_sampled_ahead", "driver: waiting for / receiving samples")
     t.wrap(cls, "_gather_outcomes", "driver: outcome drain")
-    t.wrap(cls, "_broadcast", "driver: broadcast DriverUpdate")
+    t.wrap(cls, "broadcast", "driver: broadcast DriverUpdate")
     t.wrap(cls, "evaluate_main", "driver: periodic evaluation")
     t.wrap(cls, "learner_hyperparams", "driver: trained_with readout")
-    t.wrap(cls, "_main_weights", "driver: main weights for components")
+    t.wrap(cls, "main_weights", "driver: main weights for components")
     t.wrap(LearnerGroup, "update", "learner: batching, minibatch loop, metrics")
     t.wrap(Learner, "update", "learner: batching, minibatch loop, metrics")
     t.wrap(SpadeGAEConnector, "__call__", "learner: GAE + value pass (connector)")

@@ -195,12 +195,12 @@ def fill_league(algo, n: int, seed: int = 0) -> None:
     broadcast its plan (as bench/league_memory.py does)."""
     (league,) = [c for c in algo.components if c.name == "league"]
     rng = np.random.default_rng(seed)
-    base = algo._main_weights()
+    base = algo.main_weights()
     for _ in range(n):
         league.league.add_snapshot({k: (v + rng.normal(0.0, 1e-3, v.shape)).astype(v.dtype) for k, v in base.items()},
                                    iteration=0)
-    league._set_plan(league.league.plan(0))
-    algo._broadcast(full=False)
+    league.set_plan(league.league.plan(0))
+    algo.broadcast(full=False)
 
 
 def stock(cfg, seconds: float, equal: bool) -> dict:
@@ -210,10 +210,10 @@ def stock(cfg, seconds: float, equal: bool) -> dict:
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
     from ray.tune.registry import register_env
 
-    from spade_rllib.envs import ENV_IDS, make_env
+    from spade_rllib.games import make_env, spade_env_ids
     from spade_rllib.rllib.algorithm import env_kwargs_for
 
-    if cfg.env.id not in ENV_IDS:
+    if cfg.env.id not in spade_env_ids():
         raise ValueError(f"stock rows support spade_rllib's registered games only, not {cfg.env.id!r}")
     kwargs, env_id = env_kwargs_for(cfg), cfg.env.id
     register_env("spade_stock", lambda _: ParallelPettingZooEnv(make_env(env_id, **kwargs)))
@@ -255,16 +255,17 @@ def stock(cfg, seconds: float, equal: bool) -> dict:
 def _make_games(cfg, n: int) -> tuple[list, list | None]:
     """n copies of the runner's `Game` adapter, plus the MazeRace level pool the runner would draw from."""
     from spade_rllib.rllib.algorithm import env_kwargs_for
-    from spade_rllib.rllib.env_adapters import make_game_factory
+    from spade_rllib.games.adapter import make_game_factory
 
     kwargs = env_kwargs_for(cfg)
     make = make_game_factory(cfg.env.id, kwargs)
     games = [make() for _ in range(n)]
     pool = None
     if games[0].is_level_game and cfg.env.level_pool and kwargs.get("level") is None and not cfg.curriculum.enabled:
-        from spade_rllib.envs import knobs_for_difficulty, level_generator
+        from spade_rllib.envs import knobs_for_difficulty
+        from spade_rllib.games import game
 
-        generate_level = level_generator(cfg.env.id)
+        generate_level = game(cfg.env.id).level_generator
 
         knobs = knobs_for_difficulty(float(kwargs.get("difficulty", 5.0)), family=kwargs.get("family"),
                                      agents_per_team=int(kwargs.get("agents_per_team") or 1))
@@ -348,9 +349,9 @@ def inference_only(cfg, obs: np.ndarray, seconds: float, agents_per_step: int) -
 
 
 def _registered_ids() -> list:
-    from spade_rllib.envs import ENV_IDS
+    from spade_rllib.games import spade_env_ids
 
-    return list(ENV_IDS)
+    return list(spade_env_ids())
 
 
 def ceiling(runner_sps: float, learner_sps: float, cfg) -> float:

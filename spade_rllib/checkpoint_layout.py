@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from spade_rllib import checkpoint_guard as _guard
-from spade_rllib.env_ids import canonical_env_id
+from spade_rllib.games import canonical_env_id
 from spade_rllib.outcome import MAIN
 
 RL_MODULE_SUBPATH = Path("learner_group") / "learner" / "rl_module"
@@ -149,7 +149,7 @@ def resolve_checkpoint(checkpoint: str | Path) -> CheckpointInfo:
             f"(the one holding {RL_MODULE_SUBPATH}/)"
         )
     path = path.resolve()
-    escape = _guard.symlink_escape(path)  # issue 16: a copied checkpoint may not lead the loader elsewhere
+    escape = _guard.symlink_escape(path)  # a copied checkpoint may not lead the loader elsewhere
     if escape is not None:
         raise PolicyLoadError(f"refused: {escape} is a symbolic link to {escape.resolve()}, outside the checkpoint {path}")
     if not (path / RL_MODULE_SUBPATH).is_dir() and not _is_module_dir(path):

@@ -19,10 +19,8 @@ read by one reader (`read_yaml`); NaN and +-inf are refused for every number.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import os
-import pkgutil
 import types
 import typing
 from dataclasses import dataclass, field
@@ -31,11 +29,11 @@ from typing import Any, Optional, Union
 
 import yaml
 
-from spade_rllib.bots import BOT_PREFIX
 from spade_rllib.curriculum.curriculum_config import STRATEGIES as CURRICULUM_STRATEGIES
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCurriculumConfig
-from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, EnvKind, env_kind, spade_env_ids
+from spade_rllib.games import LEVEL_KIND, EnvKind, bot_names, env_kind, game_ids, parse_env_path, spade_env_ids
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
+from spade_rllib.outcome import BOT_PREFIX, MIRROR, RANDOM
 from spade_rllib.validation import ConfigError, allowed_range, check_value, did_you_mean, setting, type_name
 from spade_rllib.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
 from spade_rllib.yaml_reader import dump_yaml as _dump_yaml
@@ -60,7 +58,7 @@ class ExperimentConfig:
 
 @dataclass
 class EnvConfig:
-    id: str = setting(MAZERACE_ID, help="A level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
+    id: str = setting("MazeRace-v0", help="A level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
     kwargs: dict = setting(help="Keyword arguments for the env constructor (level games: agents_per_team, view_radius, ...; CTF also trail, captures_to_win, ...).", factory=dict)
     level_file: Optional[str] = setting(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
     difficulty: Optional[float] = setting(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
@@ -202,7 +200,7 @@ class ResourcesConfig:
 class EvaluationConfig:
     interval: int = setting(5, help="Evaluate main every N iterations (and at the end); 0 turns evaluation off.", min=0)
     games: int = setting(40, help="Games per opponent per evaluation (seats alternate).", min=1, max=100_000)
-    opponents: list[str] = setting(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.bots.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
+    opponents: list[str] = setting(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.games.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
     greedy: bool = setting(False, help="Evaluate with argmax actions instead of sampling.")
     random_opening_plies: int = setting(0, help="Turn-based PettingZoo games only: evaluation games start after k ~ U{0..N} random legal moves (0 = from the empty board).", min=0, max=100)
     target_win_rate: float = setting(0.9, help="Without `targets`: the summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
@@ -246,45 +244,17 @@ class RunConfig:
 # ----------------------------------------------------------------------------------------------
 
 def classify_env_id(env_id: str, key: str = "env.id") -> EnvKind:
-    """Say which family an env id belongs to, or raise `ConfigError` with a did-you-mean."""
+    """Say which family an env id belongs to (syntactic plus the game catalog: nothing is imported);
+    whether the named env exists is checked at the point of use, `preflight.resolve_env_id`."""
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"{key} = {env_id!r}: must be a non-empty string")
     kind = env_kind(env_id)
-    if kind == LEVEL_KIND:
-        return kind
     if kind == "pettingzoo":
-        mod_name, _, attr = env_id.partition(":")
         try:
-            mod = importlib.import_module(mod_name)
-        except ImportError as e:
-            raise ConfigError(
-                f"{key} = {env_id!r}: cannot import module {mod_name!r} ({e.__class__.__name__}: {e}); "
-                "expected a PettingZoo path like 'pettingzoo.classic:connect_four_v3'"
-            ) from e
-        try:
-            target = getattr(mod, attr, None)
-        except Exception as e:  # PettingZoo raises for deprecated, unknown or broken names
-            if attr in {m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", []))}:
-                raise ConfigError(f"{key} = {env_id!r}: cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
-            target = None
-        if type(target).__name__ == "DeprecatedModule" or not any(hasattr(target, n) for n in ("env", "parallel_env")):
-            names = sorted(m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", [])) if not m.ispkg)
-            what = "no env" if target is None else "an outdated (deprecated) or non-env entry"
-            raise ConfigError(
-                f"{key} = {env_id!r}: module {mod_name!r} has {what} named {attr!r}{did_you_mean(attr, names)}; "
-                f"allowed: {', '.join(names[:12]) or 'PettingZoo env modules'}"
-            )
-        return "pettingzoo"
-    import gymnasium as gym
-
-    if env_id in gym.registry:
-        return "gymnasium"
-    known = [*spade_env_ids(), *gym.registry.keys()]
-    raise ConfigError(
-        f"{key} = {env_id!r}: unknown env id{did_you_mean(env_id, known)}; allowed: {_level_ids()}, "
-        "a Gymnasium id (e.g. 'CartPole-v1') or a PettingZoo path 'pkg.module:env_name' "
-        "(e.g. 'pettingzoo.classic:connect_four_v3')"
-    )
+            parse_env_path(env_id)
+        except ValueError as e:
+            raise ConfigError(f"{key} = {env_id!r}: {str(e).partition(': ')[2]}") from e
+    return kind
 
 
 # ----------------------------------------------------------------------------------------------
@@ -360,8 +330,10 @@ def _build(cls: type, raw: dict, prefix: str) -> Any:
     return obj
 
 
-def parse_config(raw: Optional[dict], source_path: Optional[str] = None) -> RunConfig:
-    """Validate a nested dict and return a `RunConfig`, raising `ConfigError` on the first problem."""
+def parse_config(raw: Optional[dict], source_path: Optional[str] = None, resolve: bool = True) -> RunConfig:
+    """Validate a nested dict and return a `RunConfig`, raising `ConfigError` on the first problem.
+    `resolve=False` checks the file alone (schema and cross-field rules) and imports nothing: no env
+    id is resolved, no map or env is built (`--print-config`)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -369,11 +341,11 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None) -> RunC
     cfg = _build(RunConfig, raw, "")
     _refuse_non_finite(raw, "")  # after the typed pass, whose messages also name the allowed range
     cfg.source_path = source_path
-    _cross_check(cfg)
+    _cross_check(cfg, resolve)
     return cfg
 
 
-def _cross_check(cfg: RunConfig) -> None:
+def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     """Rules that involve more than one field."""
     from spade_rllib.trackers import check_trackers  # noqa: PLC0415
 
@@ -447,12 +419,13 @@ def _cross_check(cfg: RunConfig) -> None:
                               f"({', '.join(map(repr, cfg.evaluation.final_heldout_opponents))})")
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= t <= 1.0:
             raise ConfigError(f"evaluation.final_heldout_targets.{opp} = {t!r}: out of range, allowed a score in [0, 1]")
-    from spade_rllib.preflight import check_config  # noqa: PLC0415 - bots, maps, env kwargs, stop metric (issue 16)
+    if resolve:
+        from spade_rllib.preflight import check_config  # noqa: PLC0415 - env id, maps, env kwargs, stop metric
 
-    check_config(cfg)
+        check_config(cfg)
 
 
-BUILTIN_OPPONENTS = ("random", "mirror")
+BUILTIN_OPPONENTS = (RANDOM, MIRROR)
 
 
 def _level_ids() -> str:
@@ -463,12 +436,11 @@ def _level_ids() -> str:
 def _check_opponent_id(opp: str, key: str, env_id: str) -> None:
     if opp in BUILTIN_OPPONENTS:
         return
-    from spade_rllib.bots import BOTS_BY_ENV, bot_names  # noqa: PLC0415
-
     bots = [BOT_PREFIX + name for name in bot_names(env_id)]
     if isinstance(opp, str) and opp.startswith(BOT_PREFIX):
         if not bots:
-            raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {', '.join(map(repr, BOTS_BY_ENV))}")
+            with_bots = [g for g in game_ids() if bot_names(g)]
+            raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {', '.join(map(repr, with_bots))}")
         if opp in bots:
             return
     allowed = [*BUILTIN_OPPONENTS, *bots]
@@ -529,7 +501,7 @@ def load_raw(path: Optional[str]) -> dict:
         raw = read_yaml(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"--config = {str(path)!r}: not valid YAML ({' '.join(str(e).split())})") from e
-    except UnicodeDecodeError as e:  # binary junk (issue 16)
+    except UnicodeDecodeError as e:  # binary junk
         raise ConfigError(f"--config = {str(path)!r}: not a UTF-8 text file (byte {e.start}: {e.reason})") from e
     if raw is None:
         return {}
@@ -538,10 +510,10 @@ def load_raw(path: Optional[str]) -> dict:
     return raw
 
 
-def load_config(path: Optional[str], overrides: typing.Sequence[str] = ()) -> RunConfig:
-    """Load YAML `path` (or defaults when None), apply `--set` overrides, validate."""
+def load_config(path: Optional[str], overrides: typing.Sequence[str] = (), resolve: bool = True) -> RunConfig:
+    """Load YAML `path` (or defaults when None), apply `--set` overrides, validate (`parse_config`)."""
     raw = apply_overrides(load_raw(path), overrides)
-    return parse_config(raw, source_path=str(path) if path else None)
+    return parse_config(raw, source_path=str(path) if path else None, resolve=resolve)
 
 
 def dump_config(cfg: RunConfig) -> str:

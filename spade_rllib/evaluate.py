@@ -20,10 +20,9 @@ from typing import Sequence
 from spade_rllib.atomic_io import write_text
 from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
-from spade_rllib.env_ids import canonical_env_id
+from spade_rllib.games import canonical_env_id, game_ids
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
-    SUPPORTED_ENV_IDS,
     PolicyLoadError,
     infer_env_id,
     known_env_id,
@@ -97,7 +96,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="parallel Ray tasks (0: no Ray, play in this process)")
     p.add_argument("--local", action="store_const", const=0, dest="workers", help="same as --workers 0")
-    p.add_argument("--env", default=None, help="env id override (CaptureTheFlag-v0, MazeRace-v0, connect_four_v3)")
+    p.add_argument("--env", default=None, help=f"env id override ({', '.join(game_ids())})")
     p.add_argument("--bots", default=None, help="comma-separated bots to add, or 'none'")
     p.add_argument("--no-league", action="store_false", dest="league", help="main only, no frozen snapshots")
     p.add_argument("--bootstrap", type=int, default=200)
@@ -192,8 +191,8 @@ def build_pool(cfg: EvalConfig):
         env_id = infer_env_id(load_policy(entries[0][0].path, entries[0][1][0]))
         if env_id is None:
             raise PolicyLoadError(f"cannot tell which env {entries[0][0].path} was trained on; pass --env")
-    if env_id not in SUPPORTED_ENV_IDS:
-        raise PolicyLoadError(f"env {env_id!r} is not playable by evaluation; supported: {', '.join(SUPPORTED_ENV_IDS)}")
+    if env_id not in game_ids():
+        raise PolicyLoadError(f"env {env_id!r} is not playable by evaluation; supported: {', '.join(game_ids())}")
     multi = len(entries) > 1
     taken: set[str] = set()
     specs: dict[str, PlayerSpec] = {}

@@ -15,6 +15,17 @@ from typing import Any, Mapping, Optional
 
 MAIN = "main"
 """Module id of the trained main policy (RLlib module id, league member id, checkpoint directory)."""
+# Opponent ids (configs, opponent plans, evaluation, outcome records):
+MIRROR = "mirror"
+"""The learner plays every team; every seat's experience trains it."""
+RANDOM = "random"
+"""Uniform over legal actions."""
+BOT_PREFIX = "bot:"
+"""``bot:<name>``: a scripted bot of the game (``spade_rllib.games.make_bot``)."""
+SLOT_PREFIX = "slot_"
+"""``slot_<k>``: frozen weights in the env runner's opponent slot k."""
+LIVE_PREFIX = "live:"
+"""``live:<module>``: another trained module at its current weights; acts, not recorded."""
 TEAM_LETTERS = ("A", "B", "C", "D")
 """Team index -> the letter envs report as `winner` (MazeRace and CaptureTheFlag use the first two)."""
 DRAW = "draw"

@@ -19,7 +19,7 @@ import numpy as np
 
 from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
-from spade_rllib.env_ids import canonical_env_id, is_level_game
+from spade_rllib.games import canonical_env_id, game, game_ids, make_bot
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
     Policy,
@@ -90,22 +90,22 @@ def _ask(read: Reader, write: Writer, prompt: str, parse: Callable[[str], int | 
     raise Quit
 
 
-def play_level_game(policy: Policy, read: Reader, write: Writer, *, env_id: str = "MazeRace-v0", level=None,
-                    difficulty: float = 3.0, seed: int = 0, human_seat: int = 0) -> PlayResult:
-    """One game of a level game (MazeRace, CTF); in 2v2 the human's teammate is the game's `rusher` bot."""
-    from spade_rllib.bots import make_bot
-    from spade_rllib.envs import make_env
-
+def play_simultaneous(policy: Policy, read: Reader, write: Writer, *, env_id: str, level=None,
+                      difficulty: float = 3.0, seed: int = 0, human_seat: int = 0) -> PlayResult:
+    """One game of a simultaneous-move game (the level games); in 2v2 the human's teammate is the
+    game's `rusher` bot (its first bot when it has no rusher)."""
+    spec = game(env_id)
     kwargs = {"render_mode": "ansi", "seed": seed}
     kwargs.update({"level": level} if level is not None else {"difficulty": difficulty})
     try:
-        env = make_env(env_id, **kwargs)
+        env = spec.make_env(**kwargs)
     except ValueError as e:  # e.g. a MazeRace map for CaptureTheFlag
         raise PolicyLoadError(f"{env_id}: {e}") from e
     obs, infos = env.reset(seed=seed)
     base = env.unwrapped
     human_agent = next(a for a in env.agents if base.team_of(a) == human_seat)
-    teammates = {a: make_bot("rusher", seed=seed + i, env_id=env_id) for i, a in enumerate(env.agents)
+    mate = "rusher" if "rusher" in spec.bots else next(iter(spec.bots), None)
+    teammates = {a: make_bot(mate, seed=seed + i, env_id=env_id) for i, a in enumerate(env.agents)
                  if base.team_of(a) == human_seat and a != human_agent}
     write(f"You are {human_agent} ({'A' if human_seat == 0 else 'B'}); the policy plays the other team. {MAZE_HINT}")
     steps = 0
@@ -136,13 +136,11 @@ def play_level_game(policy: Policy, read: Reader, write: Writer, *, env_id: str 
     return PlayResult(result, steps)
 
 
-def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int = 0,
-                      human_seat: int = 0) -> PlayResult:
-    from pettingzoo.classic import connect_four_v3
-
-    from spade_rllib.evaluation.match_engine import connect_four_ascii
-
-    env = connect_four_v3.env()
+def play_alternating(policy: Policy, read: Reader, write: Writer, *, env_id: str, seed: int = 0,
+                     human_seat: int = 0) -> PlayResult:
+    """One game of an alternating-move game with an action mask (connect_four): the human types an action index."""
+    spec = game(env_id)
+    env = spec.make_env()
     env.reset(seed=seed)
     human_agent = env.possible_agents[human_seat]
     policy.reset()  # a recurrent policy starts the game from zeros (one agent: act() keeps its state)
@@ -157,7 +155,7 @@ def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int 
             continue
         mask = np.asarray(obs["action_mask"])
         if agent == human_agent:
-            write(connect_four_ascii(env))
+            write(spec.render_ascii(env))
             try:
                 action = _ask(read, write, "column> ", lambda raw: parse_column(raw, mask), C4_HINT,
                               lambda raw: f"invalid column {raw.strip()!r}")
@@ -166,10 +164,10 @@ def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int 
                 return PlayResult("quit", moves)
         else:
             action = policy.act(obs, action_mask=mask)
-            write(f"policy plays column {action}")
+            write(f"policy plays {spec.action_name(action)}")
         env.step(action)
         moves += 1
-    write(connect_four_ascii(env))
+    write(spec.render_ascii(env))
     r = rewards.get(human_agent, 0.0)
     result = "human" if r > 0 else "policy" if r < 0 else "draw"
     write({"human": "You win!", "policy": "The policy wins.", "draw": "Draw."}[result])
@@ -178,13 +176,13 @@ def play_connect_four(policy: Policy, read: Reader, write: Writer, *, seed: int 
 
 def play_game(policy: Policy, env_id: str, read: Reader = input, write: Writer = print, **kwargs) -> PlayResult:
     """One human-vs-policy game on `env_id` with injectable `read(prompt) -> line` and `write(text)`."""
-    if is_level_game(env_id):
-        return play_level_game(policy, read, write, env_id=env_id, **kwargs)
-    if env_id == "connect_four_v3":
-        kwargs.pop("level", None)
-        kwargs.pop("difficulty", None)
-        return play_connect_four(policy, read, write, **kwargs)
-    raise PolicyLoadError(f"play supports CaptureTheFlag-v0, MazeRace-v0 and connect_four_v3, not {env_id}")
+    if env_id not in game_ids():
+        raise PolicyLoadError(f"play supports the games {', '.join(game_ids())}, not {env_id}")
+    if game(env_id).turns == "simultaneous":
+        return play_simultaneous(policy, read, write, env_id=env_id, **kwargs)
+    kwargs.pop("level", None)
+    kwargs.pop("difficulty", None)
+    return play_alternating(policy, read, write, env_id=env_id, **kwargs)
 
 
 @cli_entry(user_errors=(PolicyLoadError,))
@@ -192,14 +190,14 @@ def main(argv: Sequence[str] | None = None, read: Reader = input, write: Writer 
     p = argparse.ArgumentParser(prog="python -m spade_rllib.play", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--module", default=DEFAULT_MODULE_ID, help="module id or league member (default: main)")
-    p.add_argument("--env", default=None, help="env id override (CaptureTheFlag-v0, MazeRace-v0, connect_four_v3)")
+    p.add_argument("--env", default=None, help=f"env id override ({', '.join(game_ids())})")
     p.add_argument("--level", default=None, help="level games: an ASCII map file of that game")
     p.add_argument("--difficulty", type=float, default=3.0, help="level games: generated level difficulty 1-10")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--human-seat", type=int, choices=(0, 1), default=0)
     add_debug_flag(p)
     args = p.parse_args(argv)
-    if not 1.0 <= args.difficulty <= 10.0:  # refused before the checkpoint loads (issue 16)
+    if not 1.0 <= args.difficulty <= 10.0:  # refused before the checkpoint loads
         print(f"error: --difficulty = {args.difficulty:g}: out of range, allowed 1..10", file=sys.stderr)
         return 2
     try:

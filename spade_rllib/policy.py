@@ -45,7 +45,7 @@ from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loa
     natural_key,
     resolve_checkpoint,
 )
-from spade_rllib.env_ids import canonical_env_id, spade_env_ids
+from spade_rllib.games import canonical_env_id, game_ids, make_env
 from spade_rllib.outcome import MAIN
 
 DEFAULT_MODULE_ID = MAIN
@@ -392,34 +392,22 @@ class Policy:
 
 def _env_spaces(env_id: str) -> tuple[Any, Any]:
     """(observation space, action space) of the first agent of `env_id`, for compatibility checks."""
-    if env_id == "connect_four_v3":
-        from pettingzoo.classic import connect_four_v3
-
-        env = connect_four_v3.env()
-        agent = env.possible_agents[0]
-        return env.observation_space(agent), env.action_space(agent)
-    from spade_rllib.envs import make_env
-
     env = make_env(env_id)
     agent = env.possible_agents[0]
     return env.observation_space(agent), env.action_space(agent)
 
 
-SUPPORTED_ENV_IDS = (*spade_env_ids(), "connect_four_v3")
-"""Envs whose spaces `infer_env_id` tries (evaluation and play support these)."""
-
-
 def known_env_id(env_id: str | None) -> str | None:
-    """`env_id` when it is one of `SUPPORTED_ENV_IDS`, else None (e.g. a private `register_env` name,
-    which says nothing about the game: then the module's spaces decide)."""
-    return env_id if env_id in SUPPORTED_ENV_IDS else None
+    """`env_id` when it is a game of the catalog (`spade_rllib.games`), else None (e.g. a private
+    `register_env` name, which says nothing about the game: then the module's spaces decide)."""
+    return env_id if env_id in game_ids() else None
 
 
 def infer_env_id(policy: Policy) -> str | None:
     """The supported env whose spaces fit the policy's module, when no run metadata names it."""
     import gymnasium as gym
 
-    for env_id in SUPPORTED_ENV_IDS:
+    for env_id in game_ids():
         try:
             obs_space, act_space = _env_spaces(env_id)
         except Exception:  # noqa: BLE001 - an env that cannot be built does not fit

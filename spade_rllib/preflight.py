@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import inspect
 import os
+import pkgutil
 import re
 from pathlib import Path
 from typing import Optional
 
-from spade_rllib.env_ids import env_kind
+from spade_rllib.games import LEVEL_KIND, env_kind, find_game, import_env_module, import_module, parse_env_path, spade_env_ids
 from spade_rllib.validation import ConfigError, did_you_mean
 
 
@@ -27,6 +28,7 @@ from spade_rllib.validation import ConfigError, did_you_mean
 
 def check_config(cfg) -> None:
     """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`."""
+    resolve_env_id(cfg.env.id)
     check_experiment_name(cfg.experiment.name)
     check_env(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
@@ -54,11 +56,49 @@ def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
         raise ConfigError(f"{key} = {path!r}: bad map in {p}: {' '.join(str(e).split())}") from e
 
 
-def env_factory(env_id: str):
-    """The constructor of a registered env of this package (None for Gymnasium / PettingZoo ids)."""
-    from spade_rllib.envs import registry  # noqa: PLC0415
+def resolve_env_id(env_id: str, key: str = "env.id") -> None:
+    """The env an id names exists: a level game of the catalog, an importable PettingZoo path (this
+    imports the named module, as Gymnasium entry points do) or a registered Gymnasium id."""
+    kind = env_kind(env_id)
+    if kind == LEVEL_KIND:
+        return
+    if kind == "pettingzoo":
+        mod_name, attr = parse_env_path(env_id)
+        try:
+            mod = import_module(mod_name)
+        except ImportError as e:
+            raise ConfigError(
+                f"{key} = {env_id!r}: cannot import module {mod_name!r} ({e.__class__.__name__}: {e}); "
+                "expected a PettingZoo path like 'pettingzoo.classic:connect_four_v3'") from e
+        try:
+            target = getattr(mod, attr, None)
+        except Exception as e:  # PettingZoo raises for deprecated, unknown or broken names
+            if attr in {m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", []))}:
+                raise ConfigError(f"{key} = {env_id!r}: cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
+            target = None
+        if type(target).__name__ == "DeprecatedModule" or not any(hasattr(target, n) for n in ("env", "parallel_env")):
+            names = sorted(m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", [])) if not m.ispkg)
+            what = "no env" if target is None else "an outdated (deprecated) or non-env entry"
+            raise ConfigError(
+                f"{key} = {env_id!r}: module {mod_name!r} has {what} named {attr!r}{did_you_mean(attr, names)}; "
+                f"allowed: {', '.join(names[:12]) or 'PettingZoo env modules'}")
+        return
+    import gymnasium as gym  # noqa: PLC0415
 
-    return registry._REGISTRY.get(env_id)
+    if env_id in gym.registry:
+        return
+    known = [*spade_env_ids(), *gym.registry.keys()]
+    level_ids = " or ".join(repr(i) for i in spade_env_ids())
+    raise ConfigError(
+        f"{key} = {env_id!r}: unknown env id{did_you_mean(env_id, known)}; allowed: {level_ids}, "
+        "a Gymnasium id (e.g. 'CartPole-v1') or a PettingZoo path 'pkg.module:env_name' "
+        "(e.g. 'pettingzoo.classic:connect_four_v3')")
+
+
+def env_factory(env_id: str):
+    """The constructor of a level game of the catalog (None for Gymnasium / PettingZoo ids)."""
+    spec = find_game(env_id)
+    return spec.make_env if spec is not None and spec.is_level_game else None
 
 
 def check_env_kwargs(env_id: str, kwargs: dict, factory=None, key: str = "env.kwargs") -> None:
@@ -88,17 +128,9 @@ def _foreign_factory(env_id: str):
             import gymnasium as gym  # noqa: PLC0415
 
             entry = gym.spec(env_id).entry_point
-            if isinstance(entry, str):
-                mod, _, attr = entry.partition(":")
-                import importlib  # noqa: PLC0415
-
-                return getattr(importlib.import_module(mod), attr)
-            return entry
+            return import_env_module(entry) if isinstance(entry, str) else entry
         if kind == "pettingzoo":
-            import importlib  # noqa: PLC0415
-
-            mod, _, attr = env_id.partition(":")
-            target = getattr(importlib.import_module(mod), attr)
+            target = import_env_module(env_id)
             return getattr(target, "parallel_env", None) or getattr(target, "env", None)
     except Exception:  # noqa: BLE001 - the env id itself was checked before; no signature to compare then
         return None
@@ -114,7 +146,7 @@ def check_env(cfg) -> None:
     check_env_kwargs(env.id, env.kwargs, factory)
     plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
     if plies and factory is None:  # only a turn-based PettingZoo env can start after random moves
-        from spade_rllib.rllib.env_adapters import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
+        from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
 
         key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
         try:

@@ -341,14 +341,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--final-eval-games", type=int, default=FINAL_EVAL_GAMES, help="Games per opponent in the final evaluation (0: skip).")
     ap.add_argument("--final-replays", type=int, default=FINAL_REPLAYS, metavar="K",
                     help="Games replayed as GIFs for the report (main vs the evaluation bots, final_games/ in the trial dir; 0: skip).")
-    ap.add_argument("--print-config", action="store_true", help="Print the resolved config and exit (no Ray).")
+    ap.add_argument("--print-config", action="store_true", help="Print the resolved config and exit (checks the file alone; imports no env, no Ray).")
     ap.add_argument("--help-config", action="store_true", help="List every config key with its help text and exit.")
     add_debug_flag(ap)
     return ap.parse_args(argv)
 
 
-def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
-    """(config, checkpoint to restore or None), validated; raises ConfigError."""
+def resolve_config(args: argparse.Namespace, resolve: bool = True) -> tuple[RunConfig, Optional[str]]:
+    """(config, checkpoint to restore or None), validated; raises ConfigError. `resolve=False`: the
+    file alone, nothing imported (`parse_config`)."""
     if not 0 <= args.final_eval_games <= MAX_FINAL_EVAL_GAMES:
         raise ConfigError(f"--final-eval-games = {args.final_eval_games}: out of range, allowed 0..{MAX_FINAL_EVAL_GAMES}")
     if not 0 <= getattr(args, "final_replays", 0) <= MAX_FINAL_REPLAYS:
@@ -366,7 +367,7 @@ def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Optional[str]]:
     if getattr(args, "loggers", None):
         section = raw.setdefault("experiment", {}) if isinstance(raw.get("experiment", {}), dict) else {}
         section["loggers"] = list(dict.fromkeys([*(section.get("loggers") or []), *args.loggers]))
-    cfg = parse_config(raw, source_path=path)
+    cfg = parse_config(raw, source_path=path, resolve=resolve)
     return cfg, checkpoint
 
 
@@ -379,7 +380,7 @@ def main(argv=None) -> int:
         print(describe())
         return 0
     try:
-        cfg, checkpoint = resolve_config(args)
+        cfg, checkpoint = resolve_config(args, resolve=not args.print_config)
     except ConfigError as e:
         return config_error(e, argv)
     if args.print_config:
@@ -446,8 +447,8 @@ def main(argv=None) -> int:
 def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: dict) -> Optional[Path]:
     """A small evaluation of the last checkpoint for the report: main vs the evaluation opponents' bots on
     levels like the training ones, actions as in the periodic evaluation, `k` of its games as GIFs."""
-    from spade_rllib.bots import BOT_PREFIX  # noqa: PLC0415
-    from spade_rllib.env_ids import LEVEL_KIND, env_kind  # noqa: PLC0415
+    from spade_rllib.outcome import BOT_PREFIX  # noqa: PLC0415
+    from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
     from spade_rllib.evaluate import EvalConfig, evaluate  # noqa: PLC0415
     from spade_rllib.evaluation.players import bots_for_env  # noqa: PLC0415
 
@@ -510,7 +511,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         from spade_rllib.targets import target_verdicts  # noqa: PLC0415
 
         opponents = [*cfg.evaluation.opponents, *([] if MIRROR in cfg.evaluation.opponents else [MIRROR])]
-        from spade_rllib.env_ids import LEVEL_KIND, env_kind  # noqa: PLC0415
+        from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
 
         where = "" if env_kind(cfg.env.id) != LEVEL_KIND else (
             " on training-like levels" if cfg.env.difficulty is None else f" on levels of difficulty {cfg.env.difficulty:g}")
@@ -586,7 +587,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         for line in wrap_command(["python", "-m", "spade_rllib.train", "--resume", rel(Path(trial_path or ckpt))]):
             print(line)
         if final:  # a game: evaluate and play make sense
-            from spade_rllib.env_ids import LEVEL_KIND, env_kind  # noqa: PLC0415
+            from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
 
             for line in ready_commands(Path(trial_path or ckpt), ckpt, cfg.env.difficulty, report,
                                        level_game=env_kind(cfg.env.id) == LEVEL_KIND):

@@ -212,12 +212,14 @@ def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
     if address or os.environ.get("RAY_ADDRESS"):  # `ray job submit` sets RAY_ADDRESS: attach to that cluster
         ray.init(address=address, log_to_driver=False)
         return
+    from spade_rllib.console import dashboard_line, quiet_ray_noise  # noqa: PLC0415
     from spade_rllib.rllib.local_ray import init_local_ray  # noqa: PLC0415 - services on 127.0.0.1 only
 
     ctx = init_local_ray(num_cpus=num_cpus, log_to_driver=False, configure_logging=True, logging_level="WARNING")
+    quiet_ray_noise()
     url = getattr(ctx, "dashboard_url", None)
     if url:
-        print(f"Ray dashboard: {url if url.startswith('http') else 'http://' + url}", flush=True)
+        print(dashboard_line(url), flush=True)
 
 
 def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: str, runinfo: Optional[dict]):
@@ -266,7 +268,7 @@ def main(argv=None) -> int:
         exp_dir = experiment_dir(storage, spec)
         from spade_rllib.preflight import check_storage_path  # noqa: PLC0415
 
-        check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune (issue 16)
+        check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune
         if args.dry_run:
             print_plan(spec, base, trial_template(spec, base, args), storage)
             return 0

@@ -5,7 +5,14 @@ from collections import Counter
 
 import pytest
 
-from spade_rllib.bots import BOT_NAMES, make_bot
+from spade_rllib.games import MAZERACE_ID, bot_names
+from spade_rllib.games import make_bot as _make_bot
+
+BOT_NAMES = bot_names(MAZERACE_ID)
+
+
+def make_bot(name, seed=None):
+    return _make_bot(name, seed, env_id=MAZERACE_ID)
 from spade_rllib.envs import Level, MazeRace
 from spade_rllib.envs.maze_race import TAG
 

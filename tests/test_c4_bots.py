@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("pettingzoo.classic")
 from pettingzoo.classic import connect_four_v3  # noqa: E402
 
-from spade_rllib.bots import bot_names, make_bot  # noqa: E402
+from spade_rllib.games import bot_names, make_bot  # noqa: E402
 from spade_rllib.bots.c4_bots import LookaheadBot, from_board, is_win, winning_cells  # noqa: E402
 
 ENV_ID = "pettingzoo.classic:connect_four_v3"
@@ -54,7 +54,6 @@ def match_score(first: str, second: str, games: int) -> float:
 def test_names_and_env_ids():
     assert bot_names("connect_four_v3") == ("random", "tactical", "lookahead")
     assert bot_names(ENV_ID) == bot_names("connect_four_v3")
-    assert "rusher" in bot_names()  # MazeRace stays the default
     with pytest.raises(ValueError, match="Did you mean 'tactical'"):
         make_bot("tactcal", env_id=ENV_ID)
     with pytest.raises(ValueError, match="depth"):
@@ -77,7 +76,7 @@ def test_takes_an_immediate_win_over_blocking(name):
     # player_0: bottom row 1..3 (wins at 0 or 4); player_1: three stacked in column 6 (wins at 6).
     env = position([1, 6, 2, 6, 3, 6])
     for seed in SEEDS:
-        assert make_bot(name, seed, ENV_ID).act(env, "player_0") in (0, 4)
+        assert make_bot(name, seed, env_id=ENV_ID).act(env, "player_0") in (0, 4)
 
 
 @pytest.mark.parametrize("name", ["tactical", "lookahead"])
@@ -85,7 +84,7 @@ def test_blocks_an_immediate_loss(name):
     # player_0: bottom row 0..2, threatens column 3; player_1 (to move) has no win of its own.
     env = position([0, 6, 1, 6, 2])
     for seed in SEEDS:
-        assert make_bot(name, seed, ENV_ID).act(env, "player_1") == 3
+        assert make_bot(name, seed, env_id=ENV_ID).act(env, "player_1") == 3
 
 
 def test_lookahead_finds_a_two_move_forced_win():
@@ -96,8 +95,8 @@ def test_lookahead_finds_a_two_move_forced_win():
     scores = LookaheadBot(0).scores(mine, mask)
     assert max(scores, key=scores.get) == 4 and sorted(scores.values())[-2] < scores[4]
     for seed in SEEDS:
-        assert make_bot("lookahead", seed, ENV_ID).act(env, "player_0") == 4
-    assert len({make_bot("tactical", seed, ENV_ID).act(env, "player_0") for seed in SEEDS}) > 1
+        assert make_bot("lookahead", seed, env_id=ENV_ID).act(env, "player_0") == 4
+    assert len({make_bot("tactical", seed, env_id=ENV_ID).act(env, "player_0") for seed in SEEDS}) > 1
 
 
 def test_ladder_random_tactical_lookahead():
@@ -109,10 +108,10 @@ def test_ladder_random_tactical_lookahead():
 
 @pytest.mark.parametrize("name", ["random", "tactical", "lookahead"])
 def test_deterministic_given_seed(name):
-    games = [play({"player_0": make_bot(name, 3, ENV_ID), "player_1": make_bot(name, 4, ENV_ID)}, seed=0)
+    games = [play({"player_0": make_bot(name, 3, env_id=ENV_ID), "player_1": make_bot(name, 4, env_id=ENV_ID)}, seed=0)
              for _ in range(2)]
     assert games[0] == games[1]
-    other = play({"player_0": make_bot(name, 5, ENV_ID), "player_1": make_bot(name, 6, ENV_ID)}, seed=0)
+    other = play({"player_0": make_bot(name, 5, env_id=ENV_ID), "player_1": make_bot(name, 6, env_id=ENV_ID)}, seed=0)
     assert other[1] != games[0][1]  # the seed matters: random tie-breaks differ
 
 

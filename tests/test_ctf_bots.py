@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_rllib.bots import BOTS_BY_ENV, bot_names, make_bot
+from spade_rllib.games import bot_names, game, make_bot
 from spade_rllib.envs import CaptureTheFlag, generate_ctf_level, knobs_for_difficulty
 
 ENV = "CaptureTheFlag-v0"
@@ -33,7 +33,7 @@ def play(a: str, b: str, level, seed: int, apt: int = 1):
 
 
 def test_registered():
-    assert bot_names(ENV) == NAMES and set(BOTS_BY_ENV[ENV]) == set(NAMES)
+    assert bot_names(ENV) == NAMES and set(game(ENV).bots) == set(NAMES)
     with pytest.raises(ValueError, match="unknown bot 'rushr' for CaptureTheFlag-v0. Did you mean 'rusher'"):
         make_bot("rushr", env_id=ENV)
 

@@ -11,13 +11,14 @@ import sys
 import numpy as np
 import pytest
 
-from spade_rllib.bots import bot_names
+from spade_rllib.games import bot_names
 from spade_rllib.config import ConfigError, parse_config
-from spade_rllib.curriculum.heldout_levels import HELDOUT_CTF_DIR, HELDOUT_DIR, heldout_dir
-from spade_rllib.env_ids import CTF_ID, MAZERACE_ID, canonical_env_id, env_kind, is_level_game
+from spade_rllib.games import heldout_dir
+from spade_rllib.games import CTF_ID, MAZERACE_ID, canonical_env_id, env_kind, is_level_game
 from spade_rllib.policy import PolicyLoadError, load_policy
 from tiny_checkpoints import save_tiny_checkpoint
 
+HELDOUT_DIR, HELDOUT_CTF_DIR = heldout_dir(MAZERACE_ID), heldout_dir(CTF_ID)
 SMALL_MAPS = [str(HELDOUT_CTF_DIR / "open_field.txt"), str(HELDOUT_CTF_DIR / "twin_rooms.txt")]
 LADDER = ("random", "rusher", "defender", "raider", "hybrid")
 
@@ -45,7 +46,7 @@ def test_level_game_ids():
     assert is_level_game(CTF_ID) and is_level_game(MAZERACE_ID) and not is_level_game("CartPole-v1")
     assert env_kind(CTF_ID) == env_kind(MAZERACE_ID) == "level"
     assert canonical_env_id("spade/CaptureTheFlag-v0") == CTF_ID
-    assert heldout_dir(CTF_ID) == HELDOUT_CTF_DIR and heldout_dir(MAZERACE_ID) == HELDOUT_DIR
+    assert (heldout_dir(CTF_ID).name, heldout_dir(MAZERACE_ID).name) == ("heldout_ctf", "heldout")
     assert bot_names(CTF_ID) == LADDER
 
 
@@ -146,7 +147,7 @@ def test_curriculum_builds_ctf_levels(strategy):
     for key in range(6):
         options = source.reset_options((0, 0, key))
         assert options["level"].is_ctf and options["level_spec"]
-    maze = CurriculumComponent(CurriculumConfig(strategy=strategy), seed=1)  # default: MazeRace
+    maze = CurriculumComponent(CurriculumConfig(strategy=strategy), MAZERACE_ID, seed=1)
     assert not maze.level_source().reset_options((0, 0, 0))["level"].is_ctf
 
 

@@ -1,15 +1,19 @@
 """Driver component + runner-side level source (the RLlib glue's curriculum hooks), without Ray."""
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 
 import pytest
 
 from spade_rllib.curriculum import CurriculumLevelSource, LevelSpec, make_strategy
+from spade_rllib.curriculum.level_spec import build_level
 from spade_rllib.config import parse_config
 from spade_rllib.rllib.components import EnvInfo
 from spade_rllib.rllib.curriculum_component import CurriculumComponent, make_component
+
+MAZE_BUILDER = functools.partial(build_level, env_id="MazeRace-v0")
 
 
 def curriculum_config(section: dict):
@@ -33,7 +37,7 @@ def play_outcome(options: dict, winner: str = "A") -> dict:
 
 def test_level_source_is_a_pure_function_of_key_and_picklable():
     strategy = make_strategy({"strategy": "uniform"}, seed=0)
-    source = CurriculumLevelSource(strategy.sampling_state(), seed=3, version=1)
+    source = CurriculumLevelSource(strategy.sampling_state(), MAZE_BUILDER, seed=3, version=1)
     assert isinstance(source, plan.LevelSource)
     a = source.reset_options((1, 0, 5))
     clone = pickle.loads(pickle.dumps(source))
@@ -44,7 +48,7 @@ def test_level_source_is_a_pure_function_of_key_and_picklable():
     assert LevelSpec.from_dict(a["level_spec"]).level_id == a["level_id"]
     ids = {source.reset_options((w, e, n))["level_id"] for w in range(2) for e in range(2) for n in range(3)}
     assert len(ids) == 12
-    assert CurriculumLevelSource(strategy.sampling_state(), seed=3, version=2).spec_for((1, 0, 5)).level_id != a["level_id"]
+    assert CurriculumLevelSource(strategy.sampling_state(), MAZE_BUILDER, seed=3, version=2).spec_for((1, 0, 5)).level_id != a["level_id"]
 
 
 def test_level_seeds_bound_the_levels_and_built_levels_are_reused_across_broadcasts():
@@ -52,12 +56,12 @@ def test_level_seeds_bound_the_levels_and_built_levels_are_reused_across_broadca
 
     source_module.clear_level_cache()
     strategy = make_strategy({"strategy": "fixed", "fixed": {"difficulty": 3.0}, "level_seeds": 4}, seed=0)
-    first = CurriculumLevelSource(strategy.sampling_state(), seed=3, version=1)
+    first = CurriculumLevelSource(strategy.sampling_state(), MAZE_BUILDER, seed=3, version=1)
     picks = [first.reset_options((0, e, n)) for e in range(4) for n in range(8)]
     assert {LevelSpec.from_dict(p["level_spec"]).seed for p in picks} <= set(range(4))
     assert len({p["level_id"] for p in picks}) <= 4
     # the next broadcast is a new source object (as on a runner): the same specs give the same built objects
-    later = pickle.loads(pickle.dumps(CurriculumLevelSource(strategy.sampling_state(), seed=3, version=2)))
+    later = pickle.loads(pickle.dumps(CurriculumLevelSource(strategy.sampling_state(), MAZE_BUILDER, seed=3, version=2)))
     by_id = {p["level_id"]: p["level"] for p in picks}
     for e in range(8):
         again = later.reset_options((1, e, 0))
@@ -65,13 +69,13 @@ def test_level_seeds_bound_the_levels_and_built_levels_are_reused_across_broadca
             assert again["level"] is by_id[again["level_id"]]
     assert len(source_module._BUILT) <= 4
     fresh = make_strategy({"strategy": "fixed", "fixed": {"difficulty": 3.0}, "level_seeds": 0}, seed=0)
-    free = CurriculumLevelSource(fresh.sampling_state(), seed=3, version=1)
+    free = CurriculumLevelSource(fresh.sampling_state(), MAZE_BUILDER, seed=3, version=1)
     assert max(LevelSpec.from_dict(free.reset_options((0, 0, n))["level_spec"]).seed for n in range(8)) > 4
 
 
 def test_component_cycle_threshold():
     comp = CurriculumComponent(curriculum_config(
-        {"enabled": True, "strategy": "threshold", "threshold": {"min_episodes": 4, "window": 8}}), seed=1)
+        {"enabled": True, "strategy": "threshold", "threshold": {"min_episodes": 4, "window": 8}}), "MazeRace-v0", seed=1)
     first = comp.runner_update(full=False)
     assert isinstance(first.level_source, CurriculumLevelSource)
     assert comp.runner_update(full=False) is None  # nothing changed: no broadcast
@@ -91,11 +95,11 @@ def test_component_cycle_threshold():
 
 
 def test_component_state_round_trip_plr():
-    comp = CurriculumComponent(curriculum_config({"strategy": "plr", "plr": {"capacity": 4}}), seed=0)
+    comp = CurriculumComponent(curriculum_config({"strategy": "plr", "plr": {"capacity": 4}}), "MazeRace-v0", seed=0)
     source = comp.runner_update(full=True).level_source
     comp.update([play_outcome(source.reset_options((0, e, 1)), w) for e, w in enumerate("AB")])
     saved = json.loads(json.dumps(comp.state_dict()))
-    other = CurriculumComponent(curriculum_config({"strategy": "plr", "plr": {"capacity": 4}}), seed=9)
+    other = CurriculumComponent(curriculum_config({"strategy": "plr", "plr": {"capacity": 4}}), "MazeRace-v0", seed=9)
     other.load_state_dict(saved)
     assert other.state_dict() == comp.state_dict()
     restored = other.runner_update(full=False)  # after a restore the next update always sends

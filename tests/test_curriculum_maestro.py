@@ -128,7 +128,7 @@ def test_component_attaches_pair_values_and_hands_regret_to_the_league():
 
     config = CurriculumConfig.from_dict({"strategy": "maestro", "maestro": {"capacity": 4, "coplayer_mix": 0.25},
                                          "plr": {"score": "positive_value_loss"}})
-    comp = CurriculumComponent(config, seed=0)
+    comp = CurriculumComponent(config, "MazeRace-v0", seed=0)
     lv = A_LEVELS[0]
     sums = {value_key(lv.level_id, "bot:rusher"): (2.0, 4), value_key(lv.level_id, "random"): (0.0, 4), lv.level_id: (9.0, 1)}
     ctx = DriverContext(iteration=1, env_steps_lifetime=0, main_weights=dict, num_runners=0, level_value_loss=sums)

@@ -9,6 +9,7 @@ from pettingzoo import ParallelEnv
 from pettingzoo.test import parallel_api_test
 
 from spade_rllib.curriculum import AdaptiveCurriculum, LevelSpec, load_heldout_levels, make_strategy
+from spade_rllib.games import heldout_dir
 
 envs = pytest.importorskip("spade_rllib.envs")
 MazeRace = envs.MazeRace
@@ -82,13 +83,13 @@ def test_outcome_record_and_final_infos():
     assert strategy.entries[0]["spec"] == env.level_spec.to_dict()  # reported to the local strategy
     # the stored spec rebuilds exactly the level that was played
     from spade_rllib.curriculum import build_level
-    assert build_level(LevelSpec.from_dict(outcome.level_spec)) == env.unwrapped.level
+    assert build_level(LevelSpec.from_dict(outcome.level_spec), "MazeRace-v0") == env.unwrapped.level
 
 
 def test_caller_chosen_level_bypasses_the_curriculum():
     strategy = make_strategy({"strategy": "uniform"}, seed=0)
     env = AdaptiveCurriculum(MazeRace(), strategy)
-    level = load_heldout_levels()["open_room"]
+    level = load_heldout_levels(heldout_dir("MazeRace-v0"))["open_room"]
     run_episode(env, options={"level": level})
     assert env.unwrapped.level == level and env.level_spec is None
     assert env.last_outcome is None and strategy.episodes == 0
@@ -190,5 +191,5 @@ def test_uniform_levels_always_build_even_at_extreme_ranges():
                                                            "flag_distance_frac": [1.0, 3.0]}}, seed=0)
     for _ in range(100):
         spec = s.sample()
-        level = build_level(spec)
+        level = build_level(spec, "MazeRace-v0")
         assert level.meta["level_id"] == spec.level_id and level.height == spec.knobs["size"]

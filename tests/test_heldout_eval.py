@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
-from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR
-from spade_rllib.rllib.heldout_eval import HELDOUT_OPPONENTS, LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
+from spade_rllib.games import MAZERACE_ID, heldout_dir, heldout_opponents
 
+HELDOUT_DIR = heldout_dir(MAZERACE_ID)
+from spade_rllib.rllib.heldout_eval import LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
+
+HELDOUT_OPPONENTS = heldout_opponents(MAZERACE_ID)
 SMALL_MAPS = [str(HELDOUT_DIR / "open_room.txt"), str(HELDOUT_DIR / "pillars.txt")]
 LEVELS = ["open_room", "pillars"]
 
@@ -99,7 +102,7 @@ def test_spade_ppo_heldout_metrics_in_results(ray_session):
 
 
 def test_placeholders_cover_every_key():
-    m = placeholder_metrics(LEVELS)
+    m = placeholder_metrics(LEVELS, list(HELDOUT_OPPONENTS))
     assert expected_keys() <= set(m) and all(math.isnan(v) for v in m.values())
 
 

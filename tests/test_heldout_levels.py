@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from spade_rllib.curriculum import HELDOUT_DIR, heldout_map_files, load_heldout_levels, load_heldout_specs
+from spade_rllib.curriculum import heldout_map_files, load_heldout_levels, load_heldout_specs
+from spade_rllib.games import MAZERACE_ID, heldout_dir
+
+HELDOUT_DIR = heldout_dir(MAZERACE_ID)
 
 envs = pytest.importorskip("spade_rllib.envs")
 
@@ -40,7 +43,7 @@ def test_map_cannot_come_from_the_generators(path):
 
 
 def test_default_dir_and_mixed_paths(tmp_path):
-    assert set(load_heldout_levels()) == {p.stem for p in MAP_FILES}
+    assert set(load_heldout_levels(HELDOUT_DIR)) == {p.stem for p in MAP_FILES}
     extra = tmp_path / "tiny.txt"
     extra.write_text("#########\n#A.....B#\n#...F...#\n#########\n")
     levels = load_heldout_levels([HELDOUT_DIR, extra])
@@ -73,9 +76,9 @@ def test_duplicate_names_are_rejected(tmp_path):
 def test_reset_options_and_metrics_for_evaluation():
     from spade_rllib.curriculum import heldout_metrics, heldout_reset_options
 
-    options = heldout_reset_options()
+    options = heldout_reset_options(HELDOUT_DIR)
     assert [o["heldout_level"] for o in options] == sorted(p.stem for p in MAP_FILES)
-    assert heldout_reset_options(agents_per_team=2) == []
+    assert heldout_reset_options(HELDOUT_DIR, agents_per_team=2) == []
     env = envs.MazeRace()
     env.reset(options={"level": options[0]["level"]})
     assert env.level == options[0]["level"]

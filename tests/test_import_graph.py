@@ -1,7 +1,7 @@
 """The wall between the pure core and the RLlib glue, checked over the source with `ast`.
 
 Floors (docs/CONTRACTS.md, "Layout"): a module imports only from its own floor or lower ones,
-lazy imports inside functions included. The pure floors (0-2) never import Ray or torch. The
+lazy imports inside functions included. The pure floors (0-4) never import Ray or torch. The
 checker is tested on synthetic snippets too, so it can fail.
 """
 from __future__ import annotations
@@ -14,19 +14,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "spade_rllib"
 FLOORS: dict[str, int] = {
-    "spade_rllib.outcome": 0, "spade_rllib.validation": 0, "spade_rllib.cli": 0, "spade_rllib.atomic_io": 0,
-    "spade_rllib.yaml_reader": 0,
-    "spade_rllib.envs": 1, "spade_rllib.env_ids": 1, "spade_rllib.ratings": 1,
-    "spade_rllib.bots": 2, "spade_rllib.curriculum": 2, "spade_rllib.league": 2, "spade_rllib.draw_watch": 1,
-    "spade_rllib.rllib": 3, "spade_rllib.config": 3, "spade_rllib.policy": 3, "spade_rllib.checkpoint_layout": 3,
-    "spade_rllib.runinfo": 3, "spade_rllib.preflight": 3, "spade_rllib.checkpoint_guard": 3,
-    "spade_rllib.train": 4, "spade_rllib.tune": 4, "spade_rllib.evaluate": 4, "spade_rllib.export": 4,
-    "spade_rllib.play": 4, "spade_rllib.evaluation": 4, "spade_rllib.sweeps": 4,
-    "spade_rllib.report": 4, "spade_rllib.reporting": 4, "spade_rllib.console": 4, "spade_rllib.targets": 0,
-    "spade_rllib.trackers": 3,
+    "spade_rllib.outcome": 0, "spade_rllib.validation": 0, "spade_rllib.cli": 0,
+    "spade_rllib.envs": 1, "spade_rllib.ratings": 1,
+    "spade_rllib.bots": 2,
+    "spade_rllib.games": 3,
+    "spade_rllib.curriculum": 4, "spade_rllib.league": 4,
+    "spade_rllib.config": 5, "spade_rllib.policy": 5, "spade_rllib.checkpoint_layout": 5,
+    "spade_rllib.runinfo": 5, "spade_rllib.preflight": 5, "spade_rllib.checkpoint_guard": 5,
+    "spade_rllib.rllib": 6,
+    "spade_rllib.train": 7, "spade_rllib.tune": 7, "spade_rllib.evaluate": 7, "spade_rllib.export": 7,
+    "spade_rllib.play": 7, "spade_rllib.evaluation": 7, "spade_rllib.sweeps": 7,
+    "spade_rllib.report": 7, "spade_rllib.reporting": 7, "spade_rllib.console": 7, "spade_rllib.targets": 0,
+    "spade_rllib.draw_watch": 1, "spade_rllib.trackers": 5,
+    "spade_rllib.atomic_io": 0, "spade_rllib.yaml_reader": 0,
 }
-"""Module (or package) -> floor. 0-2 are the pure core; 3 the glue and the Ray-free loaders; 4 entry points."""
-PURE_FLOOR = 2
+"""Module (or package) -> floor. 0-4 are the pure core (3: the game catalog, ids and game-loop adapter);
+5 the config, checks before Ray and the Ray-free loaders; 6 the RLlib glue; 7 entry points."""
+PURE_FLOOR = 4
 FORBIDDEN_IN_PURE = ("ray", "torch", "spade_rllib.rllib", "spade_rllib.config")
 
 
@@ -93,18 +97,23 @@ def test_pure_floors_are_scanned():
     scanned = {module_name(p) for p in package_modules() if (floor_of(module_name(p)) or 0) <= PURE_FLOOR}
     for must in ("spade_rllib.outcome", "spade_rllib.ratings", "spade_rllib.envs.maze_race", "spade_rllib.bots",
                  "spade_rllib.bots.race_bots", "spade_rllib.league.league", "spade_rllib.league.sampling",
-                 "spade_rllib.curriculum.strategies", "spade_rllib.curriculum.wrapper"):
+                 "spade_rllib.curriculum.strategies", "spade_rllib.curriculum.wrapper", "spade_rllib.games.catalog",
+                 "spade_rllib.games.ids", "spade_rllib.games.adapter"):
         assert must in scanned
 
 
 @pytest.mark.parametrize("source, module, expect", [
-    ("import ray\n", "spade_rllib.league.league", "imports ray (pure floor 2)"),
+    ("import ray\n", "spade_rllib.league.league", "imports ray (pure floor 4)"),
     ("def f():\n    import torch.nn as nn\n", "spade_rllib.curriculum.plr", "imports torch.nn"),
     ("from spade_rllib.rllib.plan import DriverUpdate\n", "spade_rllib.curriculum.source", "imports spade_rllib.rllib.plan"),
     ("from spade_rllib import config\n", "spade_rllib.bots.race_bots", "imports spade_rllib.config"),
     ("from ..rllib import plan\n", "spade_rllib.league.sampling", "imports spade_rllib.rllib"),
-    ("from spade_rllib.league import League\n", "spade_rllib.envs.level", "floor 1 -> floor 2"),
-    ("from spade_rllib.train import main\n", "spade_rllib.rllib.algorithm", "floor 3 -> floor 4"),
+    ("from spade_rllib.league import League\n", "spade_rllib.envs.level", "floor 1 -> floor 4"),
+    ("from spade_rllib.games import make_bot\n", "spade_rllib.bots.race_bots", "floor 2 -> floor 3"),
+    ("from spade_rllib.rllib.plan import RANDOM\n", "spade_rllib.config", "floor 5 -> floor 6"),
+    ("from spade_rllib.rllib.runner import SpadeEnvRunner\n", "spade_rllib.preflight", "floor 5 -> floor 6"),
+    ("import torch\n", "spade_rllib.games.adapter", "imports torch (pure floor 3)"),
+    ("from spade_rllib.train import main\n", "spade_rllib.rllib.algorithm", "floor 6 -> floor 7"),
     ("from spade_rllib.envs import make_env\n", "spade_rllib.outcome", "floor 0 -> floor 1"),
 ])
 def test_checker_catches_forbidden_imports(source, module, expect):

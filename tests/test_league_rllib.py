@@ -264,7 +264,7 @@ def test_slot_weights_reach_runners_and_survive_ppo_updates(mazerace_league):
     assert set(after_by_member) == {"main_v1", "main_v2", "main_v3", "main_v4"}
     for member, logits in before.items():
         np.testing.assert_array_equal(after_by_member[member], logits)
-    main_logits = logits_for(algo, algo._main_weights(), obs)
+    main_logits = logits_for(algo, algo.main_weights(), obs)
     assert not np.allclose(after_by_member["main_v1"], main_logits)
 
 
@@ -287,7 +287,7 @@ def test_checkpoint_restore_is_exact_and_decides_the_same(mazerace_league):
         assert runner_plan[1] == {f"slot_{k}": str(m) for k, m in enumerate(comp.plan.slots) if m is not None}
         # same outcomes + same weights -> same snapshot, same plan, same per-episode draws
         recs = [outcome(str(m), winner="AB"[i % 2]) for i, m in enumerate(comp.league.pool() * 3)]
-        weights = {k: np.array(v) for k, v in algo._main_weights().items()}
+        weights = {k: np.array(v) for k, v in algo.main_weights().items()}
         it = algo.iteration + 1
         fixed = DriverContext(iteration=it, env_steps_lifetime=0, main_weights=lambda: weights, num_runners=1)
         assert_exactly_equal(decisions(other.update(list(recs), fixed)), decisions(comp.update(list(recs), fixed)))

@@ -2,17 +2,21 @@
 generated levels, held-out maps and edit seeds), and `accel` puts edited levels into PLR's buffer."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from spade_rllib.curriculum import LevelSpec, edit_level, load_heldout_levels, make_strategy, sample_level
-from spade_rllib.curriculum.heldout_levels import HELDOUT_DIR
+from spade_rllib.curriculum import LevelSpec, build_level, edit_level, load_heldout_levels, make_strategy, sample_level
 from spade_rllib.curriculum.level_edits import mirror, mutate, spread, toggle_wall_pair
 from spade_rllib.envs import Knobs, Level, generate_level
 from spade_rllib.envs.generators import generate_ctf_level
+from spade_rllib.games import CTF_ID, MAZERACE_ID, heldout_dir
 
-CTF_HELDOUT = HELDOUT_DIR.parent / "heldout_ctf"
+HELDOUT_DIR = heldout_dir(MAZERACE_ID)
+MAZE_BUILDER = functools.partial(build_level, env_id=MAZERACE_ID)
+CTF_HELDOUT = heldout_dir(CTF_ID)
 
 knobs = st.builds(lambda fam, size, wd, braid, n: Knobs(family=fam, size=size, wall_density=wd, braid=braid,
                                                         agents_per_team=n),
@@ -97,9 +101,9 @@ def test_accel_edits_replays_and_children_enter_the_buffer():
     state = s.sampling_state()
     assert state["kind"] == "plr" and state["edit_prob"] == 1.0 and state["can_replay"]
     rng = np.random.default_rng(1)
-    child = sample_level(state, rng)
+    child = sample_level(state, rng, MAZE_BUILDER)
     assert not child.is_generated and child.level_id not in {e["spec"]["level_id"] for e in s.entries}
-    assert sample_level(state, np.random.default_rng(1)) == child  # a pure function of (state, rng)
+    assert sample_level(state, np.random.default_rng(1), MAZE_BUILDER) == child  # a pure function of (state, rng)
     s.update([{"winner": w, "reason": "flag", "level_spec": child.to_dict(), "main_team": 1} for w in "AB"])
     assert s.entries[-1]["spec"] == child.to_dict() and s.entries[-1]["score"] == pytest.approx(0.25)
     assert s.metrics()["curriculum/edited_share"] == pytest.approx(1 / 3)
@@ -107,7 +111,7 @@ def test_accel_edits_replays_and_children_enter_the_buffer():
 
 def test_edit_level_keeps_the_parent_when_nothing_fits():
     tiny = LevelSpec.grid("#####\n#AFB#\n#####")
-    assert edit_level(tiny, np.random.default_rng(0), 3) == tiny
+    assert edit_level(tiny, np.random.default_rng(0), 3, MAZE_BUILDER) == tiny
 
 
 def test_accel_edits_capture_the_flag_levels_on_the_runner_path():
@@ -125,7 +129,7 @@ def test_accel_edits_capture_the_flag_levels_on_the_runner_path():
     parent = s.sample()
     s.update([{"winner": w, "reason": "capture", "level_spec": parent.to_dict(), "main_team": 0} for w in "AB"])
     builder = functools.partial(build_level, env_id="CaptureTheFlag-v0")
-    source = CurriculumLevelSource(s.sampling_state(), seed=0, version=1, level_builder=builder)
+    source = CurriculumLevelSource(s.sampling_state(), builder, seed=0, version=1)
     children = [source.reset_options((0, 0, n)) for n in range(4)]
     assert any(not LevelSpec.from_dict(c["level_spec"]).is_generated for c in children)
     env = CaptureTheFlag()

@@ -27,7 +27,7 @@ def ckpts(tmp_path_factory):
 
 
 def _maze_obs(n=4, seed=0):
-    from spade_rllib.envs import make_env
+    from spade_rllib.games import make_env
 
     env = make_env(MAZE, difficulty=3)
     obs, _ = env.reset(seed=seed)

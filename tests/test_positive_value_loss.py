@@ -48,7 +48,7 @@ def test_component_attaches_the_levels_mean_and_plr_scores_with_it():
     sums = {x.level_id: (0.6, 4), y.level_id: (0.0, 2)}
     got = with_positive_value_loss(outcomes, sums)
     assert [o.positive_value_loss for o in got] == [0.15, 0.0]
-    comp = CurriculumComponent(CurriculumConfig.from_dict({"strategy": "plr", "plr": {"score": "positive_value_loss"}}))
+    comp = CurriculumComponent(CurriculumConfig.from_dict({"strategy": "plr", "plr": {"score": "positive_value_loss"}}), "MazeRace-v0")
     ctx = DriverContext(iteration=1, env_steps_lifetime=0, main_weights=dict, num_runners=0, level_value_loss=sums)
     comp.update(outcomes, ctx)
     assert [e["score"] for e in comp.strategy.entries] == [0.15, 0.0] and comp.strategy.missing_values == 0

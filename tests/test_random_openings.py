@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
-from spade_rllib.rllib.env_adapters import AECGame, make_game_factory
+from spade_rllib.games.adapter import AECGame, make_game_factory
 
 C4 = "pettingzoo.classic:connect_four_v3"
 
@@ -58,7 +58,7 @@ def test_openings_refused_for_simultaneous_and_level_games(monkeypatch):
     import sys
     import types
 
-    from spade_rllib.envs import make_env
+    from spade_rllib.games import make_env
 
     for env_id in ("MazeRace-v0", "CartPole-v1"):
         with pytest.raises(ValueError, match="turn-based"):

@@ -24,7 +24,7 @@ def recurrent_ckpt(tmp_path_factory):
 def ctf_episode_obs(steps: int = 200, seed: int = 3) -> list[np.ndarray]:
     """Agent 0's observations over one whole CTF episode that runs to its `steps`-step time limit
     (random moves; the first seed from `seed` on whose episode nobody wins early)."""
-    from spade_rllib.envs import make_env
+    from spade_rllib.games import make_env
 
     env = make_env(CTF, difficulty=3.0, max_steps=steps)
     agent = env.possible_agents[0]

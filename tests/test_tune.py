@@ -378,7 +378,7 @@ def test_heldout_ladder_score_is_the_mean_over_the_scripted_bots():
 
     m = {"heldout/rusher/score": 0.2, "heldout/rusher_tagger/score": 0.4, "heldout/self/score": 0.5}
     assert ladder_score(m, ["rusher", "rusher_tagger", "self"]) == {"heldout/ladder/score": pytest.approx(0.3)}
-    assert math.isnan(placeholder_metrics(["open_room"])["heldout/ladder/score"])  # the column from iteration 1
+    assert math.isnan(placeholder_metrics(["open_room"], ["rusher", "rusher_tagger", "self"])["heldout/ladder/score"])  # the column from iteration 1
 
 
 # ---------------------------------------------------------------------------------------------

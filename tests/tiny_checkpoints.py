@@ -49,7 +49,7 @@ def env_spaces(env_id: str):
         n_actions = int(env.action_space(env.possible_agents[0]).n)
         size = int(np.prod(space["observation"].shape)) + n_actions
         return gym.spaces.Box(0.0, 1.0, (size,), np.float32), gym.spaces.Discrete(n_actions), n_actions
-    from spade_rllib.envs import make_env
+    from spade_rllib.games import make_env
 
     env = make_env(env_id)
     agent = env.possible_agents[0]

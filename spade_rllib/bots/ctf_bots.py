@@ -31,9 +31,8 @@ from .race_bots import RandomBot  # both games have the same 6 actions: one unif
 __all__ = ["BOTS", "RandomBot", "RusherBot", "DefenderBot", "RaiderBot", "HybridBot"]
 
 DEFENDER_EAGER = 0.5
-"""The defender tags 1 time in 2 when its prediction says the tag lands, else holds (measured: an
-always-eager defender holds naive rushers in 82% of games and loses 94% to a baiting hybrid;
-see docs/ctf.md)."""
+"""The defender tags 1 time in 2 when its prediction says the tag lands, else holds (an always-eager
+defender is beaten by a baiting hybrid; the measured ladder is in docs/ctf.md)."""
 GUARD_FIRST = 0.75
 """Probability that the hybrid opens an episode guarding its base (until it tags an intruder, or for
 twice the base-to-base distance when nobody comes)."""

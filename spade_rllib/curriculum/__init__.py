@@ -1,6 +1,6 @@
 """Adaptive curriculum: strategies (threshold, plr, accel, uniform, fixed, maestro), ACCEL level edits, level specs, the PettingZoo
 wrapper, the runner-side level source for the RLlib glue (`source`; the driver component is
-`spade_rllib.curriculum.component`) and the held-out level loader. Pure Python/numpy; no Ray import. See docs/curriculum.md."""
+`spade_rllib.rllib.curriculum_component`) and the held-out level loader. Pure Python/numpy; no Ray import. See docs/curriculum.md."""
 from spade_rllib.curriculum.curriculum_config import (
     AccelConfig,
     CurriculumConfig,
@@ -10,10 +10,6 @@ from spade_rllib.curriculum.curriculum_config import (
     UniformConfig,
 )
 from spade_rllib.curriculum.heldout_levels import (
-    HELDOUT_CTF_DIR,
-    HELDOUT_DIR,
-    HELDOUT_DIRS,
-    heldout_dir,
     heldout_map_files,
     heldout_metrics,
     heldout_reset_options,
@@ -51,9 +47,9 @@ from spade_rllib.curriculum.wrapper import AdaptiveCurriculum
 __all__ = [
     "AccelConfig", "AccelStrategy", "MaestroStrategy", "value_key", "edit_level", "main_score", "score_learnability",
     "AdaptiveCurriculum", "CurriculumConfig", "CurriculumLevelSource", "CurriculumStrategy", "FixedConfig", "FixedStrategy",
-    "HELDOUT_CTF_DIR", "HELDOUT_DIR", "HELDOUT_DIRS", "LevelSpec", "PLRConfig", "PLRStrategy", "SAMPLING_STATE_FORMAT", "ThresholdConfig",
+"LevelSpec", "PLRConfig", "PLRStrategy", "SAMPLING_STATE_FORMAT", "ThresholdConfig",
     "ThresholdStrategy", "UniformConfig", "UniformStrategy", "build_level", "default_knobs_fn",
-    "heldout_dir", "heldout_map_files", "heldout_metrics", "heldout_reset_options", "initial_sampling_state", "learnability", "load_heldout_levels", "load_heldout_specs", "make_strategy",
+    "heldout_map_files", "heldout_metrics", "heldout_reset_options", "initial_sampling_state", "learnability", "load_heldout_levels", "load_heldout_specs", "make_strategy",
     "outcome_completed", "positive_value_loss", "rank_weights", "replay_probabilities", "sample_level",
     "staleness_weights",
 ]

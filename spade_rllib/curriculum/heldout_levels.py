@@ -2,9 +2,8 @@
 
 `load_heldout_levels(paths)` reads `*.txt` maps (`#` wall, `.` floor, `A`/`B` spawns, and `F` the flag of
 MazeRace or `a`/`b` the bases of CaptureTheFlag) from files and/or directories; the level's name is
-the file stem. Each game ships a set (`heldout_dir(env_id)`): `spade_rllib/levels/heldout/`
-(`HELDOUT_DIR`, MazeRace-v0, used when `paths` is None) and `spade_rllib/levels/heldout_ctf/`
-(`HELDOUT_CTF_DIR`, CaptureTheFlag-v0).
+the file stem. Each level game ships a set, named by its `GameSpec.heldout_dir`
+(`spade_rllib.games.heldout_dir(env_id)`).
 """
 from __future__ import annotations
 
@@ -13,28 +12,15 @@ from pathlib import Path
 from typing import Iterable
 
 from spade_rllib.curriculum.level_spec import LevelSpec, normalize_ascii
+from spade_rllib.games.catalog import heldout_dir, level_game_for
 from spade_rllib.outcome import EpisodeOutcome
 
-HELDOUT_DIR = Path(__file__).resolve().parent.parent / "levels" / "heldout"
-HELDOUT_CTF_DIR = Path(__file__).resolve().parent.parent / "levels" / "heldout_ctf"
-HELDOUT_DIRS = {"MazeRace-v0": HELDOUT_DIR, "CaptureTheFlag-v0": HELDOUT_CTF_DIR}
-"""env id -> the shipped held-out maps of that game."""
 MAP_SUFFIX = ".txt"
 
 
-def heldout_dir(env_id: str = "MazeRace-v0") -> Path:
-    """The shipped held-out map directory of a level game (ValueError for a game without one)."""
-    if env_id not in HELDOUT_DIRS:
-        raise ValueError(f"no shipped held-out maps for env id {env_id!r}; games with a set: {sorted(HELDOUT_DIRS)}")
-    return HELDOUT_DIRS[env_id]
-
-
-
-def heldout_map_files(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None = None) -> list[Path]:
+def heldout_map_files(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Path]:
     """The map files named by `paths` (files, or directories scanned for *.txt, sorted), in order."""
-    if paths is None:
-        paths = [HELDOUT_DIR]
-    elif isinstance(paths, (str, os.PathLike)):
+    if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files: list[Path] = []
     for raw in paths:
@@ -49,11 +35,11 @@ def heldout_map_files(paths: Iterable[str | os.PathLike[str]] | str | os.PathLik
         else:
             raise FileNotFoundError(
                 f"held-out level path {str(path)!r} does not exist (evaluation.heldout_levels takes files or "
-                f"directories of *{MAP_SUFFIX} ASCII maps; the shipped set is {str(HELDOUT_DIR)!r})")
+                f"directories of *{MAP_SUFFIX} ASCII maps; each level game ships a set in spade_rllib/levels/)")
     return files
 
 
-def load_heldout_specs(paths=None) -> dict[str, LevelSpec]:
+def load_heldout_specs(paths) -> dict[str, LevelSpec]:
     """name -> grid LevelSpec (compact, picklable: what to ship to an evaluation task)."""
     specs: dict[str, LevelSpec] = {}
     origin: dict[str, Path] = {}
@@ -69,7 +55,7 @@ def load_heldout_specs(paths=None) -> dict[str, LevelSpec]:
     return specs
 
 
-def load_heldout_levels(paths=None, max_unfairness: int | None = 0, env_id: str | None = None) -> dict:
+def load_heldout_levels(paths, max_unfairness: int | None = 0, env_id: str | None = None) -> dict:
     """name -> `Level` (MazeRace or CTF map), parsed and checked (fairness spread <= max_unfairness; None = no check).
     With `env_id`, a map of another game is a `LevelError` too."""
     from spade_rllib.envs import Level, LevelError
@@ -80,14 +66,18 @@ def load_heldout_levels(paths=None, max_unfairness: int | None = 0, env_id: str 
             levels[name] = Level.from_ascii(spec.ascii, max_unfairness=max_unfairness)
         except LevelError as e:
             raise type(e)(f"held-out map {name!r}: {e}") from e
-        game = "CaptureTheFlag-v0" if levels[name].is_ctf else "MazeRace-v0"  # 'a'/'b' bases or an 'F' flag
+        game = level_game_for(levels[name])  # 'a'/'b' bases or an 'F' flag
         if env_id is not None and game != env_id:
+            try:
+                shipped = heldout_dir(env_id)
+            except ValueError:
+                shipped = "none"
             raise LevelError(f"held-out map {name!r} is a {game} map; this run plays {env_id} "
-                             f"(its shipped maps: {heldout_dir(env_id) if env_id in HELDOUT_DIRS else 'none'})")
+                             f"(its shipped maps: {shipped})")
     return levels
 
 
-def heldout_reset_options(paths=None, agents_per_team: int = 1) -> list[dict]:
+def heldout_reset_options(paths, agents_per_team: int = 1) -> list[dict]:
     """One reset-option dict per held-out map with `agents_per_team` agents per team, sorted by name:
     {"level": Level, "heldout_level": name}. The level game reads `level`; the env runner copies the other
     key into the episode's `EpisodeOutcome.heldout_level` (`SpadeEnvRunner.evaluate_main(spec={"levels": ...})`)."""

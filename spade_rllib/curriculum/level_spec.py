@@ -163,17 +163,18 @@ def normalize_ascii(text: str) -> str:
     return "\n".join(lines)
 
 
-def build_level(spec: LevelSpec, env_id: str = "MazeRace-v0"):
+def build_level(spec: LevelSpec, env_id: str):
     """Turn a spec into a `Level` of the game `env_id` (generated specs use that game's generator;
     imports `spade_rllib.envs` lazily). The level's meta gets `level_id` (and `difficulty` when
     known), so the env's end-of-episode `level` info carries them."""
-    from spade_rllib.envs import Knobs, Level, level_generator
+    from spade_rllib.envs import Knobs, Level
+    from spade_rllib.games.catalog import game
 
     tags = {"level_id": spec.level_id}
     if spec.difficulty is not None:
         tags["difficulty"] = spec.difficulty
     if spec.is_generated:
-        level = level_generator(env_id)(Knobs.from_dict(spec.knobs), spec.seed)
+        level = game(env_id).level_generator(Knobs.from_dict(spec.knobs), spec.seed)
         level.meta.update(tags)
         return level
     return Level.from_ascii(spec.ascii, meta={"family": "grid", "name": spec.name, **tags})

@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig
-from spade_rllib.curriculum.level_spec import LevelSpec, build_level
+from spade_rllib.curriculum.level_spec import LevelSpec
 from spade_rllib.curriculum.plr import replay_probabilities
 from spade_rllib.curriculum.strategies import (
     SAMPLING_STATE_FORMAT,
@@ -122,7 +122,7 @@ class MaestroStrategy(_StrategyBase):
                             for k, b in self.buffers.items()},
                 "new": uniform_sampling_state(self.config)}
 
-    def sample(self, rng: np.random.Generator | None = None, build: Callable[[LevelSpec], Any] = build_level,
+    def sample(self, rng: np.random.Generator | None = None, build: Callable[[LevelSpec], Any] | None = None,
                opponent: str | None = None) -> LevelSpec:
         return sample_level(self.sampling_state(), self.rng if rng is None else rng, build, opponent=opponent)
 

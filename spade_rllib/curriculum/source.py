@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from spade_rllib.curriculum.level_spec import LevelSpec, build_level
+from spade_rllib.curriculum.level_spec import LevelSpec
 from spade_rllib.curriculum.maestro import value_key
 from spade_rllib.curriculum.strategies import sample_level
 
@@ -33,7 +33,7 @@ MAX_BUILD_ATTEMPTS = 5  # a spec the generator rejects is redrawn (from the same
 _BUILT: OrderedDict[tuple, Any] = OrderedDict()
 """Process-wide LRU of built levels. A new source arrives with every broadcast; levels of specs seen
 before (PLR replays, `level_seeds` repeats) are reused with the observation templates the env cached
-on them, so a runner builds each level once (issue 17: level building was 13-17% of the runner)."""
+on them, so a runner builds each level once (building levels was a large share of the runner's time)."""
 
 
 def _builder_key(builder: Callable) -> tuple:
@@ -56,12 +56,12 @@ class CurriculumLevelSource:
     sampling_state: `strategy.sampling_state()` from the driver (plain JSON-able dict).
     seed:           the run's seed, mixed into every pick.
     version:        the driver's broadcast counter, mixed in so each broadcast draws fresh levels.
-    level_builder:  LevelSpec -> what goes into `options["level"]` (default: a MazeRace `Level`;
-                    the curriculum component passes `build_level` bound to its game).
+    level_builder:  LevelSpec -> what goes into `options["level"]` (the curriculum component passes
+                    `build_level` bound to its game).
     """
 
-    def __init__(self, sampling_state: Mapping[str, Any], seed: int = 0, version: int = 0,
-                 level_builder: Callable[[LevelSpec], Any] = build_level):
+    def __init__(self, sampling_state: Mapping[str, Any], level_builder: Callable[[LevelSpec], Any], seed: int = 0,
+                 version: int = 0):
         self.sampling_state = dict(sampling_state)
         self.seed = int(seed)
         self.version = int(version)

@@ -44,7 +44,6 @@ from spade_rllib.curriculum.plr import replay_probabilities, score_learnability
 from spade_rllib.outcome import EpisodeOutcome
 from spade_rllib.curriculum.level_spec import (
     LevelSpec,
-    build_level,
     outcome_completed,
     outcome_level_summary,
     outcome_spec,
@@ -82,10 +81,10 @@ class CurriculumStrategy(Protocol):
 # ---------------------------------------------------------------- sampling (runs on env runners)
 
 def sample_level(sampling_state: Mapping[str, Any], rng: np.random.Generator,
-                 build: Callable[[LevelSpec], Any] = build_level, opponent: str | None = None) -> LevelSpec:
+                 build: Callable[[LevelSpec], Any] | None = None, opponent: str | None = None) -> LevelSpec:
     """Pick one level from a broadcast sampling state with the caller's RNG. Pure: state unchanged.
-    `build` turns a spec into the game's level; ACCEL edits need the parent built (default: MazeRace).
-    `opponent`: who main meets in the episode (read by the `joint` kind only)."""
+    `build` turns a spec into the game's level (`build_level` bound to the game); ACCEL edits need the
+    parent built, so they need it. `opponent`: who main meets in the episode (read by the `joint` kind only)."""
     kind = sampling_state.get("kind")
     if sampling_state.get("format", SAMPLING_STATE_FORMAT) != SAMPLING_STATE_FORMAT:
         raise ValueError(f"sampling state format {sampling_state.get('format')!r} is not supported "
@@ -162,9 +161,11 @@ def _sample_joint(state: Mapping[str, Any], rng: np.random.Generator, build: Cal
 
 
 def edit_level(parent: LevelSpec, rng: np.random.Generator, edits: int,
-               build: Callable[[LevelSpec], Any] = build_level) -> LevelSpec:
+               build: Callable[[LevelSpec], Any] | None) -> LevelSpec:
     """ACCEL's child of a replayed level: `edits` fair edits (`level_edits.mutate`) of `build(parent)`, as a
     grid spec; the parent itself when no edit keeps the level valid and fair."""
+    if build is None:
+        raise ValueError("ACCEL level edits need the game's level builder (build_level bound to the env id)")
     child = mutate(build(parent), rng, edits)
     return parent if child is None else LevelSpec.grid(child.to_ascii())
 
@@ -185,7 +186,7 @@ class _StrategyBase:
         self.episodes = 0  # outcomes received, total
 
     # --- protocol ---
-    def sample(self, rng: np.random.Generator | None = None, build: Callable[[LevelSpec], Any] = build_level) -> LevelSpec:
+    def sample(self, rng: np.random.Generator | None = None, build: Callable[[LevelSpec], Any] | None = None) -> LevelSpec:
         return sample_level(self.sampling_state(), self.rng if rng is None else rng, build)
 
     def sampling_state(self) -> dict[str, Any]:  # pragma: no cover - abstract

@@ -43,9 +43,12 @@ LEVEL_STREAM = 0x1E7E1  # mixed into the seed so level picks and the env's own R
 
 
 def _game_id(env: Any) -> str:
-    """The registered id of the wrapped level game (its `metadata["name"]`; MazeRace-v0 if it has none)."""
+    """The catalog id of the wrapped level game (its `metadata["name"]`)."""
     name = getattr(getattr(env, "unwrapped", env), "metadata", {}).get("name")
-    return name if isinstance(name, str) else "MazeRace-v0"
+    if not isinstance(name, str):
+        raise ValueError(f"{type(env).__name__} has no metadata['name']: the curriculum needs the level game's id "
+                         "(or pass level_builder=...)")
+    return name
 
 
 def _level_rng(seed: int | None) -> np.random.Generator:

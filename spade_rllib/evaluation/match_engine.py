@@ -5,9 +5,10 @@ first), seat 1 the other. A game is a pure function of (players, level, seed): t
 `seed`, bots are re-seeded from it and sampling players draw from a per-seat generator derived from
 it. So any game can be replayed later, with rendering on, from its `GameSpec` alone.
 
-Supported envs: the level games `MazeRace-v0` and `CaptureTheFlag-v0` (parallel; simultaneous moves;
-teams share their seat's player) and
-`connect_four_v3` (AEC; turns; illegal moves masked).
+Supported envs: every game of the catalog (`spade_rllib.games`), by its turn structure: simultaneous
+(the level games `MazeRace-v0`, `CaptureTheFlag-v0`: PettingZoo parallel, teams share their seat's
+player) or alternating (`connect_four_v3`: AEC, one move per turn, illegal moves refused). The env,
+its board renderer and its action names come from the game's `GameSpec`.
 """
 from __future__ import annotations
 
@@ -16,14 +17,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from spade_rllib.env_ids import MAZERACE_ID, is_level_game, spade_env_ids
 from spade_rllib.evaluation.players import Player
+from spade_rllib.games import game
 
-CONNECT_FOUR_ENV_ID = "connect_four_v3"
-SUPPORTED_ENVS = (*spade_env_ids(), CONNECT_FOUR_ENV_ID)
 DRAW = -1
 """`GameResult.winner_seat` of a draw."""
-LEVEL_GAME_ACTION_NAMES = ("noop", "up", "down", "left", "right", "tag")
 SAFETY_STEP_LIMIT = 100_000
 """A game that runs this long is an env bug, not a result."""
 
@@ -109,53 +107,17 @@ def seat_rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
 
 
 def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None):
-    """A fresh env for `env_id` playing `level` (level games) with `render_mode`."""
-    if is_level_game(env_id):
-        from spade_rllib.envs import make_env
-
-        kwargs: dict[str, Any] = {"render_mode": render_mode}
-        if level is not None:
-            kwargs["level"] = level
-        return make_env(env_id, **kwargs)
-    if env_id == CONNECT_FOUR_ENV_ID:
-        from pettingzoo.classic import connect_four_v3
-
-        return connect_four_v3.env(render_mode=render_mode)
-    raise ValueError(f"env id = {env_id!r} is not playable by evaluation; allowed: {', '.join(SUPPORTED_ENVS)}")
+    """A fresh env of the game `env_id` playing `level` (level games) with `render_mode`."""
+    spec = game(env_id)
+    kwargs: dict[str, Any] = {"render_mode": render_mode}
+    if level is not None and spec.is_level_game:
+        kwargs["level"] = level
+    return spec.make_env(**kwargs)
 
 
 def num_actions(env_id: str) -> int:
     env = make_game_env(env_id)
     return int(env.action_space(env.possible_agents[0]).n)
-
-
-# --------------------------------------------------------------------------------------------
-# ASCII boards
-# --------------------------------------------------------------------------------------------
-def connect_four_ascii(env) -> str:
-    """The connect_four board: X = player_0 (seat 0), O = player_1, column numbers 0..6 below."""
-    board = np.asarray(env.unwrapped.board).reshape(6, 7)
-    glyph = {0: ".", 1: "X", 2: "O"}
-    rows = [" ".join(glyph[int(v)] for v in row) for row in board]
-    return "\n".join(rows + [" ".join(str(c) for c in range(7))])
-
-
-def maze_ascii(env) -> str:
-    text = env.render() if getattr(env, "render_mode", None) == "ansi" else None
-    if isinstance(text, str):
-        return text.rstrip("\n")
-    return _maze_ascii_fallback(env)
-
-
-def _maze_ascii_fallback(env) -> str:
-    """Board from the env's public state (level, positions) when no ansi render is at hand."""
-    base = env.unwrapped
-    grid = [list(row) for row in base.level.to_ascii().replace("A", ".").replace("B", ".").split("\n")]
-    waiting = getattr(base, "stun", None) or getattr(base, "frozen", None) or {}  # MazeRace stun / CTF respawn wait
-    for agent, (r, c) in base.positions.items():
-        mark = "A" if base.team_of(agent) == 0 else "B"
-        grid[r][c] = mark.lower() if waiting.get(agent, 0) else mark
-    return "\n".join("".join(row) for row in grid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,11 +135,11 @@ def _maze_outcome(infos: dict, rewards: dict, env) -> tuple[int, str]:
     return (0 if total > 0 else 1 if total < 0 else DRAW), "reward"
 
 
-def play_level_game(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env=None,
-                    record: str | None = None, actions: list[dict] | None = None,
-                    env_id: str = MAZERACE_ID) -> GameRecord:
-    """Play (or, with `actions`, re-enact) one game of a level game (MazeRace, CTF).
-    `record`: None, "rgb_array" or "ansi"."""
+def play_simultaneous(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env_id: str, env=None,
+                      record: str | None = None, actions: list[dict] | None = None) -> GameRecord:
+    """Play (or, with `actions`, re-enact) one game of a simultaneous-move game (a PettingZoo
+    ParallelEnv with `team_of`: the level games). `record`: None, "rgb_array" or "ansi"."""
+    game_spec = game(env_id)
     if env is None or record is not None:
         env = make_game_env(env_id, entry.level, render_mode=record)
     obs, infos = env.reset(seed=int(spec.seed), options={"level": entry.level} if entry.level is not None else None)
@@ -190,7 +152,7 @@ def play_level_game(players: Sequence[Player], entry: LevelEntry, spec: GameSpec
     step = 0
     names = {0: spec.seat0, 1: spec.seat1}
     if record is not None:
-        _capture(record_out, env, record, header=f"level {entry.level_id}, seed {spec.seed}: "
+        _capture(record_out, env, record, game_spec.render_ascii, header=f"level {entry.level_id}, seed {spec.seed}: "
                  f"A = {spec.seat0}, B = {spec.seat1}")
     while env.agents:
         if actions is not None:
@@ -205,10 +167,8 @@ def play_level_game(players: Sequence[Player], entry: LevelEntry, spec: GameSpec
         obs, rewards, terms, truncs, infos = env.step(chosen)
         step += 1
         if record is not None:
-            moves = ", ".join(
-                f"{a} ({names[base.team_of(a)]}) {LEVEL_GAME_ACTION_NAMES[int(x)] if int(x) < 6 else x}"
-                for a, x in chosen.items())
-            _capture(record_out, env, record, header=f"step {step}: {moves}")
+            moves = ", ".join(f"{a} ({names[base.team_of(a)]}) {game_spec.action_name(x)}" for a, x in chosen.items())
+            _capture(record_out, env, record, game_spec.render_ascii, header=f"step {step}: {moves}")
         if step > SAFETY_STEP_LIMIT:
             raise RuntimeError(f"game {spec.index} did not end after {SAFETY_STEP_LIMIT} steps")
     winner, reason = _maze_outcome(infos, rewards, env)
@@ -224,10 +184,12 @@ def play_level_game(players: Sequence[Player], entry: LevelEntry, spec: GameSpec
     return record_out
 
 
-def play_connect_four(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env=None,
-                      record: str | None = None, actions: list | None = None) -> GameRecord:
-    """Play (or re-enact) one connect_four game; seat 0 is `player_0`, who moves first."""
-    env = make_game_env(CONNECT_FOUR_ENV_ID, render_mode="rgb_array" if record == "rgb_array" else None)
+def play_alternating(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env_id: str, env=None,
+                     record: str | None = None, actions: list | None = None) -> GameRecord:
+    """Play (or re-enact) one game of an alternating-move game (a PettingZoo AEC env with an action
+    mask: connect_four); seat 0 is the first agent, who moves first."""
+    game_spec = game(env_id)
+    env = make_game_env(env_id, render_mode="rgb_array" if record == "rgb_array" else None)
     env.reset(seed=int(spec.seed))
     rngs = seat_rngs(spec.seed)
     for seat, player in enumerate(players):
@@ -238,7 +200,8 @@ def play_connect_four(players: Sequence[Player], entry: LevelEntry, spec: GameSp
     final_rewards: dict[str, float] = {}
     moves = 0
     if record is not None:
-        _capture(out, env, record, header=f"seed {spec.seed}: X = {spec.seat0}, O = {spec.seat1}", c4=True)
+        _capture(out, env, record, game_spec.render_ascii, header=f"seed {spec.seed}: X = {spec.seat0}, O = {spec.seat1}",
+                 caption=False)
     for agent in env.agent_iter():
         obs, reward, term, trunc, _ = env.last()
         if term or trunc:
@@ -251,12 +214,13 @@ def play_connect_four(players: Sequence[Player], entry: LevelEntry, spec: GameSp
         else:
             action = players[seat].act(env, agent, obs, obs["action_mask"], rngs[seat])
         if not obs["action_mask"][action]:
-            raise RuntimeError(f"{names[seat]} chose illegal column {action} in game {spec.index}")
+            raise RuntimeError(f"{names[seat]} chose illegal {game_spec.action_name(action)} in game {spec.index}")
         out.actions.append((agent, action))
         env.step(action)
         moves += 1
         if record is not None:
-            _capture(out, env, record, header=f"move {moves}: {names[seat]} plays column {action}", c4=True)
+            _capture(out, env, record, game_spec.render_ascii,
+                     header=f"move {moves}: {names[seat]} plays {game_spec.action_name(action)}", caption=False)
     r0 = final_rewards.get(env.possible_agents[0], 0.0)
     winner = 0 if r0 > 0 else 1 if r0 < 0 else DRAW
     out.result = GameResult(spec.index, spec.seat0, spec.seat1, entry.level_id, int(spec.seed), winner,
@@ -276,22 +240,19 @@ def _capture_text(out: GameRecord, text: str) -> None:
     out.texts.append(text)
 
 
-def _capture(out: GameRecord, env, mode: str, header: str, c4: bool = False) -> None:
+def _capture(out: GameRecord, env, mode: str, render_ascii, header: str, caption: bool = True) -> None:
     if mode == "rgb_array":
         frame = env.render()
         if frame is not None:
             out.frames.append(np.asarray(frame, dtype=np.uint8))
-            out.captions.append("" if c4 else frame_caption(env))
+            out.captions.append(frame_caption(env) if caption else "")
         return
-    board = connect_four_ascii(env) if c4 else maze_ascii(env)
+    board = render_ascii(env) if render_ascii is not None else str(env.render())
     out.texts.append(f"{header}\n{board}")
 
 
 def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env=None,
               record: str | None = None, actions: list | None = None) -> GameRecord:
-    """Dispatch to the env's engine. `env` may be reused between games (level games, no recording)."""
-    if is_level_game(env_id):
-        return play_level_game(players, entry, spec, env=env, record=record, actions=actions, env_id=env_id)
-    if env_id == CONNECT_FOUR_ENV_ID:
-        return play_connect_four(players, entry, spec, env=env, record=record, actions=actions)
-    raise ValueError(f"env id = {env_id!r} is not playable by evaluation; allowed: {', '.join(SUPPORTED_ENVS)}")
+    """Play by the game's turn structure. `env` may be reused between games (simultaneous, no recording)."""
+    play = play_simultaneous if game(env_id).turns == "simultaneous" else play_alternating
+    return play(players, entry, spec, env_id=env_id, env=env, record=record, actions=actions)

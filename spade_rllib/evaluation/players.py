@@ -16,19 +16,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from spade_rllib.env_ids import MAZERACE_ID, is_level_game
+from spade_rllib.games import bot_names, is_level_game, make_bot
 from spade_rllib.policy import Policy, load_policy
 
-MAZERACE_ENV_ID = MAZERACE_ID
 GENERIC_BOTS = ("random",)
 BOT_KIND = "bot"
 MODULE_KIND = "module"
 
 
 def bots_for_env(env_id: str) -> tuple[str, ...]:
-    """The scripted reference players of an env (`spade_rllib.bots`); `random` for an env without bots."""
-    from spade_rllib.bots import bot_names
-
+    """The scripted reference players of a game (its `GameSpec.bots`); `random` for a game without bots."""
     return bot_names(env_id) or GENERIC_BOTS
 
 
@@ -77,16 +74,14 @@ class RandomPlayer:
 
 
 class BotPlayer:
-    """A scripted bot from `spade_rllib.bots`, re-seeded every game."""
+    """A scripted bot of the game (`spade_rllib.games.make_bot`), re-seeded every game."""
 
-    def __init__(self, spec: PlayerSpec, env_id: str = MAZERACE_ENV_ID):
+    def __init__(self, spec: PlayerSpec, env_id: str):
         self.spec = spec
         self.env_id = env_id
         self._bot = None
 
     def new_game(self, seed: int) -> None:
-        from spade_rllib.bots import make_bot
-
         self._bot = make_bot(self.spec.name, seed=int(seed), env_id=self.env_id)
 
     def act(self, env, agent, obs, action_mask, rng) -> int:

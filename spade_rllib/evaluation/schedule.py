@@ -4,7 +4,7 @@ Levels (`--levels`):
 - `heldout`: the game's shipped held-out maps (`spade_rllib/levels/heldout/*.txt` for MazeRace,
   `spade_rllib/levels/heldout_ctf/*.txt` for CaptureTheFlag; the curriculum's sets);
 - a directory: every `*.txt` in it is one ASCII map (`Level.from_ascii`);
-- `generated:N@D`: N levels from the game's generator (`level_generator(env_id)`) at
+- `generated:N@D`: N levels from the game's generator (its `GameSpec.level_generator`) at
   `knobs_for_difficulty(D)`, seeds derived
   from `--seed`, e.g. `generated:8@5` (2v2 with `--agents-per-team 2`; maps with two spawns per
   team play 2v2 by themselves, each team's agents driven by that seat's player).
@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from spade_rllib.evaluation.match_engine import LevelEntry, GameSpec
-from spade_rllib.env_ids import CTF_ID, MAZERACE_ID, is_level_game
+from spade_rllib.games import game, heldout_dir, is_level_game, level_game_for
 
 HELDOUT = "heldout"
 GENERATED_RE = re.compile(r"^generated:(\d+)@(\d+(?:\.\d+)?)$")
@@ -36,12 +36,6 @@ LEVEL_SUFFIX = ".txt"
 
 MAX_GENERATED_LEVELS = 1000
 """Most levels `--levels generated:N@D` builds (each is generated and validated up front)."""
-
-def heldout_dir(env_id: str = MAZERACE_ID) -> Path:
-    """The game's shipped held-out maps (owned by the curriculum: `spade_rllib.curriculum.heldout_levels`)."""
-    from spade_rllib.curriculum.heldout_levels import heldout_dir as curriculum_heldout_dir
-
-    return Path(curriculum_heldout_dir(env_id))
 
 
 DEFAULT_LEVELS = "generated:4@5"
@@ -52,7 +46,7 @@ class ScheduleError(ValueError):
     """A bad `--levels` or schedule argument; one-line message."""
 
 
-def _load_dir(directory: Path, source: str, env_id: str = MAZERACE_ID) -> list[LevelEntry]:
+def _load_dir(directory: Path, source: str, env_id: str) -> list[LevelEntry]:
     from spade_rllib.envs import Level
 
     files = sorted(directory.glob("*" + LEVEL_SUFFIX))
@@ -64,9 +58,9 @@ def _load_dir(directory: Path, source: str, env_id: str = MAZERACE_ID) -> list[L
             level = Level.from_ascii(file.read_text())
         except ValueError as e:
             raise ScheduleError(f"--levels: {file}: {e}") from e
-        game = CTF_ID if level.is_ctf else MAZERACE_ID  # a map holds an F flag (MazeRace) or a/b bases (CTF)
-        if game != env_id:
-            raise ScheduleError(f"--levels: {file}: a {game} map, but the game is {env_id}")
+        kind = level_game_for(level)  # a map holds an F flag (MazeRace) or a/b bases (CTF)
+        if kind != env_id:
+            raise ScheduleError(f"--levels: {file}: a {kind} map, but the game is {env_id}")
         difficulty = level.meta.get("difficulty") if level.meta else None
         out.append(LevelEntry(file.stem, level, source, difficulty, f"{level.height}x{level.width}"))
     return out
@@ -76,7 +70,10 @@ def parse_levels(spec: str | None, env_id: str, seed: int, agents_per_team: int 
     """Resolve `--levels` into level entries (see module docstring)."""
     if not is_level_game(env_id):
         return [LevelEntry("board", None, "builtin")]
-    shipped = heldout_dir(env_id)
+    try:
+        shipped = heldout_dir(env_id)
+    except ValueError:
+        shipped = Path(DEFAULT_LEVELS)  # a level game without shipped maps: generated levels
     if spec is None:
         spec = HELDOUT if any(shipped.glob("*" + LEVEL_SUFFIX)) else DEFAULT_LEVELS
     if spec == HELDOUT:
@@ -85,9 +82,9 @@ def parse_levels(spec: str | None, env_id: str, seed: int, agents_per_team: int 
         return _load_dir(shipped, "heldout", env_id)
     match = GENERATED_RE.match(spec)
     if match:
-        from spade_rllib.envs import knobs_for_difficulty, level_generator
+        from spade_rllib.envs import knobs_for_difficulty
 
-        generate_level = level_generator(env_id)
+        generate_level = game(env_id).level_generator
 
         count, difficulty = int(match.group(1)), float(match.group(2))
         if not 1 <= count <= MAX_GENERATED_LEVELS:

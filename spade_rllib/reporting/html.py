@@ -11,8 +11,6 @@ import base64
 import datetime as _dt
 import html
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -128,6 +126,10 @@ def training_levels(run: RunData) -> str:
         return f"one fixed map: {env['level_file']}"
     if env.get("difficulty") is not None:
         return f"generated at difficulty {env['difficulty']:g} (a pool of {env.get('level_pool', 512)} levels per env runner)"
+    env_id = str(env.get("id", ""))
+    if env_id and env_id not in ("MazeRace-v0", "CaptureTheFlag-v0"):
+        plies = env.get("random_opening_plies")
+        return "the game's start position" + (f" after 0-{plies} random opening moves" if plies else "")
     return "the env's default levels"
 
 
@@ -330,14 +332,7 @@ def write_report(runs: Sequence[RunData], out: str | Path, command: str = "") ->
     if out.is_dir() or not out.suffix:
         out = out / REPORT_FILE
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = build_html(runs, command=command)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for sharing
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from spade_rllib.atomic_io import write_text  # noqa: PLC0415
+
+    write_text(out, build_html(runs, command=command))  # temporary file + rename: never half a report
     return out

@@ -1,4 +1,4 @@
-"""RLlib glue: env adapters (`env_adapters`), the RLModule (`module`), the vectorized env runner
+"""RLlib glue: the RLModule (`module`), the vectorized env runner
 (`runner`), the driver-component hook API (`components`, `plan`), the league's and the curriculum's
 driver components (`league_component`, `curriculum_component`, listed in `component_registry`),
 held-out evaluation (`heldout_eval`) and `SpadePPO` / `build_algo_config` (`algorithm`). Import

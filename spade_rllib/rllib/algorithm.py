@@ -49,7 +49,7 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
 from spade_rllib.config import RunConfig, parse_config
-from spade_rllib.env_ids import LEVEL_KIND, env_kind
+from spade_rllib.games import LEVEL_KIND, env_kind
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.component_registry import build_components
 from spade_rllib.rllib.components import (
@@ -61,9 +61,10 @@ from spade_rllib.rllib.components import (
     placeholder_win_rates,
     win_rates,
 )
-from spade_rllib.rllib.env_adapters import make_game_factory
+from spade_rllib.games.adapter import make_game_factory
 from spade_rllib.rllib.health import check_losses, check_weights, trained_now
 from spade_rllib.rllib.module import SpadeModule
+from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
 from spade_rllib.rllib.runner import SpadeEnvRunner
 
 logger = logging.getLogger(__name__)
@@ -109,9 +110,9 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
     window = None
     kind = env_kind(cfg.env.id)
     if kind == LEVEL_KIND:
-        from spade_rllib.envs import env_class  # noqa: PLC0415
+        from spade_rllib.games import game as game_spec  # noqa: PLC0415
 
-        window = tuple(env_class(cfg.env.id).obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
+        window = tuple(game_spec(cfg.env.id).level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
     info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window)
     close = getattr(game.raw_env, "close", None)
     if close:
@@ -151,26 +152,26 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
     )
     a, t, r = cfg.agent, cfg.training, cfg.resources
     num_learners = r.num_learners
-    spade = {
-        "run_config": cfg.to_dict(),
-        "env_id": cfg.env.id,
-        "env_kwargs": env_kwargs_for(cfg),
-        "seed": cfg.experiment.seed,
+    spade = RunnerSpec(
+        run_config=cfg.to_dict(),
+        env_id=cfg.env.id,
+        env_kwargs=env_kwargs_for(cfg),
+        seed=cfg.experiment.seed,
         # Local learner: ship experience packed and run SpadeGAEConnector (see packed.py). Remote
         # learners shard episodes, which needs RLlib's SingleAgentEpisodes and default connectors.
-        "packed": num_learners == 0,
-        "level_pool": cfg.env.level_pool if (env_kind(cfg.env.id) == LEVEL_KIND and not cfg.env.level_file) else 0,
-        "random_opening_plies": cfg.env.random_opening_plies,
-        "eval_random_opening_plies": cfg.evaluation.random_opening_plies,
-        "learners": learners,
-        "runinfo": runinfo,
-        "restore_from": restore_from,
+        packed=num_learners == 0,
+        level_pool=cfg.env.level_pool if (env_kind(cfg.env.id) == LEVEL_KIND and not cfg.env.level_file) else 0,
+        random_opening_plies=cfg.env.random_opening_plies,
+        eval_random_opening_plies=cfg.evaluation.random_opening_plies,
+        learners=tuple(learners),
+        runinfo=runinfo,
+        restore_from=restore_from,
         # Runners start with the config's self-play plan (the driver re-broadcasts it, or the league's).
-        "opponent_plan": SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, cfg.experiment.seed).plan,
-    }
+        opponent_plan=SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, cfg.experiment.seed).plan,
+    ).to_dict()
     config = (
         PPOConfig(algo_class=SpadePPO)
-        .environment(env=None, env_config={"spade": spade}, observation_space=obs_space, action_space=act_space)
+        .environment(env=None, env_config={RUNNER_SPEC_KEY: spade}, observation_space=obs_space, action_space=act_space)
         .framework("torch")
         .env_runners(
             env_runner_cls=SpadeEnvRunner,
@@ -222,8 +223,8 @@ class SpadePPO(PPO):
     def setup(self, config) -> None:
         import torch  # noqa: PLC0415
 
-        spade = config.env_config["spade"]
-        self.run_config: RunConfig = parse_config(spade["run_config"])
+        spade = RunnerSpec.from_mapping(config.env_config[RUNNER_SPEC_KEY])
+        self.run_config: RunConfig = parse_config(spade.run_config)
         super().setup(config)
         threads = self.run_config.training.torch_threads or min(4, os.cpu_count() or 1)
         torch.set_num_threads(threads)  # the local learner; env runners act single-threaded
@@ -239,14 +240,14 @@ class SpadePPO(PPO):
         self._spade_metrics: dict = {}
         for comp in self.components:
             self._spade_metrics.update(getattr(comp, "initial_metrics", lambda: {})())
-        self._broadcast(full=True)
-        if spade.get("runinfo"):
+        self.broadcast(full=True)
+        if spade.runinfo:
             trial_dir = self.trial_dir()
             if trial_dir is not None:
-                _write_runinfo(trial_dir, spade["runinfo"], self.run_config)
-        if spade.get("restore_from"):
-            logger.info("restoring from %s", spade["restore_from"])
-            self.restore_from_path(spade["restore_from"])
+                _write_runinfo(trial_dir, spade.runinfo, self.run_config)
+        if spade.restore_from:
+            logger.info("restoring from %s", spade.restore_from)
+            self.restore_from_path(spade.restore_from)
 
     def trial_dir(self) -> Optional[Path]:
         """The Tune trial directory under the storage path (local storage), else the logdir."""
@@ -333,7 +334,7 @@ class SpadePPO(PPO):
         t0 = time.perf_counter()
         trained_with = self.learner_hyperparams()  # read before the update: the values it trains with
         results = super().step()
-        lifetime = self.__dict__.setdefault("_trained_lifetime", {})  # NaN stops here (issue 16)
+        lifetime = self.__dict__.setdefault("_trained_lifetime", {})  # NaN stops here
         check_losses(trained_now(results.get("learners") or {}, lifetime), self.iteration + 1)
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
@@ -344,7 +345,7 @@ class SpadePPO(PPO):
         ctx = DriverContext(
             iteration=self.iteration + 1,
             env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),
-            main_weights=self._main_weights,
+            main_weights=self.main_weights,
             num_runners=self.env_runner_group.num_remote_env_runners(),
             module_weights=self.module_weights,
             reset_module=self.reset_module,
@@ -352,7 +353,7 @@ class SpadePPO(PPO):
         )
         for comp in self.components:
             metrics.update(comp.update(outcomes, ctx) or {})
-        self._broadcast(full=False)
+        self.broadcast(full=False)
         ev = self.run_config.evaluation
         if ev.interval and (self.iteration + 1) % ev.interval == 0:
             self._last_eval = self.evaluate_main(ev.opponents, ev.games, greedy=ev.greedy)
@@ -365,7 +366,7 @@ class SpadePPO(PPO):
         _nest_into(results, self._spade_metrics)
         _nest_into(results, self._last_eval)
         if self.heldout is not None:
-            _nest_into(results, self.heldout.step(self.iteration + 1, self._main_weights))
+            _nest_into(results, self.heldout.step(self.iteration + 1, self.main_weights))
         _nest_into(results, {f"learners/{MAIN}/trained_with/{k}": v for k, v in trained_with.items()})
         results.setdefault("spade", {})["driver_s"] = time.perf_counter() - t0
         return results
@@ -397,7 +398,8 @@ class SpadePPO(PPO):
         parts = group.foreach_env_runner(lambda r: r.pop_episode_outcomes(), local_env_runner=local)
         return [rec for part in parts for rec in (part or [])]
 
-    def _main_weights(self) -> dict:
+    def main_weights(self) -> dict:
+        """The learner's copy of main's weights (numpy state dict)."""
         return self.module_weights(MAIN)
 
     def _pop_level_value_loss(self) -> dict:
@@ -445,7 +447,7 @@ class SpadePPO(PPO):
                 update = u if update is None else update.merged(u)
         return update
 
-    def _broadcast(self, full: bool) -> None:
+    def broadcast(self, full: bool) -> None:
         """Send the merged `DriverUpdate` of all components to every env runner (local included)."""
         update = self._runner_update(full)
         if update is not None:
@@ -504,7 +506,7 @@ class SpadePPO(PPO):
         self.learner_group.foreach_learner(_reapply_config_lr)
 
     def save_checkpoint(self, checkpoint_dir):
-        """Refuse to write a checkpoint whose trained weights hold NaN/inf (issue 16)."""
+        """Refuse to write a checkpoint whose trained weights hold NaN/inf."""
         check_weights({m: self.module_weights(m) for m in learner_module_ids(self.run_config)}, self.iteration)
         return super().save_checkpoint(checkpoint_dir)
 
@@ -522,7 +524,7 @@ class SpadePPO(PPO):
             for comp in self.components:
                 if comp.name in saved:
                     comp.load_state_dict(saved[comp.name])
-            self._broadcast(full=True)
+            self.broadcast(full=True)
 
     def cleanup(self) -> None:
         """End of run (Tune stop / `algo.stop()`): components with `finish(trial_dir)` write their files

@@ -26,7 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Protocol, runtime_checkable
 
-from spade_rllib.config import BOT_PREFIX, RunConfig
+from spade_rllib.config import RunConfig
+from spade_rllib.outcome import BOT_PREFIX
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
 from spade_rllib.rllib.plan import MIRROR, RANDOM, DriverUpdate, OpponentPlan
 
@@ -40,7 +41,7 @@ class EnvInfo:
     """What components may need to know about the env (computed once on the driver)."""
 
     env_id: str
-    kind: str  # "level" | "pettingzoo" | "gymnasium" (spade_rllib.env_ids.EnvKind)
+    kind: str  # "level" | "pettingzoo" | "gymnasium" (spade_rllib.games.EnvKind)
     teams: tuple  # agent ids per team, index 0 = team A
     num_actions: int
     obs_size: int

@@ -26,7 +26,7 @@ from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.level_spec import build_level
 from spade_rllib.curriculum.maestro import coplayer_priority_of, value_key
 from spade_rllib.curriculum.source import CurriculumLevelSource
-from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID, spade_env_ids
+from spade_rllib.games import LEVEL_KIND, spade_env_ids
 from spade_rllib.curriculum.strategies import KnobsFn, make_strategy
 from spade_rllib.outcome import MAIN, EpisodeOutcome
 from spade_rllib.rllib.components import COPLAYER_PRIORITY, EnvInfo
@@ -38,8 +38,7 @@ class CurriculumComponent:
 
     name = "curriculum"
 
-    def __init__(self, config: CurriculumConfig, seed: int = 0, knobs_fn: KnobsFn | None = None,
-                 env_id: str = MAZERACE_ID):
+    def __init__(self, config: CurriculumConfig, env_id: str, seed: int = 0, knobs_fn: KnobsFn | None = None):
         self.config = config
         self.env_id = env_id  # the level game whose generator builds the levels
         self.seed = int(seed)

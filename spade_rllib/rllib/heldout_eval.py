@@ -35,23 +35,17 @@ import time
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from spade_rllib.curriculum.heldout_levels import heldout_metrics, heldout_reset_options, load_heldout_levels
-from spade_rllib.env_ids import LEVEL_KIND, MAZERACE_ID
+from spade_rllib.games import LEVEL_KIND
+from spade_rllib.games import heldout_opponents as game_heldout_opponents
 from spade_rllib.outcome import MAIN
 
 logger = logging.getLogger(__name__)
 
 HELDOUT_PREFIX = "heldout"
-HELDOUT_OPPONENTS: dict[str, str] = {"rusher": "bot:rusher", "rusher_tagger": "bot:rusher_tagger", "self": "mirror"}
-"""MazeRace's metric name -> opponent id understood by `SpadeEnvRunner` ("mirror": main plays both seats)."""
-
-
 def heldout_opponents(env_id: str) -> dict[str, str]:
-    """Metric name -> opponent id for one game: MazeRace's two racers, else the game's whole bot ladder; plus self."""
-    if env_id == MAZERACE_ID:
-        return dict(HELDOUT_OPPONENTS)
-    from spade_rllib.bots import bot_names  # noqa: PLC0415
-
-    return {**{name: f"bot:{name}" for name in bot_names(env_id)}, "self": "mirror"}
+    """Metric name -> opponent id understood by `SpadeEnvRunner` for one game (its `GameSpec.heldout_opponents`,
+    else its whole bot ladder; plus "self": main plays both seats)."""
+    return game_heldout_opponents(env_id)
 # score = win + draw / 2: on fair maps two perfect racers draw, so win rate alone hides progress.
 LEVEL_KEYS = ("win_rate", "draw_rate", "score", "mean_length", "games")
 MEAN_KEYS = ("win_rate", "draw_rate", "score", "mean_length")
@@ -64,7 +58,7 @@ def heldout_level_names(paths: Sequence[str], agents_per_team: int = 1) -> list[
     return sorted(name for name, level in load_heldout_levels(list(paths)).items() if level.agents_per_team == agents_per_team)
 
 
-def placeholder_metrics(level_names: Sequence[str], opponents: Sequence[str] = tuple(HELDOUT_OPPONENTS),
+def placeholder_metrics(level_names: Sequence[str], opponents: Sequence[str],
                         prefix: str = HELDOUT_PREFIX) -> dict[str, float]:
     """NaN for every key an evaluation reports, so the columns exist from iteration 1."""
     out: dict[str, float] = {}
@@ -108,7 +102,9 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
     names to runner opponent ids (default `heldout_opponents(env_id)`)."""
     from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
 
-    opponents = dict(opponents or heldout_opponents(algo_config.env_config["spade"]["env_id"]))
+    from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec  # noqa: PLC0415
+
+    opponents = dict(opponents or heldout_opponents(RunnerSpec.from_mapping(algo_config.env_config[RUNNER_SPEC_KEY]).env_id))
     config = algo_config.copy(copy_frozen=False)
     config.env_runners(num_envs_per_env_runner=max(1, min(int(lanes), int(config.num_envs_per_env_runner))))
     runner = SpadeEnvRunner(config=config, worker_index=0, num_workers=0)
@@ -144,11 +140,11 @@ def _heldout_task(algo_config: Any, main_weights: Mapping[str, Any], paths: Sequ
 class HeldoutEvaluator:
     """Driver side: launches the held-out evaluation as a Ray task and keeps the latest metrics."""
 
-    def __init__(self, algo_config: Any, paths: Sequence[str], games: int, interval: int, greedy: bool = False,
-                 agents_per_team: int = 1, opponents: Optional[Mapping[str, str]] = None):
+    def __init__(self, algo_config: Any, paths: Sequence[str], games: int, interval: int, opponents: Mapping[str, str],
+                 greedy: bool = False, agents_per_team: int = 1):
         import ray  # noqa: PLC0415
 
-        self.opponents = dict(opponents or HELDOUT_OPPONENTS)
+        self.opponents = dict(opponents)
         self.paths = [str(p) for p in paths]
         self.games = int(games)
         self.interval = int(interval)
@@ -216,5 +212,5 @@ def make_heldout_evaluator(run_config: Any, algo_config: Any, env_info: Any) -> 
     ev = run_config.evaluation
     if not ev.heldout_levels or not ev.interval or getattr(env_info, "kind", None) != LEVEL_KIND:
         return None
-    return HeldoutEvaluator(algo_config, ev.heldout_levels, ev.heldout_games, ev.interval, greedy=ev.greedy,
-                            agents_per_team=len(env_info.teams[0]), opponents=heldout_opponents(env_info.env_id))
+    return HeldoutEvaluator(algo_config, ev.heldout_levels, ev.heldout_games, ev.interval,
+                            heldout_opponents(env_info.env_id), greedy=ev.greedy, agents_per_team=len(env_info.teams[0]))

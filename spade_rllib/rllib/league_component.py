@@ -132,10 +132,11 @@ class LeagueComponent:
         self._runner_slots: list[Optional[MemberId]] = [None] * self.num_slots
         self._plan_sent = False
         self._reported: set[str] = set()  # members that have per-member metric keys
-        self._set_plan(self.league.plan(START_ITERATION))
+        self.set_plan(self.league.plan(START_ITERATION))
 
     # ------------------------------------------------------------------ plan
-    def _set_plan(self, plan: MatchPlan) -> None:
+    def set_plan(self, plan: MatchPlan) -> None:
+        """Use `plan` for the coming episodes (sent to the runners with the next broadcast)."""
         self.plan = MatchPlan.from_dict(plan.to_dict())  # plain floats/ints, as it comes back from a checkpoint
         self.opponent_plan = plan_to_opponent_plan(plan, self.league.state.counters["plans"])
         self._plan_sent = False
@@ -212,7 +213,7 @@ class LeagueComponent:
             priority, mix = coplayer
             members = {self._member_of_runner_id(k): p for k, p in priority.items()}
             self.league.set_coplayer_priority({m: p for m, p in members.items() if m is not None}, mix)
-        self._set_plan(self.league.plan(iteration))
+        self.set_plan(self.league.plan(iteration))
         snapshots = self.league.state.counters["snapshots"] - events_before[0]
         evictions = self.league.state.counters["evictions"] - events_before[1]
         return self.metrics(counts, snapshots, evictions)
@@ -268,7 +269,7 @@ class LeagueComponent:
         self.counters = {k: int(state.get("counters", {}).get(k, 0)) for k in self.counters}
         self._reported = set(state.get("reported", ()))
         self._runner_slots = [None] * self.num_slots  # unknown after a restore: the next update sends all
-        self._set_plan(MatchPlan.from_dict(state["plan"]))
+        self.set_plan(MatchPlan.from_dict(state["plan"]))
 
     def table(self) -> list[dict]:
         return self.league.table()

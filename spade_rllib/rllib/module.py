@@ -199,8 +199,7 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
 
     def fast_logits(self, obs):
         """`logits` for acting: the MLP as plain `addmm`/activation calls on the parameters (no
-        `nn.Module` dispatch: 0.67x the time of `logits` at 4 rows, 0.82x at 16, measured). The
-        tensors are views of the parameters, so in-place weight loads (`set_state`) show at once."""
+        `nn.Module` dispatch; `bench/` measures the gain). The tensors are views of the parameters, so in-place weight loads (`set_state`) show at once."""
         layers = self.__dict__.get("_fast_layers")
         if layers is None:
             if self.use_lstm:

@@ -9,10 +9,14 @@ matchup, and a restored run with the same plan repeats the same matchups.
 Opponent ids understood by `SpadeEnvRunner`:
   "mirror"        the learner plays every team; every seat's experience trains it
   "random"        uniform over legal actions
-  "bot:<name>"    `spade_rllib.bots.make_bot(name, seed, env_id)` (the level games)
+  "bot:<name>"    `spade_rllib.games.make_bot(name, seed, env_id=...)` (a game's scripted bots)
   "slot_<k>"      frozen weights in opponent slot k, loaded by `DriverUpdate.slot_weights`
   "live:<module>" another trained module at its current weights (a main exploiter's opponent is
                   "live:main"); it acts but its side of the game is not recorded
+
+`RunnerSpec` is what the driver hands every env runner at construction (`build_algo_config` puts
+`RunnerSpec.to_dict()` under `env_config["spade"]`, a plain mapping, so checkpoints and Tune's
+params.json keep it; the runner reads it back once with `RunnerSpec.from_mapping`).
 
 `LevelSource` is the curriculum's runner-side object (picklable). The runner calls
 `reset_options(episode_key)` at every reset; the level games' reset keys (`level`, `knobs`, `level_seed`,
@@ -27,15 +31,59 @@ from typing import Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-from spade_rllib.bots import BOT_PREFIX  # noqa: F401 - re-exported: the runner's opponent ids
-from spade_rllib.outcome import MAIN
-
-MIRROR = "mirror"
-RANDOM = "random"
-SLOT_PREFIX = "slot_"
-LIVE_PREFIX = "live:"
+from spade_rllib.outcome import BOT_PREFIX, LIVE_PREFIX, MAIN, MIRROR, RANDOM, SLOT_PREFIX  # noqa: F401 - the ids (outcome.py)
 
 EpisodeKey = tuple  # (worker_index, env_index, episode_number)
+RUNNER_SPEC_KEY = "spade"
+"""The `env_config` key that carries the `RunnerSpec`."""
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """The driver -> env runner handoff: which game, how to sample it, who learns."""
+
+    env_id: str
+    env_kwargs: dict = field(default_factory=dict)
+    seed: int = 0
+    run_config: dict = field(default_factory=dict)
+    """The resolved run config (`RunConfig.to_dict()`); the algorithm parses it."""
+    packed: bool = False
+    """Ship experience packed (local learner with `SpadeGAEConnector`) instead of RLlib episodes."""
+    level_pool: int = 0
+    """Level games: levels each runner pre-generates for training resets (0 = a fresh level every reset)."""
+    random_opening_plies: int = 0
+    eval_random_opening_plies: int = 0
+    learners: tuple[str, ...] = (MAIN,)
+    """The trained module ids (main, then any league exploiters)."""
+    opponent_plan: Optional["OpponentPlan"] = None
+    """The plan runners start with (the driver re-broadcasts it)."""
+    reset_options: Optional[dict] = None
+    """Fixed reset options of every episode (e.g. one level), when no level source overrides them."""
+    runinfo: Optional[dict] = None
+    """Driver only: the run's metadata, written into the trial directory."""
+    restore_from: Optional[str] = None
+    """Driver only: a checkpoint to restore before training."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+    @classmethod
+    def from_mapping(cls, raw: Any) -> "RunnerSpec":
+        """From `env_config["spade"]` (a `RunnerSpec` or its dict); unknown keys are refused."""
+        if isinstance(raw, RunnerSpec):
+            return raw
+        if not isinstance(raw, dict) or not isinstance(raw.get("env_id"), str):
+            raise ValueError(f"env_config[{RUNNER_SPEC_KEY!r}] must be a RunnerSpec mapping with an env_id, got {raw!r:.80}")
+        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"env_config[{RUNNER_SPEC_KEY!r}]: unknown keys {unknown}; allowed: {sorted(cls.__dataclass_fields__)}")
+        values = dict(raw)
+        values["env_kwargs"] = dict(values.get("env_kwargs") or {})
+        values["learners"] = tuple(values.get("learners") or (MAIN,))
+        for key in ("seed", "level_pool", "random_opening_plies", "eval_random_opening_plies"):
+            values[key] = int(values.get(key) or 0)
+        values["packed"] = bool(values.get("packed", False))
+        return cls(**values)
 
 
 def slot_id(k: int) -> str:

@@ -92,7 +92,7 @@ def _comparable(value: Any) -> Any:
 def check_resume(cfg, checkpoint: str, info=None) -> None:
     """The checkpoint fits the config it resumes with (see the module docstring)."""
     from spade_rllib.checkpoint_layout import CheckpointError, checkpoint_env_id, resolve_checkpoint  # noqa: PLC0415
-    from spade_rllib.env_ids import canonical_env_id  # noqa: PLC0415
+    from spade_rllib.games import canonical_env_id  # noqa: PLC0415
     from spade_rllib.policy import load_module  # noqa: PLC0415
     from spade_rllib.rllib.algorithm import learner_module_ids, model_config_for  # noqa: PLC0415
 

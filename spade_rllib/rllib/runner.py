@@ -7,11 +7,11 @@ in lock-step and makes ONE batched forward pass per policy per step:
 
   * `main` (the trained module, id "main", weights synced by RLlib after every update);
   * opponents played *inside* the runner: "mirror" (main itself), "random", "bot:<name>" scripted
-    bots of the level game (`make_bot(name, seed, env_id)`), and K frozen opponent slots "slot_<k>" whose weights the driver (the league)
+    bots of the game (`spade_rllib.games.make_bot`), and K frozen opponent slots "slot_<k>" whose weights the driver (the league)
     swaps in with `apply_driver_update`. Slots are plain torch modules, not part of the
     MultiRLModule, so RLlib never syncs or overwrites them and Learners never see them.
 
-With league exploiters the runner holds several trained modules (`spade["learners"]`, main
+With league exploiters the runner holds several trained modules (`RunnerSpec.learners`, main
 first); each episode has one *learner*, the trained module whose experience is recorded. A main
 exploiter's opponent "live:main" is main at its current weights, acting but not recorded.
 
@@ -69,10 +69,11 @@ from ray.rllib.utils.metrics import (
 )
 
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
-from spade_rllib.rllib.env_adapters import LEVEL_RESET_KEYS, Game, make_game_factory
+from spade_rllib.games.adapter import LEVEL_RESET_KEYS, Game, make_game_factory
 from spade_rllib.rllib.health import env_fault, first_non_finite_row
 from spade_rllib.rllib.packed import PackedEpisodes
-from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, SLOT_PREFIX, DriverUpdate, OpponentPlan
+from spade_rllib.rllib.plan import (BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, RUNNER_SPEC_KEY, SLOT_PREFIX, DriverUpdate,
+                                    OpponentPlan, RunnerSpec)
 
 torch, nn = try_import_torch()
 logger = logging.getLogger(__name__)
@@ -184,26 +185,27 @@ def _curriculum_level(lanes: _Lanes, i: int) -> str:
 
 
 class SpadeEnvRunner(EnvRunner, Checkpointable):
-    """See the module docstring. Config: `config.env_config["spade"]` (built by `build_algo_config`)."""
+    """See the module docstring. Config: `config.env_config["spade"]`, a `RunnerSpec` (built by `build_algo_config`)."""
 
     def __init__(self, *, config, **kwargs):
         super().__init__(config=config, **kwargs)
         if self.worker_index:  # a remote runner process: one thread (small-batch inference)
             torch.set_num_threads(1)
-        self.spade: dict = dict(self.config.env_config["spade"])
+        self.spec: RunnerSpec = RunnerSpec.from_mapping(self.config.env_config[RUNNER_SPEC_KEY])
         self.worker_index = int(self.worker_index or 0)
         self.num_envs = int(self.config.num_envs_per_env_runner)
-        env_id, env_kwargs = self.spade["env_id"], self.spade.get("env_kwargs")
-        self._make_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, int(self.spade.get("random_opening_plies") or 0))
-        self._make_eval_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, int(self.spade.get("eval_random_opening_plies") or 0))
-        self._base_seed = int(self.spade.get("seed", 0)) * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
-        self._rng = np.random.default_rng([int(self.spade.get("seed", 0)), self.worker_index, 17])
-        self.plan: OpponentPlan = self.spade.get("opponent_plan") or OpponentPlan()
-        self.learner_ids: tuple[str, ...] = tuple(self.spade.get("learners") or (MAIN,))
+        spec = self.spec
+        env_id, env_kwargs = spec.env_id, spec.env_kwargs
+        self._make_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, spec.random_opening_plies)
+        self._make_eval_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, spec.eval_random_opening_plies)
+        self._base_seed = spec.seed * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
+        self._rng = np.random.default_rng([spec.seed, self.worker_index, 17])
+        self.plan: OpponentPlan = spec.opponent_plan or OpponentPlan()
+        self.learner_ids: tuple[str, ...] = spec.learners
         self.level_source: Any = None
-        self.fixed_reset_options: Optional[dict] = self.spade.get("reset_options")
+        self.fixed_reset_options: Optional[dict] = spec.reset_options
         # One PackedEpisodes per sample() instead of SingleAgentEpisodes (needs SpadeGAEConnector).
-        self.packed: bool = bool(self.spade.get("packed", False))
+        self.packed: bool = spec.packed
         self.slot_members: dict[str, str] = {}
         self.slot_modules: dict[str, Any] = {}
         self.driver_extra: dict = {}
@@ -225,15 +227,16 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._act_space = g0.action_space()
         self.lanes = _Lanes(self.games, record=True)
         self._seeded = False
-        self._level_pool = self._make_level_pool(int(self.spade.get("level_pool") or 0), g0)
+        self._level_pool = self._make_level_pool(self.spec.level_pool, g0)
 
     def _make_level_pool(self, size: int, game: Game) -> Optional[list]:
         """Pre-generated levels (the game's own generator) for training resets without a level source (saves the
         generator and per-level caches on every reset; short episodes made resets the bottleneck)."""
-        kwargs = dict(self.spade.get("env_kwargs") or {})
+        kwargs = dict(self.spec.env_kwargs)
         if not size or not game.is_level_game or kwargs.get("level") is not None:
             return None
-        from spade_rllib.envs import Knobs, knobs_for_difficulty, level_generator  # noqa: PLC0415
+        from spade_rllib.envs import Knobs, knobs_for_difficulty  # noqa: PLC0415
+        from spade_rllib.games import game as game_spec  # noqa: PLC0415
 
         knobs = kwargs.get("knobs")
         if isinstance(knobs, dict):
@@ -241,8 +244,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         if knobs is None:
             knobs = knobs_for_difficulty(float(kwargs.get("difficulty", 5.0)), family=kwargs.get("family"),
                                          agents_per_team=int(kwargs.get("agents_per_team") or 1))
-        seeds = np.random.default_rng([int(self.spade.get("seed", 0)), self.worker_index, 23]).integers(2**31 - 1, size=size)
-        generate = level_generator(self.spade["env_id"])
+        seeds = np.random.default_rng([self.spec.seed, self.worker_index, 23]).integers(2**31 - 1, size=size)
+        generate = game_spec(self.spec.env_id).level_generator
         return [generate(knobs, int(s)) for s in seeds]
 
     def make_module(self) -> None:
@@ -506,9 +509,9 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
     def _bot(self, name: str):
         bot = self._bots.get(name)
         if bot is None:
-            from spade_rllib.bots import make_bot  # noqa: PLC0415
+            from spade_rllib.games import make_bot  # noqa: PLC0415
 
-            bot = make_bot(name, seed=int(self._rng.integers(2**31)), env_id=self.spade["env_id"])
+            bot = make_bot(name, seed=int(self._rng.integers(2**31)), env_id=self.spec.env_id)
             self._bots[name] = bot
         return bot
 
@@ -543,7 +546,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 bad = first_non_finite_row(obs)  # NaN in, NaN loss out: name the env, agent and step instead
                 if bad >= 0:
                     i, agent = members[bad]
-                    raise env_fault(self.spade["env_id"], i, lanes.length[i], agent, "observation holds NaN/inf")
+                    raise env_fault(self.spec.env_id, i, lanes.length[i], agent, "observation holds NaN/inf")
                 module = self._module_for(who)
                 if module is not None and getattr(module, "use_lstm", False):
                     logits, *rec = self._recurrent_logits(module, lanes, members, obs)
@@ -588,8 +591,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                             tr.prev_rewards.append(rec[2])
             try:
                 res = lanes.games[i].step(actions[i])
-            except Exception as e:  # the env's own error, with where it happened (issue 16)
-                raise env_fault(self.spade["env_id"], i, lanes.length[i], sorted(actions[i]) or None,
+            except Exception as e:  # the env's own error, with where it happened
+                raise env_fault(self.spec.env_id, i, lanes.length[i], sorted(actions[i]) or None,
                                 f"step raised {e.__class__.__name__}: {' '.join(str(e).split())}") from e
             env_steps += 1
             lanes.length[i] += 1
@@ -597,7 +600,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             prev_reward = lanes.prev_reward[i]
             for agent, r in res.rewards.items():
                 if not math.isfinite(r):
-                    raise env_fault(self.spade["env_id"], i, lanes.length[i], agent, f"reward is {r}")
+                    raise env_fault(self.spec.env_id, i, lanes.length[i], agent, f"reward is {r}")
                 if agent in ret:
                     ret[agent] += r
                 if agent in prev_reward:

@@ -14,9 +14,6 @@ from ray.tune import Callback
 
 from spade_rllib.sweeps.trainable import OBJECTIVE, lookup, sweep_params
 
-_DONE = ("TERMINATED", "ERROR")
-
-
 def fmt_value(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"

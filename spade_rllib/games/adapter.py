@@ -1,4 +1,7 @@
-"""Adapters that give every supported env one small turn-based API for the vectorized runner.
+"""The one game-loop API: every supported env behind one small turn-based interface.
+
+Used by the vectorized env runner, preflight (one episode before Ray starts) and the curriculum
+wrapper; the match engine and `play` drive the catalog's envs directly through their `GameSpec`.
 
 `Game` wraps one env copy: a Gymnasium env (one agent), a PettingZoo `ParallelEnv` (the level games MazeRace and CaptureTheFlag; all
 live agents act each step) or a PettingZoo AEC env (connect four; one agent acts per step).
@@ -14,19 +17,19 @@ per agent.
 
 `make_game_factory(env_id, kwargs, opening_plies)` returns a zero-argument callable that builds one
 `Game`; the runner calls it once per env copy. `opening_plies > 0` (turn-based games only) starts
-every episode after a uniform number in [0, opening_plies] of uniformly random legal moves. This
-module does not import Ray.
+every episode after a uniform number in [0, opening_plies] of uniformly random legal moves. No Ray,
+no torch.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import gymnasium as gym
 import numpy as np
 
-from spade_rllib.env_ids import LEVEL_KIND, env_kind
+from spade_rllib.games.catalog import make_env
+from spade_rllib.games.ids import LEVEL_KIND, env_kind, import_env_module
 
 SINGLE_AGENT_ID = "agent_0"
 # Level games' reset options; any other key a level source returns goes into the outcome record.
@@ -184,10 +187,9 @@ class AECGame(Game):
     """A PettingZoo AEC env; the selected agent acts each step. Rewards are read after every move.
 
     `opening_plies` N > 0: each reset plays k ~ U{0..N} uniformly random legal moves before the first
-    observation is handed out (a game that ends inside its opening is replayed). Why: self-play with a
-    near-deterministic policy visits a handful of openings; positions off that path, which any other
-    opponent reaches in two moves, are never trained (issue 14: a 2-ply random opening took main from
-    0.83 to 0.58 against `tactical`). The moves come from the game's own RNG, seeded by `reset(seed)`.
+    observation is handed out (a game that ends inside its opening is replayed): self-play with a
+    near-deterministic policy visits a handful of openings, and positions off that path are never
+    trained otherwise (docs/connect_four.md). The moves come from the game's own RNG, seeded by `reset(seed)`.
     """
 
     def __init__(self, env: Any, opening_plies: int = 0):
@@ -241,8 +243,7 @@ class AECGame(Game):
 
 
 def _make_pettingzoo(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
-    mod_name, _, attr = env_id.partition(":")
-    mod = getattr(importlib.import_module(mod_name), attr)
+    mod = import_env_module(env_id)
     if hasattr(mod, "parallel_env") and not hasattr(mod, "env"):
         env = mod.parallel_env(**kwargs)
     else:
@@ -266,8 +267,6 @@ def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies:
     if kind == LEVEL_KIND:
 
         def make() -> Game:
-            from spade_rllib.envs import make_env  # noqa: PLC0415
-
             return ParallelGame(make_env(env_id, **kwargs), is_level_game=True)
 
         return make

@@ -1,0 +1,213 @@
+"""The game catalog: one `GameSpec` per game says everything the package needs to know about it.
+
+A game is registered once (`register(spec)`); every other module asks the catalog (`game(env_id)`,
+`level_game_ids()`, `make_env`, `make_bot`, `heldout_dir`, ...) instead of keeping a table keyed by
+env id. Adding a game = its env module plus one `GameSpec` here (or `register` from the caller's
+own code, as a test does with a toy game).
+
+Shipped: the level games ``CaptureTheFlag-v0`` and ``MazeRace-v0`` (PettingZoo ``ParallelEnv``s on
+ASCII / generated levels, simultaneous moves, scripted bots, held-out maps) and ``connect_four_v3``
+(PettingZoo classic AEC, alternating moves, scripted bots; run configs name it
+``pettingzoo.classic:connect_four_v3``).
+
+Pure core: numpy, gymnasium, pettingzoo and the package's `envs/` and `bots/`; no Ray, no torch.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Optional
+
+import numpy as np
+
+from spade_rllib.bots import c4_bots, ctf_bots, race_bots
+from spade_rllib.envs import CaptureTheFlag, Level, MazeRace
+from spade_rllib.envs.level_game import ACTION_NAMES, LevelGame
+from spade_rllib.outcome import BOT_PREFIX, MIRROR
+
+__all__ = ["GameSpec", "Turns", "register", "unregister", "game", "find_game", "game_ids", "level_game_ids",
+           "make_env", "make_bot", "bot_names", "heldout_dir", "heldout_opponents", "level_game_for",
+           "level_game_spec", "maze_ascii", "connect_four_ascii", "CTF_ID", "MAZERACE_ID", "CONNECT_FOUR_ID"]
+
+Turns = Literal["simultaneous", "alternating"]
+LEVELS_DIR = Path(__file__).resolve().parent.parent / "levels"
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """What a game is. `id` is its canonical name (what checkpoints, policies and evaluation use)."""
+
+    id: str
+    make_env: Callable[..., Any]
+    """`(**kwargs) -> env`: a PettingZoo ParallelEnv (simultaneous) or AEC env (alternating)."""
+    turns: Turns
+    aliases: tuple[str, ...] = ()
+    """Other spellings that mean this game (e.g. the import path of a PettingZoo game)."""
+    level_generator: Optional[Callable[[Any, int], Level]] = None
+    """`(knobs, seed) -> Level` of a level game (one that takes ``reset(options={"level": ...})``); None otherwise."""
+    bots: Mapping[str, type] = field(default_factory=dict)
+    """Scripted players: name -> class, `cls(seed).act(env, agent) -> int`."""
+    heldout_dir: Optional[Path] = None
+    """The shipped held-out maps (level games)."""
+    heldout_opponents: tuple[str, ...] = ()
+    """Bot names the held-out evaluation plays (main also plays itself); empty = every bot."""
+    render_ascii: Optional[Callable[[Any], str]] = None
+    """`env -> str`: the board as text, for replays and `play`."""
+    action_names: tuple[str, ...] = ()
+    """Name of each action index, for replays."""
+    level_class: Optional[type] = None
+    """The `LevelGame` subclass of a level game (its `obs_layout`, `CTF_LEVELS`)."""
+
+    @property
+    def is_level_game(self) -> bool:
+        return self.level_generator is not None
+
+    def action_name(self, action: int) -> str:
+        a = int(action)
+        return self.action_names[a] if 0 <= a < len(self.action_names) else str(a)
+
+
+_CATALOG: dict[str, GameSpec] = {}
+
+
+def register(spec: GameSpec) -> GameSpec:
+    """Add a game; refuses an id or alias that is already taken."""
+    for name in (spec.id, *spec.aliases):
+        if find_game(name) is not None:
+            raise ValueError(f"game id {name!r} is already registered")
+    _CATALOG[spec.id] = spec
+    return spec
+
+
+def unregister(env_id: str) -> None:
+    """Remove a game (for tests that register a toy game)."""
+    _CATALOG.pop(env_id, None)
+
+
+def find_game(env_id: Any) -> Optional[GameSpec]:
+    """The game `env_id` names (its id or an alias, exactly), or None."""
+    if env_id is None:
+        return None
+    text = str(env_id)
+    if text in _CATALOG:
+        return _CATALOG[text]
+    for spec in _CATALOG.values():
+        if text in spec.aliases:
+            return spec
+    return None
+
+
+def game(env_id: Any) -> GameSpec:
+    """The game `env_id` names; a one-line ValueError with a did-you-mean otherwise."""
+    spec = find_game(env_id)
+    if spec is None:
+        names = [n for s in _CATALOG.values() for n in (s.id, *s.aliases)]
+        close = difflib.get_close_matches(str(env_id), names, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown env id {env_id!r}.{hint} Registered ids: {sorted(_CATALOG)}")
+    return spec
+
+
+def game_ids() -> tuple[str, ...]:
+    return tuple(_CATALOG)
+
+
+def level_game_ids() -> tuple[str, ...]:
+    """The level games (levels, curricula, held-out maps)."""
+    return tuple(i for i, s in _CATALOG.items() if s.is_level_game)
+
+
+def make_env(env_id: str, **kwargs: Any) -> Any:
+    """A fresh env of the game `env_id`."""
+    return game(env_id).make_env(**kwargs)
+
+
+def bot_names(env_id: str) -> tuple[str, ...]:
+    """The scripted bots of one game (empty for a game without bots or an unknown id)."""
+    spec = find_game(env_id)
+    return tuple(spec.bots) if spec is not None else ()
+
+
+def make_bot(name: str, seed: int | None = None, *, env_id: str):
+    """A scripted player of the game `env_id` by name; unknown names raise ValueError listing the valid ones."""
+    bots = game(env_id).bots
+    if name not in bots:
+        close = difflib.get_close_matches(str(name), list(bots), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown bot {name!r} for {env_id}.{hint} Valid names: {list(bots)}")
+    return bots[name](seed)
+
+
+def heldout_dir(env_id: str) -> Path:
+    """The shipped held-out map directory of a level game (ValueError for a game without one)."""
+    spec = find_game(env_id)
+    if spec is None or spec.heldout_dir is None:
+        have = sorted(s.id for s in _CATALOG.values() if s.heldout_dir is not None)
+        raise ValueError(f"no shipped held-out maps for env id {env_id!r}; games with a set: {have}")
+    return spec.heldout_dir
+
+
+def heldout_opponents(env_id: str) -> dict[str, str]:
+    """Metric name -> opponent id of the held-out evaluation: the game's held-out bots, then "self" (mirror)."""
+    spec = game(env_id)
+    names = spec.heldout_opponents or tuple(spec.bots)
+    return {**{name: f"{BOT_PREFIX}{name}" for name in names}, "self": MIRROR}
+
+
+def level_game_for(level: Level) -> Optional[str]:
+    """The level game whose maps look like `level` ('a'/'b' bases or an 'F' flag)."""
+    for spec in _CATALOG.values():
+        cls = spec.level_class
+        if cls is not None and bool(getattr(cls, "CTF_LEVELS", False)) == bool(level.is_ctf):
+            return spec.id
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- renderers
+def maze_ascii(env: Any) -> str:
+    """A level game's board: its ansi render when it has one, else from its public state."""
+    text = env.render() if getattr(env, "render_mode", None) == "ansi" else None
+    if isinstance(text, str):
+        return text.rstrip("\n")
+    base = env.unwrapped
+    grid = [list(row) for row in base.level.to_ascii().replace("A", ".").replace("B", ".").split("\n")]
+    waiting = getattr(base, "stun", None) or getattr(base, "frozen", None) or {}  # MazeRace stun / CTF respawn wait
+    for agent, (r, c) in base.positions.items():
+        mark = "A" if base.team_of(agent) == 0 else "B"
+        grid[r][c] = mark.lower() if waiting.get(agent, 0) else mark
+    return "\n".join("".join(row) for row in grid)
+
+
+def connect_four_ascii(env: Any) -> str:
+    """The connect_four board: X = player_0 (seat 0), O = player_1, column numbers 0..6 below."""
+    board = np.asarray(env.unwrapped.board).reshape(6, 7)
+    glyph = {0: ".", 1: "X", 2: "O"}
+    rows = [" ".join(glyph[int(v)] for v in row) for row in board]
+    return "\n".join(rows + [" ".join(str(c) for c in range(7))])
+
+
+# ---------------------------------------------------------------------------------------------- the games
+def level_game_spec(cls: type, *, bots: Mapping[str, type] = {}, heldout: Optional[Path] = None,
+                    heldout_opponents: tuple[str, ...] = (), aliases: tuple[str, ...] = ()) -> GameSpec:
+    """The `GameSpec` of a `LevelGame` subclass (its id, generator and actions come from the class)."""
+    assert issubclass(cls, LevelGame), cls
+    return GameSpec(id=cls.metadata["name"], make_env=cls, turns="simultaneous", aliases=aliases,
+                    level_generator=cls.generator, bots=dict(bots), heldout_dir=heldout,
+                    heldout_opponents=heldout_opponents, render_ascii=maze_ascii, action_names=ACTION_NAMES,
+                    level_class=cls)
+
+
+def _connect_four(**kwargs: Any) -> Any:
+    from pettingzoo.classic import connect_four_v3  # noqa: PLC0415 - imported when the game is played
+
+    return connect_four_v3.env(**kwargs)
+
+
+MAZERACE_ID = register(level_game_spec(MazeRace, bots=race_bots.BOTS, heldout=LEVELS_DIR / "heldout",
+                                       heldout_opponents=("rusher", "rusher_tagger"))).id
+CTF_ID = register(level_game_spec(CaptureTheFlag, bots=ctf_bots.BOTS, heldout=LEVELS_DIR / "heldout_ctf")).id
+CONNECT_FOUR_ID = register(GameSpec(
+    id="connect_four_v3", make_env=_connect_four, turns="alternating",
+    aliases=("pettingzoo.classic:connect_four_v3", "pettingzoo.classic.connect_four_v3:env"),
+    bots=c4_bots.BOTS, render_ascii=connect_four_ascii, action_names=tuple(f"column {c}" for c in range(7)))).id
