@@ -149,6 +149,8 @@ def make_more_fixtures(fx: Path, ckpt_name: str) -> dict:
     (fx / "car.yaml").write_text("env: {id: CarRacing-v3}\ntraining: {stop: {iterations: 1}}\n")
     (fx / "unwinnable.txt").write_text("########\n#A.ab.B#\n########\n")
     (fx / "huge_map.txt").write_text("\n".join(["#" * 2000] * 2000) + "\n")
+    # A module in the working directory that leaves a mark when imported (the probes' cwd is fx's parent).
+    (fx.parent / "evil.py").write_text('print("EVIL RAN")\nopen("evil_ran.txt", "w").write("x")\n')
     eval_dir = fx / "earlier_eval"
     eval_dir.mkdir()
     (eval_dir / "report.md").write_text("# an earlier report\n")
@@ -172,6 +174,8 @@ class Expect:
     rc: int
     contains: tuple[str, ...] = ()
     creates: str | None = None
+    absent: tuple[str, ...] = ()
+    """Text the output must not hold."""
     text: str = ""
     """What the behaviour is, for the report."""
 
@@ -257,6 +261,11 @@ def more_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
         ("bounds", "train", s("resources.num_cpus=100000"), refused),
         ("bounds", "train", s(f"env.level_file={f['huge_map']}", base=["--config", QUICKSTART]), refused),
         ("bounds", "play", ["--checkpoint", good, "--level", f["huge_map"]], refused),
+        # env ids are imported only at the point of use: --print-config imports nothing
+        ("env id", "train", s("env.id=evil:env", "env.difficulty=null", "evaluation.opponents=[random]") + ["--print-config"],
+         Expect(0, ("id: evil:env",), absent=("EVIL RAN",), text="prints the config without importing ./evil.py")),
+        ("env id", "train", s("env.id=this:x", "env.difficulty=null", "evaluation.opponents=[random]") + ["--print-config"],
+         Expect(0, ("id: this:x",), absent=("Beautiful is better",), text="prints the config without importing `this`")),
         # maps follow the movement rules
         ("maps", "train", s(f"env.level_file={f['unwinnable']}", base=["--config", QUICKSTART]), refused),
         ("maps", "play", ["--checkpoint", f["ctf_trial"], "--level", f["unwinnable"]], refused),
@@ -396,6 +405,9 @@ def judge_expected(rc: int, text: str, expect: Expect) -> tuple[bool, str]:
     missing = [c for c in expect.contains if c not in text]
     if missing:
         return False, f"output lacks {missing[0]!r}"
+    present = [c for c in expect.absent if c in text]
+    if present:
+        return False, f"output holds {present[0]!r}"
     if "Traceback" in text and "Traceback" not in expect.contains:
         return False, "traceback"
     return True, expect.text or f"exit {rc}"
