@@ -453,6 +453,11 @@ class SpadePPO(PPO):
         if update is not None:
             self._on_all_runners(lambda r: r.apply_driver_update(update), tag="spade_update")
 
+    # Checkpoints pickle this class by value (class_and_ctor_args.pkl names its methods), so the
+    # names older checkpoints hold must keep resolving after a rename.
+    _broadcast = broadcast
+    _main_weights = main_weights
+
     def _on_all_runners(self, fn, tag: str) -> None:
         """Run `fn(runner)` on every env runner, the local one included."""
         group = self.env_runner_group
