@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -161,10 +162,15 @@ class RunConsole:
     """Per-iteration output (panel or short lines) plus the full lines in the trial's log file.
 
     `on_result(result, trial_path)` once per result; `close()` before the summary is printed.
+    Without a TTY a short line is printed at most every `line_every_s` seconds (the first and the
+    last result always), so a 1,000-iteration demo prints a few dozen lines, not a thousand.
     """
 
     def __init__(self, budget_s: Optional[float], title: str, full_line: Callable[[dict], str],
-                 live: Optional[bool] = None, out=None):
+                 live: Optional[bool] = None, out=None, line_every_s: float = 5.0):
+        self.line_every_s = float(line_every_s)
+        self._last_print: Optional[float] = None
+        self._pending: Optional[str] = None
         self.budget_s = budget_s
         self.title = title
         self.full_line = full_line
@@ -184,8 +190,14 @@ class RunConsole:
                 pass
         if self.live_mode:
             self._show(panel(result, self.budget_s, self.title))
+            return
+        now = time.monotonic()
+        text = short_line(result, self.budget_s)
+        if self._last_print is None or now - self._last_print >= self.line_every_s:
+            print(text, file=self.out, flush=True)
+            self._last_print, self._pending = now, None
         else:
-            print(short_line(result, self.budget_s), file=self.out, flush=True)
+            self._pending = text
 
     def _show(self, renderable) -> None:
         if self._live is None:
@@ -199,6 +211,9 @@ class RunConsole:
         self._live.refresh()
 
     def close(self) -> None:
+        if self._pending is not None:
+            print(self._pending, file=self.out, flush=True)
+            self._pending = None
         if self._live is not None:
             self._live.stop()
             self._live = None

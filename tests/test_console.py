@@ -152,3 +152,19 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
     acc = tb.EventAccumulator(str(trial))
     acc.Reload()
     assert {"ray/tune/eval/random/score", "ray/tune/eval/bot_rusher/score"} <= set(acc.Tags()["scalars"])
+
+
+def test_off_a_terminal_lines_are_throttled_and_the_last_one_is_kept(tmp_path):
+    """Without a TTY at most one short line per `line_every_s`; close() prints the last result's line."""
+    import io
+
+    from spade_rllib.console import RunConsole
+
+    out = io.StringIO()
+    view = RunConsole(200, "t", full_line=lambda r: f"iter {r['training_iteration']}", live=False, out=out, line_every_s=3600)
+    for it in range(1, 11):
+        view.on_result({**_result(1), "training_iteration": it}, str(tmp_path))
+    assert [ln.split("|")[0].strip() for ln in out.getvalue().splitlines()] == ["iter    1"]
+    view.close()
+    assert [ln.split("|")[0].strip() for ln in out.getvalue().splitlines()] == ["iter    1", "iter   10"]
+    assert (tmp_path / "iterations.log").read_text().count("iter ") == 10  # the log keeps every line
