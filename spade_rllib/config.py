@@ -34,7 +34,7 @@ from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCur
 from spade_rllib.games import LEVEL_KIND, EnvKind, bot_names, env_kind, game_ids, parse_env_path, spade_env_ids
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
 from spade_rllib.outcome import BOT_PREFIX, MIRROR, RANDOM
-from spade_rllib.validation import ConfigError, allowed_range, check_value, did_you_mean, setting, type_name
+from spade_rllib.validation import ConfigError, allowed_range, check_value, config_path, did_you_mean, setting, type_name
 from spade_rllib.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
 from spade_rllib.yaml_reader import dump_yaml as _dump_yaml
 from spade_rllib.yaml_reader import read_yaml as _read_yaml
@@ -406,10 +406,10 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     if cfg.evaluation.heldout_levels and kind != LEVEL_KIND:
         raise ConfigError(f"evaluation.heldout_levels: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     # Absolute paths: Tune runs the trainable in the trial directory.
-    cfg.evaluation.heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.heldout_levels]
+    cfg.evaluation.heldout_levels = [str(config_path(p).resolve()) for p in cfg.evaluation.heldout_levels]
     if cfg.evaluation.final_heldout_levels and kind != LEVEL_KIND:
         raise ConfigError(f"evaluation.final_heldout_levels: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
-    cfg.evaluation.final_heldout_levels = [str(Path(os.path.expanduser(p)).resolve()) for p in cfg.evaluation.final_heldout_levels]
+    cfg.evaluation.final_heldout_levels = [str(config_path(p).resolve()) for p in cfg.evaluation.final_heldout_levels]
     for i, opp in enumerate(cfg.evaluation.final_heldout_opponents):
         if opp != "still":
             _check_opponent_id(opp, f"evaluation.final_heldout_opponents[{i}]", cfg.env.id)

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from spade_rllib.results import result_value
+
 WIDTH = 80
 LOG_FILE = "iterations.log"
 """The full per-iteration lines, in the trial directory."""
@@ -35,15 +37,7 @@ def interactive(stream=None) -> bool:
         return False
 
 
-def _get(result: dict, key: str, default: Any = math.nan) -> Any:
-    if key in result:
-        return result[key]
-    node: Any = result
-    for p in key.split("/"):
-        if not isinstance(node, dict) or p not in node:
-            return default
-        node = node[p]
-    return node
+_get = result_value
 
 
 def _num(v: Any) -> Optional[float]:

@@ -3,12 +3,12 @@ benches share: Tune stop criteria, run and tune configs, the trainable, and read
 Ray and the RLlib glue are imported when a function needs them."""
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Any, Optional
 
 from spade_rllib.config import RunConfig
+from spade_rllib.results import result_value  # noqa: F401 - sweeps, tune and benches read it from here
 
 __all__ = ["make_tune_config", "make_tune_run_config", "result_value", "stop_criteria", "storage_uri_or_path",
            "trainable_and_param_space"]
@@ -75,13 +75,3 @@ def make_tune_config(cfg: RunConfig):
     )
 
 
-def result_value(result: dict, key: str, default: Any = math.nan) -> Any:
-    """`result[key]` for a flat "a/b/c" key, else the nested result["a"]["b"]["c"]; `default` when absent."""
-    if key in result:
-        return result[key]
-    node: Any = result
-    for p in key.split("/"):
-        if not isinstance(node, dict) or p not in node:
-            return default
-        node = node[p]
-    return node

@@ -190,9 +190,21 @@ def check_value(key: str, value: Any, tp: Any, md: Mapping[str, Any]) -> Any:
         return dict(value)
     if "choices" in md:
         check_choice(key, value, md["choices"])
-    if md.get("path") and isinstance(value, str) and not Path(os.path.expanduser(value)).exists():
+    if md.get("path") and isinstance(value, str) and not config_path(value).exists():
         raise ConfigError(f"{key} = {value!r}: file not found (cwd: {os.getcwd()})")
     return value
+
+
+def config_path(value: str) -> Path:
+    """A path a config names: `~` expanded; a relative `spade_rllib/...` path that the working
+    directory does not hold names the installed package's own data (e.g. the shipped held-out maps),
+    so shipped configs run from any directory."""
+    path = Path(os.path.expanduser(value))
+    if not path.is_absolute() and not path.exists() and path.parts[:1] == ("spade_rllib",):
+        shipped = Path(__file__).resolve().parent.parent / path
+        if shipped.exists():
+            return shipped
+    return path
 
 
 def _ranges(md: Mapping[str, Any]) -> dict[str, Any]:

@@ -211,3 +211,15 @@ def test_nan_and_inf_from_yaml_and_set_are_refused(tmp_path):
     sweep.write_text(f"base: {ROOT / 'tune_configs' / 'quickstart.yaml'}\nspace: {{agent.lr: {{uniform: [.nan, 1.0e-3]}}}}\n")
     with pytest.raises(ConfigError, match=r"space\.agent\.lr\.uniform\[0\] = nan: not a finite number"):
         load_sweep(str(sweep))
+
+
+def test_shipped_data_paths_resolve_from_any_working_directory(tmp_path, monkeypatch):
+    """A relative `spade_rllib/...` path the working directory lacks names the installed package's data."""
+    from spade_rllib.config import load_config
+
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(str(ROOT / "tune_configs" / "quickstart.yaml"))
+    (maps,) = cfg.evaluation.final_heldout_levels
+    assert Path(maps).is_absolute() and Path(maps, "open_field.txt").is_file(), maps
+    with pytest.raises(ConfigError, match="file not found"):  # anything else still has to exist
+        parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"heldout_levels": ["levels/nowhere"]}})

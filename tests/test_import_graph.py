@@ -24,7 +24,7 @@ FLOORS: dict[str, int] = {
     "spade_rllib.rllib": 6,
     "spade_rllib.train": 7, "spade_rllib.run_setup": 7, "spade_rllib.tune": 7, "spade_rllib.evaluate": 7, "spade_rllib.export": 7,
     "spade_rllib.play": 7, "spade_rllib.evaluation": 7, "spade_rllib.sweeps": 7,
-    "spade_rllib.report": 7, "spade_rllib.reporting": 7, "spade_rllib.console": 7, "spade_rllib.targets": 0,
+    "spade_rllib.report": 7, "spade_rllib.reporting": 7, "spade_rllib.console": 7, "spade_rllib.targets": 0, "spade_rllib.results": 0,
     "spade_rllib.draw_watch": 1, "spade_rllib.trackers": 5,
     "spade_rllib.atomic_io": 0, "spade_rllib.yaml_reader": 0,
 }

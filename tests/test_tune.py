@@ -316,7 +316,7 @@ def _iters(trial_dir: Path) -> list[int]:
 @pytest.mark.slow
 def test_seeds_sweep_killed_then_resumed_and_summarized(tmp_path):
     """Seeds one after the other; SIGKILL while the 2nd runs; --resume keeps the 1st, continues the 2nd; summary with CI."""
-    iters = 6
+    iters = 14  # a smoke iteration takes ~0.2 s on a quiet machine: the kill window (2..iters-2 results) must outlast a poll
     args = ["--sweep", "seeds", "--smoke", "--storage", str(tmp_path), "--max-concurrent", "1",
             "--set", f"training.stop.iterations={iters}", *RAY_CPUS]
     exp = tmp_path / "sweep-seeds-smoke"
@@ -335,7 +335,7 @@ def test_seeds_sweep_killed_then_resumed_and_summarized(tmp_path):
                 killed_at = {d.name: _iters(d) for d in dirs}
                 os.killpg(proc.pid, signal.SIGKILL)  # the sweep driver and its local Ray, all started here
                 break
-            time.sleep(0.3)
+            time.sleep(0.1)
         assert killed_at, f"never saw one finished and one running trial; output:\n{proc.communicate(timeout=60)[0][-3000:]}"
     finally:
         if proc.poll() is None:

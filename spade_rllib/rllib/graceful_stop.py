@@ -25,19 +25,14 @@ from typing import Any, Callable, Mapping, Optional
 
 from ray.tune import Stopper
 
+from spade_rllib.results import result_value
+
 TUNE_INTERRUPT = getattr(signal, "SIGUSR1", None)
 """The signal Tune always listens to for "end the experiment now" (it saves its state first)."""
 
 
 def _lookup(result: Mapping, key: str) -> Any:
-    if key in result:
-        return result[key]
-    node: Any = result
-    for part in key.split("/"):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
+    return result_value(result, key, None)
 
 
 class GracefulStop(Stopper):
