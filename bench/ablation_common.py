@@ -22,12 +22,11 @@ if str(ROOT) not in sys.path:
 
 from spade_rllib.curriculum.heldout_levels import heldout_reset_options  # noqa: E402
 from spade_rllib.games import bot_names, heldout_dir  # noqa: E402
-from spade_rllib.outcome import MAIN, TEAM_LETTERS  # noqa: E402
+from spade_rllib.outcome import MAIN  # noqa: E402
 from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
 from spade_rllib.sweeps.sweep_spec import deep_merge  # noqa: E402
 
 DEFAULT_ENV_ID = "CaptureTheFlag-v0"
-NOOP = 0  # MazeRace and CaptureTheFlag: action 0 stays put
 CONFIDENCE = 0.95
 
 
@@ -133,47 +132,13 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
     """Share of held-out games main wins alone: the other team idles (NOOP) every step, so winning is
     pure navigation (MazeRace: reach the flag; CTF: capture the idle team's flag). `games` per map and
     seat; a timeout is a failure."""
-    import torch
-
-    from spade_rllib.rllib.runner import sample_actions
+    from spade_rllib.rllib.heldout_line import still_team_results
 
     runner = make_runner(algo_config, weights)
     try:
-        game = runner.games[0]
-        module = runner.module[MAIN]
-        levels = heldout_reset_options(heldout_paths(env_id), agents_per_team=len(game.teams[0]))
-        rng = np.random.default_rng(seed)
-        solved = played = 0
-        for options in levels:
-            for g in range(games):
-                for seat in range(len(game.teams)):
-                    obs = game.reset(seed=int(rng.integers(2**31)), options={"level": options["level"]})
-                    mine = set(game.teams[seat])
-                    states: dict = {}  # recurrent main: one state per agent, from zeros each game
-                    while True:
-                        acts = {a: NOOP for a in obs}
-                        ours = [a for a in obs if a in mine]
-                        if ours:
-                            x = torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32))
-                            with torch.no_grad():
-                                if getattr(module, "use_lstm", False):
-                                    zeros = torch.zeros(module.cell_size)
-                                    h = torch.stack([states.get(a, (zeros, zeros))[0] for a in ours])
-                                    c = torch.stack([states.get(a, (zeros, zeros))[1] for a in ours])
-                                    logits, new = module.step(x, {"h": h, "c": c})
-                                    states.update({a: (new["h"][j], new["c"][j]) for j, a in enumerate(ours)})
-                                else:
-                                    logits = module.logits(x)
-                            actions, _ = sample_actions(logits.numpy(), rng, greedy)
-                            for a, act in zip(ours, actions.tolist()):
-                                acts[a] = int(act)
-                        res = game.step(acts)
-                        if res.done:
-                            break
-                        obs = res.obs
-                    played += 1
-                    solved += int((res.info or {}).get("winner") == TEAM_LETTERS[seat])
-        return solved / max(1, played)
+        levels = heldout_reset_options(heldout_paths(env_id), agents_per_team=len(runner.games[0].teams[0]))
+        results = still_team_results(runner, levels, games, greedy, np.random.default_rng(seed))
+        return results.count("win") / max(1, len(results))
     finally:
         runner.stop()
 

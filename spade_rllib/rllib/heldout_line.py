@@ -35,8 +35,9 @@ def heldout_levels_up_to(paths: Sequence[str], max_size: int, agents_per_team: i
     return [o for o in levels if not max_size or max(o["level"].height, o["level"].width) <= max_size]
 
 
-def _still_games(runner: Any, levels: list[dict], games: int, greedy: bool, rng: np.random.Generator) -> list[str]:
-    """Main's results ('win', 'draw', 'loss') against a team that never moves, `games` per map and seat."""
+def still_team_results(runner: Any, levels: list[dict], games: int, greedy: bool, rng: np.random.Generator) -> list[str]:
+    """Main's results ('win', 'draw', 'loss') against a team that never moves, `games` per map and seat;
+    a recurrent main starts each game from zero state, one state per agent."""
     import torch  # noqa: PLC0415
 
     from spade_rllib.rllib.runner import sample_actions  # noqa: PLC0415
@@ -49,12 +50,21 @@ def _still_games(runner: Any, levels: list[dict], games: int, greedy: bool, rng:
             for seat in range(len(game.teams)):
                 obs = game.reset(seed=int(rng.integers(2**31)), options={"level": options["level"]})
                 mine = set(game.teams[seat])
+                states: dict = {}
                 while True:
                     acts = {a: NOOP for a in obs}
                     ours = [a for a in obs if a in mine]
                     if ours:
+                        x = torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32))
                         with torch.no_grad():
-                            logits = module.logits(torch.from_numpy(np.stack([obs[a] for a in ours]).astype(np.float32)))
+                            if getattr(module, "use_lstm", False):
+                                zeros = torch.zeros(module.cell_size)
+                                h = torch.stack([states.get(a, (zeros, zeros))[0] for a in ours])
+                                c = torch.stack([states.get(a, (zeros, zeros))[1] for a in ours])
+                                logits, new = module.step(x, {"h": h, "c": c})
+                                states.update({a: (new["h"][j], new["c"][j]) for j, a in enumerate(ours)})
+                            else:
+                                logits = module.logits(x)
                         actions, _ = sample_actions(logits.numpy(), rng, greedy)
                         for a, act in zip(ours, actions.tolist()):
                             acts[a] = int(act)
@@ -88,7 +98,7 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
             records = runner.evaluate_main({"opponents": bots, "games": 2 * games, "greedy": greedy, "levels": levels})
             out.update(win_rates(records, PREFIX))
         if STILL in opponents:
-            results = _still_games(runner, levels, games, greedy, np.random.default_rng(seed))
+            results = still_team_results(runner, levels, games, greedy, np.random.default_rng(seed))
             n = max(1, len(results))
             for k in ("win", "draw", "loss"):
                 out[f"{PREFIX}/{STILL}/{k}_rate"] = results.count(k) / n
