@@ -192,6 +192,14 @@ def heldout_levels(last: dict) -> dict[str, dict[str, dict]]:
     return out
 
 
+def heldout_columns(levels: dict[str, dict[str, dict]]) -> list[str]:
+    """The opponents of `heldout_levels(...)` in first-seen order, main's self-play column last."""
+    cols: list[str] = []
+    for node in levels.values():
+        cols += [o for o in node if o not in cols]
+    return [c for c in cols if c != SELF] + ([SELF] if SELF in cols else [])
+
+
 def heldout_curves(runs: Sequence[RunData]) -> Optional[bytes]:
     """Main's held-out score per opponent (mean over the maps) and the ladder mean, over training."""
     runs = [r for r in runs if r.kind == TRAIN]
@@ -438,10 +446,7 @@ def heldout_heatmap(run: RunData) -> Optional[str]:
     levels = heldout_levels(run.last)
     if not levels:
         return None
-    cols: list[str] = []
-    for node in levels.values():
-        cols += [o for o in node if o not in cols]
-    cols = [c for c in cols if c != SELF] + ([SELF] if SELF in cols else [])
+    cols = heldout_columns(levels)
     values = {}
     for level, node in levels.items():
         for opp, m in node.items():

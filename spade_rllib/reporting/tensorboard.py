@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from spade_rllib.reporting.figures import SELF, _plt, heldout_levels
+from spade_rllib.reporting.figures import _plt, heldout_columns, heldout_levels
 
 IMAGE_TAG = "heldout/heatmap"
 
@@ -25,10 +25,7 @@ def heatmap_png(result: dict) -> Optional[bytes]:
     levels = heldout_levels(result)
     if not levels:
         return None
-    cols: list[str] = []
-    for node in levels.values():
-        cols += [o for o in node if o not in cols]
-    cols = [c for c in cols if c != SELF] + ([SELF] if SELF in cols else [])
+    cols = heldout_columns(levels)
     rows = sorted(levels)
     grid = np.array([[levels[r].get(c, {}).get("score", math.nan) for c in cols] for r in rows], dtype=float)
     plt = _plt()
