@@ -99,7 +99,7 @@ def resolve_roles(agents: Sequence[str], shapes: Mapping[str, Shape], spec: Any 
         if not differ:
             return {}
         roles = {a: name_stem(a) for a in agents}
-        how = "inferred from the agents' names (set env.roles to choose)"
+        how = "inferred from the agent names"
     elif isinstance(spec, str):
         fn = _role_function(spec, key)
         roles = {}
@@ -130,15 +130,11 @@ def resolve_roles(agents: Sequence[str], shapes: Mapping[str, Shape], spec: Any 
         members = [a for a in agents if roles[a] == role]
         if len({tuple(shapes[a]) for a in members}) > 1:
             detail = ", ".join(f"{a} {_describe(shapes[a])}" for a in members)
+            fix = "set env.roles: {agent_or_prefix: role}" if spec is None else "give them different roles"
             raise ConfigError(f"{key}: role {role!r} ({how}) holds agents with different spaces ({detail}); one "
-                              "network plays a role: give them different roles")
-    if len(role_names(roles)) < 2:
-        if differ:
-            detail = ", ".join(f"{a} {_describe(shapes[a])}" for a in agents)
-            raise ConfigError(f"{key}: the agents of {env_id} have different spaces ({detail}) but one role ({how}); "
-                              "give each kind of agent its own role, e.g. env.roles: {agent_or_prefix: role}")
-        return {}
-    return roles
+                              f"network plays a role: {fix}")
+    # One role: a symmetric game (its agents share their spaces, checked above).
+    return roles if len(role_names(roles)) >= 2 else {}
 
 
 def _describe(shape: Shape) -> str:
