@@ -133,11 +133,20 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
 
     game = None
     try:
-        game = make_game_factory(env_id, kwargs, opening_plies=opening_plies)()
+        make = make_game_factory(env_id, kwargs, opening_plies=opening_plies)
+        try:
+            game = make()
+        except (UnsupportedSpace, ValueError, TypeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a missing optional dependency (ImportError, DependencyNotInstalled)
+            raise ConfigError(f"{key} = {env_id!r}: the env cannot be built here ({e.__class__.__name__}: "
+                              f"{_one_line(e)})") from e
         obs = game.reset(seed=0)
         if obs:
             actions = {agent: _first_legal(game, o) for agent, o in obs.items()}
             game.step(actions)
+    except ConfigError:
+        raise
     except UnsupportedSpace as e:
         raise ConfigError(f"{key} = {env_id!r}: {e}") from e
     except ValueError as e:

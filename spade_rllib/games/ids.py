@@ -307,7 +307,8 @@ def _resolve_path(ref: EnvRef) -> EnvEntry:
         what = "no env" if target is None else "an outdated (deprecated) entry"
         raise EnvIdError(f"module {mod_name!r} has {what} named {attr!r}{did_you_mean(attr, names)}; "
                          f"allowed: {', '.join(names[:12]) or 'an env module, class or factory'}")
-    if inspect.ismodule(target):
+    if inspect.ismodule(target) or (not inspect.isclass(target) and any(
+            callable(getattr(target, n, None)) for n in ("env", "parallel_env"))):
         return _module_entry(EnvRef(ref.text, "module", ref.module, ref.attr), target, f"{mod_name}.{attr}")
     if inspect.isclass(target):
         api = _api_of_class(target)
