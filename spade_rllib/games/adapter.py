@@ -29,7 +29,8 @@ import gymnasium as gym
 import numpy as np
 
 from spade_rllib.games.catalog import make_env
-from spade_rllib.games.ids import LEVEL_KIND, env_kind, import_env_module
+from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, make_raw_env
+from spade_rllib.games.spaces import check_action_space, check_env_action_spaces
 
 SINGLE_AGENT_ID = "agent_0"
 # Level games' reset options; any other key a level source returns goes into the outcome record.
@@ -115,8 +116,7 @@ class Game:
 
 class GymGame(Game):
     def __init__(self, env: gym.Env):
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            raise ValueError(f"only Discrete action spaces are supported, got {env.action_space}")
+        check_action_space(env.action_space)
         self.raw_env = env
         self.teams = ((SINGLE_AGENT_ID,),)
         feat, mask, self._flatten = _flat_obs_space(env.observation_space)
@@ -158,10 +158,7 @@ def _agent_spaces(game: Game, env: Any, agents: list[str]) -> dict[str, Callable
     shapes: dict[str, tuple[int, int, int]] = {}
     for agent in agents:
         feat, mask, flatten_of[agent] = _flat_obs_space(env.observation_space(agent))
-        act = env.action_space(agent)
-        if not isinstance(act, gym.spaces.Discrete):
-            raise ValueError(f"only Discrete action spaces are supported, got {act}")
-        shapes[agent] = (feat + mask, mask, int(act.n))
+        shapes[agent] = (feat + mask, mask, int(env.action_space(agent).n))  # Discrete (check_env_action_spaces)
     game.agent_shapes = shapes
     game.obs_size, game.mask_size, game.num_actions = shapes[agents[0]]
     return flatten_of
@@ -175,6 +172,7 @@ class ParallelGame(Game):
         self.is_level_game = is_level_game
         agents = list(env.possible_agents)
         self.teams = _teams_of(env, agents)
+        check_env_action_spaces(env)
         self._flatten_of = _agent_spaces(self, env, agents)
         self._last_obs: dict = {}
 
@@ -215,6 +213,7 @@ class AECGame(Game):
         self.raw_env = env
         agents = list(env.possible_agents)
         self.teams = _teams_of(env, agents)
+        check_env_action_spaces(env)
         self._flatten_of = _agent_spaces(self, env, agents)
 
     def reset(self, seed=None, options=None):
@@ -252,18 +251,22 @@ class AECGame(Game):
         return StepResult({nxt: self._flatten_of[nxt](env.observe(nxt))}, rewards, False, False)
 
 
-def _make_pettingzoo(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
-    mod = import_env_module(env_id)
-    if hasattr(mod, "parallel_env") and not hasattr(mod, "env"):
-        env = mod.parallel_env(**kwargs)
-    else:
-        env = mod.env(**kwargs)
-    from pettingzoo.utils.env import ParallelEnv  # noqa: PLC0415
-
-    if isinstance(env, ParallelEnv):
+def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
+    """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory),
+    by the API of the env it builds."""
+    env = make_raw_env(env_id, kwargs)
+    api = env_api(env)
+    if api == "gymnasium":
+        if opening_plies:
+            raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a Gymnasium env")
+        return GymGame(env)
+    if api == "parallel":
         if opening_plies:
             raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a ParallelEnv")
         return ParallelGame(env)
+    if api != "aec":
+        raise ValueError(f"{env_id} built a {type(env).__name__}, which is neither a PettingZoo AEC/Parallel env "
+                         "nor a Gymnasium env")
     return AECGame(env, opening_plies)
 
 
@@ -280,6 +283,4 @@ def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies:
             return ParallelGame(make_env(env_id, **kwargs), is_level_game=True)
 
         return make
-    if kind == "pettingzoo":
-        return lambda: _make_pettingzoo(env_id, kwargs, opening_plies)
-    return lambda: GymGame(gym.make(env_id, **kwargs))
+    return lambda: _make_foreign(env_id, kwargs, opening_plies)
