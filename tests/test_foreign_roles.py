@@ -16,7 +16,6 @@ from spade_rllib.games.roles import name_stem, resolve_roles, role_module_id, ro
 from spade_rllib.validation import ConfigError
 
 pytest.importorskip("mpe2")
-import mpe2.simple_tag_v3  # noqa: E402,F401 - the "mpe2:simple_tag_v3" id reads the submodule from the package
 
 TAG = "mpe2:simple_tag_v3"
 TAG_AGENTS = ["adversary_0", "adversary_1", "adversary_2", "agent_0"]
