@@ -58,7 +58,7 @@ class ExperimentConfig:
 
 @dataclass
 class EnvConfig:
-    id: str = setting("MazeRace-v0", help="A level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
+    id: Optional[str] = setting(None, required=True, help="The game, no default: a level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
     kwargs: dict = setting(help="Keyword arguments for the env constructor (level games: agents_per_team, view_radius, ...; CTF also trail, captures_to_win, ...).", factory=dict)
     level_file: Optional[str] = setting(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
     difficulty: Optional[float] = setting(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
@@ -351,6 +351,9 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     from spade_rllib.trackers import check_trackers  # noqa: PLC0415
 
     check_trackers(cfg.experiment.loggers)
+    if cfg.env.id is None:
+        raise ConfigError(f"env.id: missing; a run names its game (allowed: a level game {_level_ids()}, a Gymnasium "
+                          "id such as 'CartPole-v1', or a PettingZoo path such as 'pettingzoo.classic:connect_four_v3')")
     kind = classify_env_id(cfg.env.id)
     if kind != LEVEL_KIND:
         for name in ("level_file", "difficulty"):
@@ -550,7 +553,10 @@ def describe() -> str:
             if "choices" in f.metadata:
                 what = "one of " + ", ".join(repr(c) for c in f.metadata["choices"])
             what = (what + (" or null" if len(args) == 1 and tp is not args[0] else "")) if what else type_name(tp)
-            lines.append(f"  {key} = {value!r}  ({what}) {f.metadata.get('help', '')}")
+            shown = f"{key} = {value!r}"
+            if f.metadata.get("required"):
+                shown, what = key, f"required: {type_name(args[0])}"
+            lines.append(f"  {shown}  ({what}) {f.metadata.get('help', '')}")
 
     walk(RunConfig, "", RunConfig())
     return "\n".join(lines)
