@@ -85,34 +85,3 @@ class pistonball_vector:  # noqa: N801 - named and used like a PettingZoo env mo
     def parallel_env(**kwargs) -> PistonballVector:
         return PistonballVector(**kwargs)
 
-
-class _MultiDiscreteEnv(ParallelEnv):
-    """Two agents with MultiDiscrete actions: an action space the trainer refuses in one line."""
-
-    metadata = {"name": "multi_discrete_v0"}
-
-    def __init__(self):
-        self.possible_agents = ["a_0", "a_1"]
-        self.agents = list(self.possible_agents)
-
-    def observation_space(self, agent):
-        return gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
-
-    def action_space(self, agent):
-        return gym.spaces.MultiDiscrete([3, 4])
-
-    def reset(self, seed=None, options=None):
-        self.agents = list(self.possible_agents)
-        return {a: np.zeros(3, np.float32) for a in self.agents}, {a: {} for a in self.agents}
-
-    def step(self, actions):
-        zeros = {a: np.zeros(3, np.float32) for a in self.agents}
-        done = {a: True for a in self.agents}
-        self.agents = []
-        return zeros, {a: 0.0 for a in done}, done, done, {a: {} for a in done}
-
-
-class multi_discrete:  # noqa: N801 - named and used like a PettingZoo env module
-    @staticmethod
-    def parallel_env(**kwargs) -> _MultiDiscreteEnv:
-        return _MultiDiscreteEnv(**kwargs)

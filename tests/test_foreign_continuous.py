@@ -113,7 +113,7 @@ def test_box_actions_are_clipped_for_the_env():
     out = to_env(np.array([3.0, -2.0], np.float32))
     assert out.shape == (1, 2) and out.dtype == np.float64
     np.testing.assert_array_equal(out, [[1.0, 0.0]])
-    with pytest.raises(ValueError, match=r"action space MultiDiscrete\(\[3 4\]\) is not supported \(need Discrete or a float Box\)"):
+    with pytest.raises(ValueError, match=r"action space MultiDiscrete\(\[3 4\]\): only Discrete and float Box action spaces"):
         action_codec(gym.spaces.MultiDiscrete([3, 4]))
     game = make_game_factory(PENDULUM)()
     assert game.continuous and game.num_actions == 1 and game.action_space() == gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
@@ -167,12 +167,15 @@ def test_bad_log_std_init_is_one_line(value, match):
     assert "\n" not in str(e.value)
 
 
-def test_unsupported_action_space_refused_before_ray():
-    from spade_rllib.rllib.prelaunch import check_env_builds
-
-    with pytest.raises(ConfigError, match=r"env.id = 'continuous_envs:multi_discrete'.*MultiDiscrete.*need Discrete or a float Box") as e:
-        check_env_builds(parse_config(raw_config("continuous_envs:multi_discrete")))
+def test_unsupported_action_space_refused_before_ray(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent / "fixtures" / "user_envs"))
+    with pytest.raises(ConfigError, match=r"env.id = 'myenv:MultiDiscreteMatching'.*MultiDiscrete.*only Discrete and float Box") as e:
+        parse_config(raw_config("myenv:MultiDiscreteMatching"))
     assert "\n" not in str(e.value)
+    from spade_rllib.games import resolve_env
+
+    resolve_env.cache_clear()
+    sys.modules.pop("myenv", None)
 
 
 def test_policy_and_onnx_of_a_recurrent_box_module(tmp_path):

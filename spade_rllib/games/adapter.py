@@ -32,7 +32,8 @@ import gymnasium as gym
 import numpy as np
 
 from spade_rllib.games.catalog import make_env
-from spade_rllib.games.ids import LEVEL_KIND, env_kind, import_env_module
+from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, make_raw_env
+from spade_rllib.games.spaces import UnsupportedSpace, check_action_space, check_env_action_spaces
 
 SINGLE_AGENT_ID = "agent_0"
 # Level games' reset options; any other key a level source returns goes into the outcome record.
@@ -81,7 +82,8 @@ def _flat_obs_space(space: gym.Space) -> tuple[int, int, Callable[[Any], np.ndar
 def action_codec(space: gym.Space) -> tuple[int, Optional[gym.spaces.Box], Callable[[Any], Any]]:
     """(num_actions, flat float32 Box or None, to-env fn) for an action space: `Discrete` (the fn is
     `int`, plus the space's `start`) or a float `Box` (the fn clips a flat vector to the bounds and
-    reshapes it to the space's shape and dtype). ValueError (one line) for anything else."""
+    reshapes it to the space's shape and dtype). `UnsupportedSpace` (one line) for anything else."""
+    check_action_space(space)
     if isinstance(space, gym.spaces.Discrete):
         start = int(space.start)
         return int(space.n), None, (int if not start else (lambda a: int(a) + start))
@@ -95,7 +97,7 @@ def action_codec(space: gym.Space) -> tuple[int, Optional[gym.spaces.Box], Calla
             return np.clip(np.asarray(a, np.float32).reshape(-1), low, high).reshape(shape).astype(dtype, copy=False)
 
         return int(low.size), box, to_env
-    raise ValueError(f"action space {space} is not supported (need Discrete or a float Box)")
+    raise UnsupportedSpace(f"action space {space} is not supported")  # check_action_space lets through only the two above
 
 
 class Game:
@@ -157,6 +159,7 @@ class Game:
 
 class GymGame(Game):
     def __init__(self, env: gym.Env):
+        check_action_space(env.action_space)
         self.raw_env = env
         self.teams = ((SINGLE_AGENT_ID,),)
         feat, mask, self._flatten = _flat_obs_space(env.observation_space)
@@ -202,6 +205,7 @@ class ParallelGame(Game):
         space = env.observation_space(agents[0])
         feat, mask, self._flatten = _flat_obs_space(space)
         self.obs_size, self.mask_size = feat + mask, mask
+        check_env_action_spaces(env)
         self._set_action_space(env.action_space(agents[0]))
         self._last_obs: dict = {}
 
@@ -244,6 +248,7 @@ class AECGame(Game):
         self.teams = _teams_of(env, agents)
         feat, mask, self._flatten = _flat_obs_space(env.observation_space(agents[0]))
         self.obs_size, self.mask_size = feat + mask, mask
+        check_env_action_spaces(env)
         self._set_action_space(env.action_space(agents[0]))
 
     def reset(self, seed=None, options=None):
@@ -281,18 +286,22 @@ class AECGame(Game):
         return StepResult({nxt: self._flatten(env.observe(nxt))}, rewards, False, False)
 
 
-def _make_pettingzoo(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
-    mod = import_env_module(env_id)
-    if hasattr(mod, "parallel_env") and not hasattr(mod, "env"):
-        env = mod.parallel_env(**kwargs)
-    else:
-        env = mod.env(**kwargs)
-    from pettingzoo.utils.env import ParallelEnv  # noqa: PLC0415
-
-    if isinstance(env, ParallelEnv):
+def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
+    """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory),
+    by the API of the env it builds."""
+    env = make_raw_env(env_id, kwargs)
+    api = env_api(env)
+    if api == "gymnasium":
+        if opening_plies:
+            raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a Gymnasium env")
+        return GymGame(env)
+    if api == "parallel":
         if opening_plies:
             raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a ParallelEnv")
         return ParallelGame(env)
+    if api != "aec":
+        raise ValueError(f"{env_id} built a {type(env).__name__}, which is neither a PettingZoo AEC/Parallel env "
+                         "nor a Gymnasium env")
     return AECGame(env, opening_plies)
 
 
@@ -309,6 +318,4 @@ def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies:
             return ParallelGame(make_env(env_id, **kwargs), is_level_game=True)
 
         return make
-    if kind == "pettingzoo":
-        return lambda: _make_pettingzoo(env_id, kwargs, opening_plies)
-    return lambda: GymGame(gym.make(env_id, **kwargs))
+    return lambda: _make_foreign(env_id, kwargs, opening_plies)
