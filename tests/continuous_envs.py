@@ -1,6 +1,6 @@
 """Small continuous-action envs for tests/test_foreign_continuous.py, named as a user names their own env.
 
-`continuous_envs:pistonball_vector` is PettingZoo's `pistonball_v6` (continuous actions,
+`continuous_envs:PistonballVector` (a user's env class) is PettingZoo's `pistonball_v6` (continuous actions,
 `Box(-1, 1, (1,))` per piston, one shared team reward) as a `ParallelEnv` whose observation is a
 small vector per piston instead of a 457x120x3 crop of the screen: the piston's height, its
 neighbours' heights, and the ball's position relative to the piston, velocity and spin (all
@@ -76,12 +76,4 @@ class PistonballVector(ParallelEnv):
 
     def close(self):
         self.aec.close()
-
-
-class pistonball_vector:  # noqa: N801 - named and used like a PettingZoo env module
-    """`continuous_envs:pistonball_vector`: `parallel_env(**kwargs)` as PettingZoo's env modules have."""
-
-    @staticmethod
-    def parallel_env(**kwargs) -> PistonballVector:
-        return PistonballVector(**kwargs)
 

@@ -19,7 +19,7 @@ from spade_rllib.config import ConfigError, parse_config
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PENDULUM = "Pendulum-v1"
-PISTONBALL = "continuous_envs:pistonball_vector"
+PISTONBALL = "continuous_envs:PistonballVector"
 PISTON_KWARGS = {"n_pistons": 3, "max_cycles": 40}
 LSTM = {"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 5, "lstm_use_prev_action": True,
         "lstm_use_prev_reward": True}
