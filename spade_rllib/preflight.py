@@ -177,7 +177,9 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
                 pass
 
 
-def _first_legal(game, obs) -> int:
+def _first_legal(game, obs):
+    if game.continuous:  # Box: the zero vector (the game clips it into the bounds)
+        return [0.0] * game.num_actions
     legal = game.legal_actions(obs)
     return int(legal[0]) if len(legal) else 0
 

@@ -147,7 +147,11 @@ def _describe(shape: Shape) -> str:
 def game_roles(game: Any, spec: Any = None, env_id: str = "the env") -> dict[str, str]:
     """`resolve_roles` for a built `Game` (its agents and their spaces)."""
     agents = list(game.agents)
-    return resolve_roles(agents, {a: game.agent_shape(a) for a in agents}, spec, env_id=env_id)
+    roles = resolve_roles(agents, {a: game.agent_shape(a) for a in agents}, spec, env_id=env_id)
+    if roles and getattr(game, "continuous", False):
+        raise ConfigError(f"env.roles: {env_id} has roles {', '.join(role_names(roles))} and continuous (Box) actions; "
+                          "role games need Discrete actions for now")
+    return roles
 
 
 def env_roles(env_id: str, kwargs: Optional[dict], spec: Any = None) -> dict[str, str]:

@@ -137,7 +137,7 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
     for agent, role in roles.items():
         role_shapes.setdefault(role, tuple(game.agent_shape(agent)))
     info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window,
-                   roles=roles, role_shapes=role_shapes)
+                   action_space=game.action_space(), roles=roles, role_shapes=role_shapes)
     close = getattr(game.raw_env, "close", None)
     if close:
         close()
@@ -153,6 +153,8 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
         out["cnn_channels"] = list(m.cnn_channels)
     if m.train_bf16:
         out["train_bf16"] = True
+    if info.action_space is not None and not hasattr(info.action_space, "n"):  # Box: a Gaussian head
+        out["log_std_init"] = float(m.log_std_init)
     if m.use_lstm:
         out.update(use_lstm=True, lstm_cell_size=m.lstm_cell_size, max_seq_len=m.max_seq_len,
                    lstm_use_prev_action=m.lstm_use_prev_action, lstm_use_prev_reward=m.lstm_use_prev_reward)
@@ -166,7 +168,10 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
 
     def spaces(module_id: str) -> tuple:
         obs_size, _, num_actions = info.module_shape(module_id)
-        return gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32), gym.spaces.Discrete(num_actions)
+        obs = gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32)
+        if not info.roles and info.action_space is not None:
+            return obs, info.action_space  # Discrete, or a continuous game's flat Box
+        return obs, gym.spaces.Discrete(num_actions)
 
     learners = learner_module_ids(cfg, info)
     if info.roles and (cfg.league.main_exploiters or cfg.league.league_exploiters):
