@@ -254,7 +254,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._obs_space = g0.observation_space()
         self._act_space = g0.action_space()
         self._continuous = bool(g0.continuous)  # Box actions: float vectors, a Gaussian head
-                self._module_spaces: dict = {}  # role modules: their role's (obs space, action space)
+        self._module_spaces: dict = {}  # role modules: their role's (obs space, action space)
         for agent, module_id in self.module_of_agent.items():
             if module_id not in self._module_spaces:
                 obs_size, _, num_actions = g0.agent_shape(agent)
