@@ -49,8 +49,13 @@ def env_spaces(env_id: str):
         n_actions = int(env.action_space(env.possible_agents[0]).n)
         size = int(np.prod(space["observation"].shape)) + n_actions
         return gym.spaces.Box(0.0, 1.0, (size,), np.float32), gym.spaces.Discrete(n_actions), n_actions
-    from spade_rllib.games import make_env
+    from spade_rllib.games import find_game, make_env
 
+    if find_game(env_id) is None:  # any other env: what the game-loop adapter feeds the trainer
+        from spade_rllib.games.adapter import make_game_factory
+
+        game = make_game_factory(env_id)()
+        return game.observation_space(), game.action_space(), game.mask_size
     env = make_env(env_id)
     agent = env.possible_agents[0]
     return env.observation_space(agent), env.action_space(agent), 0
