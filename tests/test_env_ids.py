@@ -143,6 +143,11 @@ def test_unsupported_action_spaces_are_refused_by_one_function():
         assert f"{who} has action space Box(" in msg and "only Discrete" in msg, msg
 
 
+def test_agents_with_different_spaces_are_one_line_before_ray():
+    msg = _err("mpe2:simple_tag_v3")  # predators and prey observe different sizes
+    assert "agents differ: 'adversary_0' observes 16 values" in msg and "'agent_0' 14" in msg, msg
+
+
 def test_an_env_that_fails_on_its_first_step_or_refuses_kwargs(user_envs):
     assert "BoxMatching" in _err("myenv:BoxMatching") and "only Discrete" in _err("myenv:BoxMatching")
     msg = _err("myenv:Broken")
