@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from spade_rllib.games import EnvIdError, find_game, resolve_env
 from spade_rllib.validation import ConfigError, did_you_mean
 
@@ -182,7 +184,8 @@ def check_one_module_fits(game) -> None:
 
     def sizes(agent):
         feat, mask, _ = _flat_obs_space(env.observation_space(agent))
-        return feat + mask, int(getattr(env.action_space(agent), "n", 0))
+        space = env.action_space(agent)
+        return feat + mask, int(getattr(space, "n", None) or np.prod(getattr(space, "shape", None) or (0,)))
 
     first = sizes(agents[0])
     for agent in agents[1:]:
@@ -193,7 +196,9 @@ def check_one_module_fits(game) -> None:
                 f"{other[0]} with {other[1]}; one trained module needs every agent to have the same spaces")
 
 
-def _first_legal(game, obs) -> int:
+def _first_legal(game, obs):
+    if game.continuous:  # Box: the zero vector (the game clips it into the bounds)
+        return [0.0] * game.num_actions
     legal = game.legal_actions(obs)
     return int(legal[0]) if len(legal) else 0
 

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
@@ -135,12 +136,10 @@ def test_unsupported_action_spaces_are_refused_by_one_function():
     import gymnasium as gym
 
     check_action_space(gym.spaces.Discrete(3))
-    with pytest.raises(UnsupportedSpace, match="only Discrete action spaces are supported"):
-        check_action_space(gym.spaces.Box(-1, 1, (2,)), "agent 'x'")
-    for env_id, who in (("Pendulum-v1", "the env"), ("pettingzoo.butterfly:pistonball_v6", "agent 'piston_0'"),
-                        ("butterfly/pistonball-v6", "agent 'piston_0'")):
-        msg = _err(env_id)
-        assert f"{who} has action space Box(" in msg and "only Discrete" in msg, msg
+    check_action_space(gym.spaces.Box(-1, 1, (2,)))  # continuous: a Gaussian policy
+    for space in (gym.spaces.MultiDiscrete([3, 3]), gym.spaces.Box(0, 5, (2,), np.int64), gym.spaces.MultiBinary(2)):
+        with pytest.raises(UnsupportedSpace, match="only Discrete and float Box action spaces are supported"):
+            check_action_space(space, "agent 'x'")
 
 
 def test_agents_with_different_spaces_are_one_line_before_ray():
@@ -149,7 +148,8 @@ def test_agents_with_different_spaces_are_one_line_before_ray():
 
 
 def test_an_env_that_fails_on_its_first_step_or_refuses_kwargs(user_envs):
-    assert "BoxMatching" in _err("myenv:BoxMatching") and "only Discrete" in _err("myenv:BoxMatching")
+    msg = _err("myenv:MultiDiscreteMatching")
+    assert "agent 'player_0' has action space MultiDiscrete(" in msg and "only Discrete and float Box" in msg, msg
     msg = _err("myenv:Broken")
     assert "fails" in msg and "RuntimeError: this env is broken" in msg
     msg = _err("myenv:Matching", kwargs={"roundz": 2})
@@ -163,14 +163,14 @@ def test_train_refuses_before_ray_starts(tmp_path):
     started = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-m", "spade_rllib.train", "--config", str(ROOT / "tune_configs" / "pettingzoo_board.yaml"),
-         "--set", "env.id=pettingzoo.butterfly:pistonball_v6", "--set", "env.random_opening_plies=0",
+         "--set", "env.id=myenv:MultiDiscreteMatching", "--set", "env.random_opening_plies=0",
          "--set", f"experiment.storage_path={tmp_path}"],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"})
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(USER_ENVS)]), "PYTHONWARNINGS": "ignore"})
     took = time.perf_counter() - started
     assert out.returncode == 2, out.stderr[-2000:]
     lines = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
-    assert len(lines) == 1 and "only Discrete action spaces are supported" in lines[0], lines
+    assert len(lines) == 1 and "only Discrete and float Box action spaces are supported" in lines[0], lines
     assert "Traceback" not in out.stderr and "Ray" not in out.stdout + out.stderr
     assert not any(tmp_path.iterdir()), "nothing is written for a refused run"
     assert took < 60, took

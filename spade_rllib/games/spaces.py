@@ -2,16 +2,18 @@
 
 `check_action_space(space, who)` raises `UnsupportedSpace` (one line naming the agent, the space and
 what is allowed) for a space the module cannot act in; `check_env_action_spaces(env)` applies it to
-every agent of a PettingZoo env (or the one action space of a Gymnasium env). Supported today:
-`Discrete`. No Ray, no torch.
+every agent of a PettingZoo env (or the one action space of a Gymnasium env). Supported:
+`Discrete` (a categorical policy) and a float `Box` of any shape (a diagonal Gaussian policy over its
+flattened entries; actions are clipped to its bounds). No Ray, no torch.
 """
 from __future__ import annotations
 
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
-SUPPORTED_ACTION_SPACES = ("Discrete",)
+SUPPORTED_ACTION_SPACES = ("Discrete", "float Box")
 
 
 class UnsupportedSpace(ValueError):
@@ -21,6 +23,8 @@ class UnsupportedSpace(ValueError):
 def check_action_space(space: Any, who: str = "the env") -> None:
     """`space` is an action space the module can act in; `UnsupportedSpace` otherwise."""
     if isinstance(space, gym.spaces.Discrete):
+        return
+    if isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating) and space.shape:
         return
     raise UnsupportedSpace(f"{who} has action space {space}: only {' and '.join(SUPPORTED_ACTION_SPACES)} "
                            "action spaces are supported")
