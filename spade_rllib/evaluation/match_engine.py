@@ -214,7 +214,8 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
             for agent, o in obs.items():
                 seat = seat_of[agent]
                 mask = o[-game.mask_size:] if game.mask_size else None
-                chosen[agent] = int(players[seat].act(game.raw_env, agent, o, mask, rngs[seat]))
+                action = players[seat].act(game.raw_env, agent, o, mask, rngs[seat])
+                chosen[agent] = action if game.continuous else int(action)  # Box: a float vector
         for agent, action in chosen.items():
             if game.mask_size and obs[agent][game.obs_size - game.mask_size + int(action)] <= 0.5:
                 raise RuntimeError(f"{names[seat_of[agent]]} chose illegal {action_name(action)} in game {spec.index}")
