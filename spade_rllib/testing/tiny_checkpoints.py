@@ -1,5 +1,5 @@
-"""Tiny checkpoints for the tests, built without Ray or training (synthetic, unlike the real old
-checkpoint in `fixtures/checkpoint_before_issue12/`).
+"""Tiny checkpoints for tests and benches, built without Ray or training (synthetic, unlike the real
+old checkpoint the tests keep under `tests/fixtures/`).
 
 `save_tiny_checkpoint(root, env_id)` writes the same layout a training run leaves:
 
@@ -82,7 +82,7 @@ def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0, mode
     return spec, module
 
 
-def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_ids: Sequence[str] = ("main",),
+def save_tiny_checkpoint(root: str | Path, env_id: str, module_ids: Sequence[str] = ("main",),
                          hidden: Sequence[int] = (16,), seed: int = 0, snapshots: int = 0,
                          progress_rows: int = 0, checkpoint_name: str = "checkpoint_000000",
                          model: dict | None = None) -> Path:
