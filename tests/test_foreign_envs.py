@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tiny_checkpoints import save_tiny_checkpoint
+from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_ENVS = Path(__file__).resolve().parent / "fixtures" / "user_envs"
