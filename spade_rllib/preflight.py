@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-
 from spade_rllib.games import EnvIdError, find_game, resolve_env
 from spade_rllib.validation import ConfigError, did_you_mean
 
