@@ -64,6 +64,9 @@ class EnvConfig:
     difficulty: Optional[float] = setting(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
     level_pool: int = setting(512, help="Level games without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
     random_opening_plies: int = setting(0, help="Turn-based PettingZoo games (AEC, e.g. connect_four_v3) only: every training episode starts after k ~ U{0..N} uniformly random legal moves, so main also trains on positions its own openings never reach (0 = off).", min=0, max=100)
+    teams: Any = setting(None, help="Multi-agent envs: who plays with whom, a mapping {team name: [agent ids]} covering every agent once, or a function path 'pkg.mod:fn' (agent id -> team); null = the env's team_of, else every agent its own team.")
+    mode: str = setting("auto", help="'auto': teams from env.teams / the env; 'free_for_all': every agent its own team; 'cooperative': all agents one team (main plays them all; reported as team return, no win/draw/loss).", choices=("auto", "free_for_all", "cooperative"))
+    api: str = setting("auto", help="PettingZoo modules with both: 'aec' builds env() (turn by turn), 'parallel' builds parallel_env() (all agents act at once, one forward pass for all); 'auto' = env() when there is one.", choices=("auto", "aec", "parallel"))
 
 
 @dataclass
@@ -355,6 +358,18 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
         for name in ("level_file", "difficulty"):
             if getattr(cfg.env, name) is not None:
                 raise ConfigError(f"env.{name} = {getattr(cfg.env, name)!r}: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
+    teams = cfg.env.teams
+    if teams is not None:
+        if kind == "gymnasium":
+            raise ConfigError(f"env.teams = {teams!r}: only allowed with a multi-agent env (env.id is {cfg.env.id!r})")
+        if cfg.env.mode != "auto":
+            raise ConfigError(f"env.teams = {teams!r}: only with env.mode 'auto' (env.mode is {cfg.env.mode!r}, which sets the teams itself)")
+        if isinstance(teams, dict):
+            for name, group in teams.items():
+                if isinstance(group, str) or not isinstance(group, list) or not all(isinstance(a, str) for a in group):
+                    raise ConfigError(f"env.teams.{name} = {group!r}: wrong type, expected a list of agent ids")
+        elif not isinstance(teams, str) or not teams:
+            raise ConfigError(f"env.teams = {teams!r}: wrong type, expected a mapping {{team: [agent ids]}} or a function path 'pkg.mod:fn'")
     if kind == "gymnasium" and cfg.self_play.mode != "none":
         # Single-agent envs have no opponent; quietly accept 'mirror' default but make it explicit.
         cfg.self_play.mode = "none"

@@ -31,6 +31,7 @@ def check_config(cfg) -> None:
     resolve_env_id(cfg.env.id)
     check_experiment_name(cfg.experiment.name)
     check_env(cfg)
+    check_teams(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
 
@@ -169,6 +170,28 @@ def check_env(cfg) -> None:
         shown = env.level_file if what == "env.level_file" else env.kwargs
         raise ConfigError(f"{what} = {shown!r}: {env.id} refuses it ({e.__class__.__name__}: "
                           f"{' '.join(str(e).split())})") from e
+
+
+def check_teams(cfg) -> None:
+    """`env.teams` / `env.mode` fit the env's agents (each agent in exactly one team): builds one env
+    copy, only when the config sets either."""
+    env = cfg.env
+    if env.teams is None and env.mode == "auto" and env.api == "auto":
+        return
+    from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
+    from spade_rllib.games.teams import TeamError  # noqa: PLC0415
+
+    try:
+        game = make_game_factory(env.id, env.kwargs, teams=env.teams, mode=env.mode, api=env.api)()
+    except TeamError as e:
+        raise ConfigError(str(e)) from e
+    except ValueError as e:
+        if "env.api" in str(e):
+            raise ConfigError(str(e)) from e
+        raise
+    close = getattr(game.raw_env, "close", None)
+    if close:
+        close()
 
 
 def check_heldout_levels(paths: list, env_id: str) -> None:
