@@ -31,7 +31,7 @@ import yaml
 
 from spade_rllib.curriculum.curriculum_config import STRATEGIES as CURRICULUM_STRATEGIES
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCurriculumConfig
-from spade_rllib.games import LEVEL_KIND, EnvKind, bot_names, env_kind, game_ids, parse_env_path, spade_env_ids
+from spade_rllib.games import LEVEL_KIND, EnvIdError, EnvKind, allowed_forms, bot_names, env_kind, game_ids, parse_env_id, spade_env_ids
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
 from spade_rllib.outcome import BOT_PREFIX, MIRROR, RANDOM
 from spade_rllib.validation import ConfigError, allowed_range, check_value, config_path, did_you_mean, setting, type_name
@@ -58,7 +58,7 @@ class ExperimentConfig:
 
 @dataclass
 class EnvConfig:
-    id: str = setting("MazeRace-v0", help="A level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a Gymnasium id (CartPole-v1) or a PettingZoo path 'pkg.mod:env_name'.")
+    id: Optional[str] = setting(None, required=True, help="The game, no default: a level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a PettingZoo registry id ('classic/tictactoe-v3'), a module 'pkg.mod:env_name' or 'pkg.mod.env_name', a class or factory 'pkg.mod:Class', or a Gymnasium id ('CartPole-v1').")
     kwargs: dict = setting(help="Keyword arguments for the env constructor (level games: agents_per_team, view_radius, ...; CTF also trail, captures_to_win, ...).", factory=dict)
     level_file: Optional[str] = setting(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
     difficulty: Optional[float] = setting(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
@@ -81,6 +81,7 @@ class ModelConfig:
     max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
     lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action (one-hot) to the LSTM.")
     lstm_use_prev_reward: bool = setting(False, help="use_lstm only: feed the agent's previous reward to the LSTM.")
+    log_std_init: float = setting(0.0, help="Box (continuous) actions only: initial log standard deviation of the Gaussian policy (one learned, state-independent value per action dimension); -1.0 starts at std 0.37.", min=-20.0, max=2.0)
     train_bf16: bool = setting(False, help="The learner's forward and backward pass under torch.autocast bfloat16 (CPUs with AVX512-BF16/AMX; acting and inference stay float32).")
 
 
@@ -246,18 +247,15 @@ class RunConfig:
 # Env ids
 # ----------------------------------------------------------------------------------------------
 
-def classify_env_id(env_id: str, key: str = "env.id") -> EnvKind:
-    """Say which family an env id belongs to (syntactic plus the game catalog: nothing is imported);
-    whether the named env exists is checked at the point of use, `preflight.resolve_env_id`."""
-    if not isinstance(env_id, str) or not env_id:
-        raise ConfigError(f"{key} = {env_id!r}: must be a non-empty string")
-    kind = env_kind(env_id)
-    if kind == "pettingzoo":
-        try:
-            parse_env_path(env_id)
-        except ValueError as e:
-            raise ConfigError(f"{key} = {env_id!r}: {str(e).partition(': ')[2]}") from e
-    return kind
+def classify_env_id(env_id: str, key: str = "env.id", resolve: bool = True) -> EnvKind:
+    """Say which family an env id belongs to (`spade_rllib.games.parse_env_id`; a "pkg.mod:Name" class or
+    factory is imported to tell a Gymnasium env from a PettingZoo one when `resolve`); whether the named
+    env exists is checked at the point of use, `preflight.resolve_env_id`."""
+    try:
+        parse_env_id(env_id)
+    except EnvIdError as e:
+        raise ConfigError(f"{key} = {env_id!r}: {e}") from e
+    return env_kind(env_id, resolve=resolve)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -353,7 +351,9 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     from spade_rllib.trackers import check_trackers  # noqa: PLC0415
 
     check_trackers(cfg.experiment.loggers)
-    kind = classify_env_id(cfg.env.id)
+    if cfg.env.id is None:
+        raise ConfigError(f"env.id: missing; a run names its game (allowed: {allowed_forms()})")
+    kind = classify_env_id(cfg.env.id, resolve=resolve)
     if kind != LEVEL_KIND:
         for name in ("level_file", "difficulty"):
             if getattr(cfg.env, name) is not None:
@@ -564,7 +564,10 @@ def describe() -> str:
             if "choices" in f.metadata:
                 what = "one of " + ", ".join(repr(c) for c in f.metadata["choices"])
             what = (what + (" or null" if len(args) == 1 and tp is not args[0] else "")) if what else type_name(tp)
-            lines.append(f"  {key} = {value!r}  ({what}) {f.metadata.get('help', '')}")
+            shown = f"{key} = {value!r}"
+            if f.metadata.get("required"):
+                shown, what = key, f"required: {type_name(args[0])}"
+            lines.append(f"  {shown}  ({what}) {f.metadata.get('help', '')}")
 
     walk(RunConfig, "", RunConfig())
     return "\n".join(lines)

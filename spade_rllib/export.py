@@ -8,11 +8,14 @@ The graph is `forward_inference({"obs": obs})["action_dist_inputs"]` of the RLMo
 - for modules with a dict observation (RLlib's action-masking example) two inputs, `obs` with the
   feature shape and `action_mask` [batch, num_actions];
 - output `logits`: float32 [batch, num_actions]. Argmax is the deterministic action.
+- a continuous module (`Box` actions of size d) has two outputs instead: `mean` and `log_std`,
+  float32 [batch, d], the diagonal Gaussian; the mean clipped to the Box's bounds (metadata
+  `action_low` / `action_high`) is the deterministic action.
 The batch dimension is dynamic. Metadata props record the module id, env id, input style and sizes.
 
 A recurrent module (`use_lstm`) gets its state as inputs and outputs: `state_h`, `state_c` float32
 [batch, cell] in (zeros at an episode start), `state_h_out`, `state_c_out` out (feed them back in at
-the next step), plus `prev_action` int64 [batch] / `prev_reward` float32 [batch] inputs when it was
+the next step), plus `prev_action` int64 [batch] (Box: float32 [batch, d]) / `prev_reward` float32 [batch] inputs when it was
 trained with `lstm_use_prev_action` / `lstm_use_prev_reward`. The check then runs torch and
 onnxruntime side by side over a whole 200-step episode, each carrying its own state.
 Use it without Ray or RLlib: see docs/evaluation.md.
@@ -42,10 +45,24 @@ MIN_OPSET, MAX_OPSET = 9, 20
 INPUT_NAME = "obs"
 MASK_INPUT_NAME = "action_mask"
 OUTPUT_NAME = "logits"
+GAUSSIAN_OUTPUTS = ("mean", "log_std")
 STATE_INPUTS = ("state_h", "state_c")
 STATE_OUTPUTS = ("state_h_out", "state_c_out")
 PREV_ACTION_INPUT, PREV_REWARD_INPUT = "prev_action", "prev_reward"
 CHECK_STEPS = 200
+
+
+def output_names(policy: Policy) -> list[str]:
+    """The graph's policy outputs: ["logits"], or ["mean", "log_std"] for Box actions."""
+    return list(GAUSSIAN_OUTPUTS) if policy.continuous else [OUTPUT_NAME]
+
+
+def _policy_outputs(policy: Policy, dist_inputs):
+    """The action-distribution inputs as the graph's outputs: (logits,) or (mean, log_std)."""
+    if not policy.continuous:
+        return (dist_inputs,)
+    d = policy.num_actions
+    return dist_inputs[:, :d], dist_inputs[:, d:]
 
 
 def _wrapper(policy: Policy):
@@ -61,7 +78,8 @@ def _wrapper(policy: Policy):
         def forward(self, obs, action_mask=None):
             if action_mask is not None:
                 obs = {"observations": obs, "action_mask": action_mask}
-            return self.module.forward_inference({"obs": obs})["action_dist_inputs"]
+            out = _policy_outputs(policy, self.module.forward_inference({"obs": obs})["action_dist_inputs"])
+            return out[0] if len(out) == 1 else out
 
     return InferenceForward().eval()
 
@@ -78,7 +96,7 @@ def _recurrent_wrapper(policy: Policy):
 
         def forward(self, obs, state_h, state_c, prev_action=None, prev_reward=None):
             logits, state = self.module.step(obs, {"h": state_h, "c": state_c}, prev_action, prev_reward)
-            return logits, state["h"], state["c"]
+            return (*_policy_outputs(policy, logits), state["h"], state["c"])
 
     return RecurrentForward().eval()
 
@@ -112,11 +130,11 @@ def export_onnx(policy: Policy, out: str | Path, opset: int = OPSET) -> Path:
     out = Path(out)
     inputs = tuple(torch.from_numpy(x) for x in example_inputs(policy))
     names = [INPUT_NAME] + ([MASK_INPUT_NAME] if len(inputs) == 2 else [])
-    outputs = [OUTPUT_NAME]
+    outputs = output_names(policy)
     wrapper = _wrapper(policy)
     if policy.recurrent:
         names = recurrent_input_names(policy)
-        outputs = [OUTPUT_NAME, *STATE_OUTPUTS]
+        outputs = [*output_names(policy), *STATE_OUTPUTS]
         inputs = tuple(torch.from_numpy(x) for x in _recurrent_example(policy, names, np.random.default_rng(0)))
         wrapper = _recurrent_wrapper(policy)
     axes = {name: {0: "batch"} for name in names + outputs}
@@ -147,6 +165,9 @@ def _add_metadata(path: Path, policy: Policy) -> None:
     meta = {"module_id": policy.module_id, "env_id": policy.env_id or "", "input_style": policy.input_style,
             "feature_size": str(policy.feature_size), "num_actions": str(policy.num_actions),
             "checkpoint": str(policy.checkpoint or "")}
+    if policy.continuous:
+        meta["action_low"] = json.dumps(policy.action_low.tolist())
+        meta["action_high"] = json.dumps(policy.action_high.tolist())
     for key, value in meta.items():
         prop = model.metadata_props.add()
         prop.key, prop.value = key, value
@@ -154,12 +175,16 @@ def _add_metadata(path: Path, policy: Policy) -> None:
 
 
 def onnx_logits(path: str | Path, *inputs: np.ndarray) -> np.ndarray:
-    """Run the exported model with onnxruntime (CPU); returns the logits."""
+    """Run the exported model with onnxruntime (CPU); returns the logits (Box: [mean, log_std]
+    side by side, the module's `action_dist_inputs`)."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     feed = {i.name: x.astype(np.float32) for i, x in zip(session.get_inputs(), inputs)}
-    return session.run([OUTPUT_NAME], feed)[0]
+    have = {o.name for o in session.get_outputs()}
+    names = list(GAUSSIAN_OUTPUTS) if set(GAUSSIAN_OUTPUTS) <= have else [OUTPUT_NAME]
+    out = session.run(names, feed)
+    return out[0] if len(out) == 1 else np.concatenate(out, axis=1)
 
 
 def _recurrent_example(policy: Policy, names: list[str], rng: np.random.Generator, batch: int = 2) -> list[np.ndarray]:
@@ -168,7 +193,8 @@ def _recurrent_example(policy: Policy, names: list[str], rng: np.random.Generato
     (obs,) = example_inputs(policy, batch=batch, seed=int(rng.integers(2**31)))
     out = [obs, rng.normal(size=(batch, cell)).astype(np.float32), rng.normal(size=(batch, cell)).astype(np.float32)]
     if PREV_ACTION_INPUT in names:
-        out.append(rng.integers(policy.num_actions, size=batch).astype(np.int64))
+        out.append(rng.normal(size=(batch, policy.num_actions)).astype(np.float32) if policy.continuous
+                   else rng.integers(policy.num_actions, size=batch).astype(np.int64))
     if PREV_REWARD_INPUT in names:
         out.append(rng.normal(size=batch).astype(np.float32))
     return out
@@ -178,7 +204,7 @@ def check_recurrent_episode(policy: Policy, path: str | Path, observations: Sequ
                             steps: int = CHECK_STEPS, seed: int = 1) -> float:
     """Max |torch - onnxruntime| over logits and states of one episode of `steps` steps (or of the
     given flat observations, [batch, input_size] each), each side feeding back its own state and
-    both playing the argmax action as the next previous action."""
+    both playing the argmax action (Box: the mean) as the next previous action."""
     import onnxruntime as ort
     import torch
 
@@ -191,25 +217,30 @@ def check_recurrent_episode(policy: Policy, path: str | Path, observations: Sequ
     cell = int(policy.module.cell_size)
     zeros = np.zeros((batch, cell), np.float32)
     ort_state, torch_state = (zeros, zeros), (zeros, zeros)
-    prev_a, prev_r = np.zeros(batch, np.int64), np.zeros(batch, np.float32)
+    prev_a = np.zeros((batch, policy.num_actions), np.float32) if policy.continuous else np.zeros(batch, np.int64)
+    prev_r = np.zeros(batch, np.float32)
+    heads = output_names(policy)
     wrapper = _recurrent_wrapper(policy)
     worst = 0.0
     for obs in observations:
         extra = {PREV_ACTION_INPUT: prev_a, PREV_REWARD_INPUT: prev_r}
         feed = {INPUT_NAME: obs.astype(np.float32), STATE_INPUTS[0]: ort_state[0], STATE_INPUTS[1]: ort_state[1]}
         feed.update({k: v for k, v in extra.items() if k in names})
-        o_logits, oh, oc = session.run([OUTPUT_NAME, *STATE_OUTPUTS], feed)
+        *o_heads, oh, oc = session.run([*heads, *STATE_OUTPUTS], feed)
+        o_logits = np.concatenate(o_heads, axis=1)
         args = [torch.from_numpy(obs.astype(np.float32)), torch.from_numpy(torch_state[0]), torch.from_numpy(torch_state[1])]
         if PREV_ACTION_INPUT in names:
             args.append(torch.from_numpy(prev_a))
         if PREV_REWARD_INPUT in names:
             args.append(torch.from_numpy(prev_r))
         with torch.no_grad():
-            t_logits, th, tc = (x.numpy() for x in wrapper(*args))
+            *t_heads, th, tc = (x.numpy() for x in wrapper(*args))
+        t_logits = np.concatenate(t_heads, axis=1)
         worst = max(worst, float(np.max(np.abs(o_logits - t_logits))), float(np.max(np.abs(oh - th))),
                     float(np.max(np.abs(oc - tc))))
         ort_state, torch_state = (oh, oc), (th, tc)
-        prev_a = t_logits.argmax(axis=1).astype(np.int64)
+        prev_a = (t_logits[:, :policy.num_actions].copy() if policy.continuous
+                  else t_logits.argmax(axis=1).astype(np.int64))
         prev_r = rng.normal(size=batch).astype(np.float32)
     return worst
 
@@ -218,7 +249,8 @@ def torch_logits(policy: Policy, *inputs: np.ndarray) -> np.ndarray:
     import torch
 
     with torch.no_grad():
-        return _wrapper(policy)(*(torch.from_numpy(x) for x in inputs)).numpy()
+        out = _wrapper(policy)(*(torch.from_numpy(x) for x in inputs))
+    return np.concatenate([x.numpy() for x in out], axis=1) if isinstance(out, tuple) else out.numpy()
 
 
 @cli_entry(user_errors=(PolicyLoadError,))

@@ -4,6 +4,11 @@
     policy = load_policy("runs/quickstart/PPO_.../checkpoint_000003")   # module "main"
     action = policy.act(obs, action_mask=None, deterministic=True)
 
+Continuous policies (a `Box` action space; `policy.continuous` is True): `act()` returns a float32
+array of the env's flat action size, clipped to the Box's bounds; `deterministic=True` gives the
+Gaussian's mean, otherwise a sample with the learned standard deviation (`action_dist_batch` gives
+both, unclipped). They take no action mask.
+
 Recurrent policies (trained with `agent.model.use_lstm`; `policy.recurrent` is True) keep state:
 `act()` advances one internal state, so call `policy.reset()` at every episode start (one stream of
 observations per policy object); `step(obs, state)` is the explicit form, pure in `state`
@@ -200,11 +205,16 @@ class Policy:
         self.env_id = env_id
         self.observation_space = module.observation_space
         self.action_space = module.action_space
-        if not isinstance(self.action_space, gym.spaces.Discrete):
+        self.continuous = isinstance(self.action_space, gym.spaces.Box)
+        if not self.continuous and not isinstance(self.action_space, gym.spaces.Discrete):
             raise PolicyLoadError(
-                f"module {module_id!r} has action space {self.action_space}; only Discrete is supported"
+                f"module {module_id!r} has action space {self.action_space}; only Discrete and Box are supported"
             )
-        self.num_actions = int(self.action_space.n)
+        # Discrete: the number of actions; Box: the size of the flat action vector.
+        self.num_actions = int(np.prod(self.action_space.shape)) if self.continuous else int(self.action_space.n)
+        if self.continuous:
+            self.action_low = np.asarray(self.action_space.low, np.float32).reshape(-1)
+            self.action_high = np.asarray(self.action_space.high, np.float32).reshape(-1)
         model_config = getattr(module, "model_config", None) or {}
         mask_size = int(model_config.get("mask_size", 0)) if isinstance(model_config, Mapping) else 0
         if isinstance(self.observation_space, gym.spaces.Dict) and MASK_KEY in self.observation_space.spaces:
@@ -231,7 +241,8 @@ class Policy:
         if not self.recurrent:
             return {}
         cell = int(self.module.cell_size)
-        return {"h": np.zeros(cell, np.float32), "c": np.zeros(cell, np.float32), "prev_action": 0}
+        prev = np.zeros(self.num_actions, np.float32) if self.continuous else 0
+        return {"h": np.zeros(cell, np.float32), "c": np.zeros(cell, np.float32), "prev_action": prev}
 
     def reset(self) -> None:
         """Start a new episode for `act()` (zero the internal recurrent state)."""
@@ -264,6 +275,8 @@ class Policy:
                 f"observation has {flat.size} entries; module {self.module_id!r} expects {self.feature_size}"
             )
         mask = None if action_mask is None else np.asarray(action_mask, dtype=np.float32).reshape(-1)
+        if mask is not None and self.continuous:
+            raise ValueError(f"module {self.module_id!r} has Box actions ({self.action_space}): it takes no action_mask")
         if mask is not None and mask.size != self.num_actions:
             raise ValueError(f"action_mask has {mask.size} entries; the action space has {self.num_actions}")
         return flat, mask
@@ -309,12 +322,16 @@ class Policy:
                     raise ValueError(f"recurrent policy {self.module_id!r} reads the previous reward: pass reward=")
                 h = torch.from_numpy(np.stack([np.asarray(st["h"], np.float32) for st in states]))
                 c = torch.from_numpy(np.stack([np.asarray(st["c"], np.float32) for st in states]))
-                prev_a = torch.tensor([int(st.get("prev_action", 0)) for st in states])
+                if self.continuous:
+                    prev_a = torch.from_numpy(np.stack([np.asarray(st.get("prev_action", 0.0), np.float32)
+                                                        * np.ones(self.num_actions, np.float32) for st in states]))
+                else:
+                    prev_a = torch.tensor([int(st.get("prev_action", 0)) for st in states])
                 prev_r = torch.tensor(list(rewards) if rewards is not None else [0.0] * len(states), dtype=torch.float32)
                 logits_t, new = self.module.step(obs_in, {"h": h, "c": c}, prev_a, prev_r)
                 for j in range(len(states)):
                     states[j] = {"h": new["h"][j].numpy(), "c": new["c"][j].numpy(),
-                                 "prev_action": int(states[j].get("prev_action", 0))}
+                                 "prev_action": states[j].get("prev_action", 0)}
                 out = {"action_dist_inputs": logits_t}
             elif self._direct:
                 # Same as TorchRLModule.forward_inference (eval() + _forward_inference) minus the
@@ -323,6 +340,8 @@ class Policy:
             else:
                 out = self.module.forward_inference({"obs": obs_in})
         logits = out["action_dist_inputs"].detach().cpu().numpy().astype(np.float64)
+        if self.continuous:
+            return logits
         if have_mask.any():
             if np.any(mask.sum(axis=1) <= 0):
                 raise ValueError("an action mask allows no action")
@@ -338,9 +357,23 @@ class Policy:
         states: list | None = None,
         rewards: Sequence[float] | None = None,
     ) -> np.ndarray:
-        """Actions for a batch: argmax of the logits, or a sample from their softmax with `rng`.
+        """Actions for a batch: argmax of the logits, or a sample from their softmax with `rng`
+        (Box: float32 [B, d], the Gaussian's mean or a sample, clipped to the bounds).
         Recurrent: `states` (one per row) are replaced in the list by the states after this step."""
         logits = self.logits_batch(obs_batch, action_masks, states=states, rewards=rewards)
+        if self.continuous:
+            d = self.num_actions
+            actions = logits[:, :d]
+            if not deterministic:
+                rng = rng if rng is not None else np.random.default_rng()
+                actions = actions + np.exp(logits[:, d:]) * rng.standard_normal(actions.shape)
+            # The clipped action is what the env gets and what the policy acted on: a recurrent
+            # policy's previous action is the clipped one (training records the unclipped sample).
+            actions = np.clip(actions, self.action_low, self.action_high).astype(np.float32)
+            if states is not None and self.recurrent:
+                for j in range(len(actions)):
+                    states[j]["prev_action"] = actions[j].copy()
+            return actions
         if deterministic:
             actions = np.argmax(logits, axis=1).astype(np.int64)
         else:
@@ -361,29 +394,33 @@ class Policy:
         deterministic: bool = True,
         rng: np.random.Generator | None = None,
         reward: float | None = None,
-    ) -> int:
-        """One action for one observation (see class docstring for accepted forms). A recurrent
+    ) -> Any:
+        """One action for one observation (an int; Box: a float32 array); see the class docstring for accepted forms. A recurrent
         policy advances its internal state (`reset()` at each episode start); `reward`: the reward
         since the previous action, for policies trained with `lstm_use_prev_reward`."""
         masks = None if action_mask is None else [action_mask]
         if not self.recurrent:
-            return int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng)[0])
+            return self._one(self.act_batch([obs], masks, deterministic=deterministic, rng=rng)[0])
         states = [self.state]
-        action = int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng, states=states,
-                                    rewards=None if reward is None else [float(reward)])[0])
+        action = self._one(self.act_batch([obs], masks, deterministic=deterministic, rng=rng, states=states,
+                                          rewards=None if reward is None else [float(reward)])[0])
         self.state = states[0]
         return action
 
+    def _one(self, row):
+        """One row of `act_batch` as `act` returns it: an int, or a float32 array (Box)."""
+        return row if self.continuous else int(row)
+
     def step(self, obs: Any, state: dict, action_mask: Any = None, deterministic: bool = True,
-             rng: np.random.Generator | None = None, reward: float | None = None) -> tuple[int, dict]:
+             rng: np.random.Generator | None = None, reward: float | None = None) -> tuple[Any, dict]:
         """(action, next state) from an explicit state (`initial_state()` at an episode start); the
         policy's internal state is untouched. Feed-forward policies return `state` unchanged."""
         masks = None if action_mask is None else [action_mask]
         if not self.recurrent:
-            return int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng)[0]), state
+            return self._one(self.act_batch([obs], masks, deterministic=deterministic, rng=rng)[0]), state
         states = [dict(state)]
-        action = int(self.act_batch([obs], masks, deterministic=deterministic, rng=rng, states=states,
-                                    rewards=None if reward is None else [float(reward)])[0])
+        action = self._one(self.act_batch([obs], masks, deterministic=deterministic, rng=rng, states=states,
+                                          rewards=None if reward is None else [float(reward)])[0])
         return action, states[0]
 
     def __repr__(self) -> str:
@@ -419,6 +456,8 @@ def infer_env_id(policy: Policy) -> str | None:
 
 
 def _check_env(policy: Policy, info: CheckpointInfo, env_id: str) -> None:
+    import gymnasium as gym
+
     wanted = canonical_env_id(env_id)
     recorded = known_env_id(checkpoint_env_id(info))
     if recorded is not None and recorded != wanted:
@@ -430,13 +469,13 @@ def _check_env(policy: Policy, info: CheckpointInfo, env_id: str) -> None:
     except Exception as e:  # noqa: BLE001
         raise PolicyLoadError(f"unknown env id {env_id!r}: {type(e).__name__}: {e}") from e
     env_n = getattr(act_space, "n", None)
+    if env_n is None and isinstance(act_space, gym.spaces.Box) and policy.continuous:
+        env_n = int(np.prod(act_space.shape))  # Box: the flat action size
     if env_n != policy.num_actions:
         raise PolicyLoadError(
             f"checkpoint {info.path} is not for {wanted}: its module has {policy.num_actions} actions, "
             f"{wanted} has {env_n}"
         )
-    import gymnasium as gym
-
     env_obs = obs_space[PZ_OBS_KEY] if isinstance(obs_space, gym.spaces.Dict) and PZ_OBS_KEY in obs_space.spaces else obs_space
     if int(np.prod(env_obs.shape)) != policy.feature_size:
         raise PolicyLoadError(

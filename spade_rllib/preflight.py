@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import inspect
 import os
-import pkgutil
-import re
 from pathlib import Path
 from typing import Optional
 
-from spade_rllib.games import LEVEL_KIND, env_kind, find_game, import_env_module, import_module, parse_env_path, spade_env_ids
+from spade_rllib.games import EnvIdError, find_game, resolve_env
 from spade_rllib.validation import ConfigError, did_you_mean
 
 
@@ -58,46 +56,17 @@ def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
 
 
 def resolve_env_id(env_id: str, key: str = "env.id") -> None:
-    """The env an id names exists: a level game of the catalog, an importable PettingZoo path (this
-    imports the named module, as Gymnasium entry points do) or a registered Gymnasium id."""
-    kind = env_kind(env_id)
-    if kind == LEVEL_KIND:
-        return
-    if kind == "pettingzoo":
-        mod_name, attr = parse_env_path(env_id)
-        try:
-            mod = import_module(mod_name)
-        except ImportError as e:
-            raise ConfigError(
-                f"{key} = {env_id!r}: cannot import module {mod_name!r} ({e.__class__.__name__}: {e}); "
-                "expected a PettingZoo path like 'pettingzoo.classic:connect_four_v3'") from e
-        try:
-            target = getattr(mod, attr, None)
-        except Exception as e:  # PettingZoo raises for deprecated, unknown or broken names
-            if attr in {m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", []))}:
-                raise ConfigError(f"{key} = {env_id!r}: cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
-            target = None
-        if type(target).__name__ == "DeprecatedModule" or not any(hasattr(target, n) for n in ("env", "parallel_env")):
-            names = sorted(m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", [])) if not m.ispkg)
-            what = "no env" if target is None else "an outdated (deprecated) or non-env entry"
-            raise ConfigError(
-                f"{key} = {env_id!r}: module {mod_name!r} has {what} named {attr!r}{did_you_mean(attr, names)}; "
-                f"allowed: {', '.join(names[:12]) or 'PettingZoo env modules'}")
-        return
-    import gymnasium as gym  # noqa: PLC0415
-
-    if env_id in gym.registry:
-        return
-    known = [*spade_env_ids(), *gym.registry.keys()]
-    level_ids = " or ".join(repr(i) for i in spade_env_ids())
-    raise ConfigError(
-        f"{key} = {env_id!r}: unknown env id{did_you_mean(env_id, known)}; allowed: {level_ids}, "
-        "a Gymnasium id (e.g. 'CartPole-v1') or a PettingZoo path 'pkg.module:env_name' "
-        "(e.g. 'pettingzoo.classic:connect_four_v3')")
+    """The env an id names exists (`spade_rllib.games.resolve_env`: a game of the catalog, a PettingZoo
+    registry id, an importable env module, class or factory, or a registered Gymnasium id); one-line
+    `ConfigError` with a "did you mean" and the allowed forms otherwise."""
+    try:
+        resolve_env(env_id)
+    except EnvIdError as e:
+        raise ConfigError(f"{key} = {env_id!r}: {e}") from e
 
 
 def env_factory(env_id: str):
-    """The constructor of a level game of the catalog (None for Gymnasium / PettingZoo ids)."""
+    """The constructor of a level game of the catalog (None for other ids)."""
     spec = find_game(env_id)
     return spec.make_env if spec is not None and spec.is_level_game else None
 
@@ -122,41 +91,24 @@ def check_env_kwargs(env_id: str, kwargs: dict, factory=None, key: str = "env.kw
 
 
 def _foreign_factory(env_id: str):
-    """The constructor behind a Gymnasium id or a PettingZoo path, when it can be found cheaply."""
-    kind = env_kind(env_id)
+    """The constructor behind a foreign id, when the resolver knows it."""
     try:
-        if kind == "gymnasium":
-            import gymnasium as gym  # noqa: PLC0415
-
-            entry = gym.spec(env_id).entry_point
-            return import_env_module(entry) if isinstance(entry, str) else entry
-        if kind == "pettingzoo":
-            target = import_env_module(env_id)
-            return getattr(target, "parallel_env", None) or getattr(target, "env", None)
-    except Exception:  # noqa: BLE001 - the env id itself was checked before; no signature to compare then
+        return resolve_env(env_id).signature_of
+    except EnvIdError:  # the env id itself was checked before
         return None
-    return None
 
 
 def check_env(cfg) -> None:
-    """`env.level_file` parses (file, line, column), `env.kwargs` fit the constructor, and a package env
-    builds and resets with them, as each env runner will."""
+    """`env.level_file` parses (file, line, column), `env.kwargs` fit the constructor, and the env builds
+    and resets with them, as each env runner will (`check_foreign_env` for an env of another package)."""
     env = cfg.env
     level = read_level(env.level_file, "env.level_file") if env.level_file else None
     factory = env_factory(env.id)
     check_env_kwargs(env.id, env.kwargs, factory)
-    plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
-    if plies and factory is None:  # only a turn-based PettingZoo env can start after random moves
-        from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
-
-        key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
-        try:
-            make_game_factory(env.id, env.kwargs, opening_plies=plies)()
-        except ValueError as e:
-            if "opening plies" in str(e):
-                raise ConfigError(f"{key} = {plies}: {e}") from e
-            raise
     if factory is None:
+        plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
+        key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
+        check_foreign_env(env.id, env.kwargs, plies, plies_key=key, teams=env.teams, mode=env.mode, api=env.api)
         return
     kwargs = dict(env.kwargs)
     if level is not None:
@@ -173,10 +125,10 @@ def check_env(cfg) -> None:
 
 
 def check_teams(cfg) -> None:
-    """`env.teams` / `env.mode` fit the env's agents (each agent in exactly one team): builds one env
-    copy, only when the config sets either."""
+    """`env.teams` / `env.mode` of a level game fit its agents (each agent in exactly one team): builds one
+    env copy, only when the config sets either (`check_foreign_env` checks them for other envs)."""
     env = cfg.env
-    if env.teams is None and env.mode == "auto" and env.api == "auto":
+    if env_factory(env.id) is None or (env.teams is None and env.mode == "auto" and env.api == "auto"):
         return
     from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
     from spade_rllib.games.teams import TeamError  # noqa: PLC0415
@@ -192,6 +144,69 @@ def check_teams(cfg) -> None:
     close = getattr(game.raw_env, "close", None)
     if close:
         close()
+
+
+def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: str = "env.id",
+                      plies_key: str = "env.random_opening_plies", *, teams=None, mode: str = "auto",
+                      api: str = "auto") -> None:
+    """Build the env once through the game-loop adapter, as every env runner will, then one reset and one
+    step with a legal action: unsupported spaces (`spade_rllib.games.spaces`), constructor arguments the
+    env refuses and envs that fail on their first step are one-line `ConfigError`s before Ray starts."""
+    from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
+    from spade_rllib.games.spaces import UnsupportedSpace  # noqa: PLC0415
+    from spade_rllib.games.teams import TeamError  # noqa: PLC0415
+
+    game = None
+    try:
+        make = make_game_factory(env_id, kwargs, opening_plies=opening_plies, teams=teams, mode=mode, api=api)
+        try:
+            game = make()
+        except (UnsupportedSpace, ValueError, TypeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a missing optional dependency (ImportError, DependencyNotInstalled)
+            raise ConfigError(f"{key} = {env_id!r}: the env cannot be built here ({e.__class__.__name__}: "
+                              f"{_one_line(e)})") from e
+        obs = game.reset(seed=0)
+        if obs:
+            actions = {agent: _first_legal(game, o) for agent, o in obs.items()}
+            game.step(actions)
+    except ConfigError:
+        raise
+    except TeamError as e:  # env.teams / env.mode against the env's agents
+        raise ConfigError(str(e)) from e
+    except UnsupportedSpace as e:
+        raise ConfigError(f"{key} = {env_id!r}: {e}") from e
+    except ValueError as e:
+        if "opening plies" in str(e):
+            raise ConfigError(f"{plies_key} = {opening_plies}: {e}") from e
+        if str(e).startswith("env.api"):
+            raise ConfigError(_one_line(e)) from e
+        raise ConfigError(f"{key} = {env_id!r}: the env fails before training ({e.__class__.__name__}: "
+                          f"{_one_line(e)})" + (f" with env.kwargs = {kwargs!r}" if kwargs else "")) from e
+    except TypeError as e:
+        raise ConfigError(f"env.kwargs = {kwargs!r}: {env_id} refuses it ({e.__class__.__name__}: {_one_line(e)})") from e
+    except Exception as e:  # noqa: BLE001 - a foreign env can raise anything; one line before Ray, not a traceback after
+        raise ConfigError(f"{key} = {env_id!r}: the env fails on its first reset/step ({e.__class__.__name__}: "
+                          f"{_one_line(e)})") from e
+    finally:
+        close = getattr(getattr(game, "raw_env", None), "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - closing a probe env is best-effort
+                pass
+
+
+def _first_legal(game, obs):
+    if game.continuous:  # Box: the zero vector (the game clips it into the bounds)
+        return [0.0] * game.num_actions
+    legal = game.legal_actions(obs)
+    return int(legal[0]) if len(legal) else 0
+
+
+def _one_line(e: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_heldout_levels(paths: list, env_id: str) -> None:
@@ -446,7 +461,7 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_config", "check_env", "check_env_kwargs", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
+__all__ = ["check_config", "check_env", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
            "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]

@@ -5,7 +5,7 @@ A config section is a dataclass whose fields are written with `setting(default, 
 the help line and the constraints live in the field's metadata, so `--help-config` reads them
 (`field_help`) and `check_value` / `validate_fields` check every value the same way. Constraints:
 `min`, `max` (inclusive), `gt`, `lt` (exclusive), `choices`, `pair` (a `[low, high]` pair, each end in
-the range, low <= high), `path` (an existing file), and for the run config `embedded` / `derived`.
+the range, low <= high), `path` (an existing file), and for the run config `embedded` / `derived` / `required` (no default: the value must be given).
 The field's type says integer / number / string / bool / list / optional (`X | None`).
 
 Every problem is one line that names the key path, the value and what is allowed:

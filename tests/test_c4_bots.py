@@ -124,6 +124,6 @@ def test_run_config_accepts_connect_four_bots():
     with pytest.raises(ConfigError, match="unknown opponent.*'bot:lookahead'"):
         parse_config({"env": {"id": ENV_ID}, "evaluation": {"opponents": ["bot:rusher"]}})
     with pytest.raises(ConfigError, match="unknown opponent.*'bot:rusher'"):
-        parse_config({"evaluation": {"opponents": ["bot:tactical"]}})  # MazeRace has other bots
+        parse_config({"env": {"id": "MazeRace-v0"}, "evaluation": {"opponents": ["bot:tactical"]}})  # other bots
     with pytest.raises(ConfigError, match="did you mean 'bot:rusher'"):
-        parse_config({"self_play": {"opponent_mix": {"bot:rushr": 0.1}}})
+        parse_config({"env": {"id": "MazeRace-v0"}, "self_play": {"opponent_mix": {"bot:rushr": 0.1}}})

@@ -31,9 +31,23 @@ def test_shipped_configs_parse_and_round_trip(name):
 
 
 def test_defaults():
-    cfg = parse_config({})
-    assert cfg.env.id == "MazeRace-v0" and cfg.agent.algorithm == "PPO" and cfg.self_play.mode == "mirror"
+    cfg = parse_config({"env": {"id": "MazeRace-v0"}})
+    assert cfg.agent.algorithm == "PPO" and cfg.self_play.mode == "mirror"
     assert cfg.league.enabled is False and cfg.curriculum.strategy == "none"
+
+
+def test_env_id_is_required(tmp_path):
+    """No game by default: a config without env.id is one line naming what is allowed, before Ray."""
+    for raw in ({}, {"env": {"id": None}}, {"agent": {"lr": 1e-3}, "env": {"level_pool": 0}}):
+        msg = _err(raw)
+        assert msg.startswith("env.id: missing") and "'CaptureTheFlag-v0'" in msg and "'CartPole-v1'" in msg, msg
+    assert "env.id = ''" in _err({"env": {"id": ""}})
+    from spade_rllib.train import parse_args, resolve_config
+
+    no_env = tmp_path / "no_env.yaml"
+    no_env.write_text("agent:\n  lr: 1.0e-3\n")
+    with pytest.raises(ConfigError, match=r"^env\.id: missing"):
+        resolve_config(parse_args(["--config", str(no_env)]))
 
 
 @pytest.mark.parametrize(
@@ -86,7 +100,7 @@ def test_out_of_range(raw, expect):
 
 
 def test_fractional_gpus_allowed():
-    assert parse_config({"resources": {"num_gpus_per_learner": 0.25}}).resources.num_gpus_per_learner == 0.25
+    assert parse_config({"env": {"id": "MazeRace-v0"}, "resources": {"num_gpus_per_learner": 0.25}}).resources.num_gpus_per_learner == 0.25
 
 
 @pytest.mark.parametrize(
@@ -113,24 +127,25 @@ def test_env_ids_accepted():
 
 def test_missing_files(tmp_path):
     assert "env.level_file = 'nope.txt': file not found" in _err({"env": {"level_file": "nope.txt"}})
-    assert "evaluation.heldout_levels[0] = 'nope/': file not found" in _err({"evaluation": {"heldout_levels": ["nope/"]}})
+    assert "evaluation.heldout_levels[0] = 'nope/': file not found" in _err({"env": {"id": "MazeRace-v0"}, "evaluation": {"heldout_levels": ["nope/"]}})
     with pytest.raises(ConfigError, match=r"--config = '.*missing.yaml': file not found"):
         load_config(str(tmp_path / "missing.yaml"))
     level = tmp_path / "lvl.txt"
     level.write_text("#####\n#AFB#\n#####\n")
-    assert parse_config({"env": {"level_file": str(level)}}).env.level_file == str(level)
+    assert parse_config({"env": {"id": "MazeRace-v0", "level_file": str(level)}}).env.level_file == str(level)
     # A map without a flag used to pass here and fail inside Ray (issue 16): now refused up front.
     level.write_text("#####\n#A.B#\n#####\n")
-    assert "line 1, column 1" in _err({"env": {"level_file": str(level)}})
+    assert "line 1, column 1" in _err({"env": {"id": "MazeRace-v0", "level_file": str(level)}})
 
 
 def test_cross_field_rules():
     assert "only allowed with env.id 'MazeRace-v0'" in _err({"env": {"id": "CartPole-v1", "difficulty": 2}})
-    assert "needs 'mirror' or 'vs_random'" in _err({"self_play": {"mode": "none"}})
-    assert "metric and target must be given together" in _err({"training": {"stop": {"metric": "x"}}})
-    assert "unknown opponent" in _err({"evaluation": {"opponents": ["randm"]}})
+    maze = {"id": "MazeRace-v0"}
+    assert "needs 'mirror' or 'vs_random'" in _err({"env": maze, "self_play": {"mode": "none"}})
+    assert "metric and target must be given together" in _err({"env": maze, "training": {"stop": {"metric": "x"}}})
+    assert "unknown opponent" in _err({"env": maze, "evaluation": {"opponents": ["randm"]}})
     assert "scripted bots only exist" in _err({"env": {"id": "CartPole-v1"}, "evaluation": {"opponents": ["bot:rusher"]}})
-    assert "weights must sum to <= 1" in _err({"self_play": {"opponent_mix": {"random": 0.7, "mirror": 0.6}}})
+    assert "weights must sum to <= 1" in _err({"env": maze, "self_play": {"opponent_mix": {"random": 0.7, "mirror": 0.6}}})
 
 
 def test_overrides_are_yaml_parsed():

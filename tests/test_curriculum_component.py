@@ -18,7 +18,7 @@ MAZE_BUILDER = functools.partial(build_level, env_id="MazeRace-v0")
 
 def curriculum_config(section: dict):
     """The curriculum core's config of a run config's `curriculum:` section."""
-    return parse_config({"curriculum": section}).curriculum.to_core()
+    return parse_config({"env": {"id": "MazeRace-v0"}, "curriculum": section}).curriculum.to_core()
 
 envs = pytest.importorskip("spade_rllib.envs")
 plan = pytest.importorskip("spade_rllib.rllib.plan")
@@ -109,9 +109,9 @@ def test_component_state_round_trip_plr():
 
 def test_make_component_factory():
     info = EnvInfo("MazeRace-v0", "level", (("a_0", "a_1"), ("b_0", "b_1")), 6, 10, 0)
-    off = parse_config({})
+    off = parse_config({"env": {"id": "MazeRace-v0"}})
     assert make_component(off, info) is None
-    on = parse_config({"curriculum": {"enabled": True, "strategy": "uniform"}, "experiment": {"seed": 4}})
+    on = parse_config({"env": {"id": "MazeRace-v0"}, "curriculum": {"enabled": True, "strategy": "uniform"}, "experiment": {"seed": 4}})
     with pytest.raises(ValueError, match="level-driven env"):
         make_component(on, EnvInfo("CartPole-v1", "gymnasium", (("agent",),), 2, 4, 0))
     comp = make_component(on, info)

@@ -90,7 +90,7 @@ def test_config_section_carries_every_core_key():
 )
 def test_config_errors_name_the_key(section, expect):
     with pytest.raises(ConfigError) as info:
-        parse_config({"curriculum": section})
+        parse_config({"env": {"id": "MazeRace-v0"}, "curriculum": section})
     msg = str(info.value)
     assert expect in msg and "\n" not in msg, msg
 

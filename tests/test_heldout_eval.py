@@ -39,16 +39,16 @@ def expected_keys(levels=LEVELS) -> set:
 
 
 def test_config_keys(tmp_path, monkeypatch):
-    cfg = parse_config({"evaluation": {"heldout_levels": ["spade_rllib/levels/heldout"], "heldout_games": 3}})
+    cfg = parse_config({"env": {"id": MAZERACE_ID}, "evaluation": {"heldout_levels": ["spade_rllib/levels/heldout"], "heldout_games": 3}})
     assert cfg.evaluation.heldout_games == 3
     (path,) = cfg.evaluation.heldout_levels
     assert os.path.isabs(path) and Path(path) == HELDOUT_DIR  # absolute: Tune runs trials in the trial dir
     monkeypatch.chdir(tmp_path)
     assert parse_config(cfg.to_dict()).evaluation.heldout_levels == [path]
     with pytest.raises(ConfigError, match=r"evaluation.heldout_games = 0: out of range"):
-        parse_config({"evaluation": {"heldout_games": 0}})
+        parse_config({"env": {"id": MAZERACE_ID}, "evaluation": {"heldout_games": 0}})
     with pytest.raises(ConfigError, match=r"evaluation.heldout_levels\[0\] = 'nope.txt': file not found"):
-        parse_config({"evaluation": {"heldout_levels": ["nope.txt"]}})
+        parse_config({"env": {"id": MAZERACE_ID}, "evaluation": {"heldout_levels": ["nope.txt"]}})
     with pytest.raises(ConfigError, match="evaluation.heldout_levels: only allowed with env.id 'MazeRace-v0'"):
         parse_config({"env": {"id": "CartPole-v1"}, "evaluation": {"heldout_levels": [str(HELDOUT_DIR)]}})
 

@@ -19,6 +19,8 @@ from spade_rllib.rllib.components import DriverContext, EnvInfo
 from spade_rllib.rllib.plan import MIRROR, OpponentPlan
 from state_equality import assert_exactly_equal
 
+MAZE = {"env": {"id": "MazeRace-v0"}}
+
 C4 = "pettingzoo.classic:connect_four_v3"
 TABLE_COLUMNS = ["member", "rating", "games", "main_win_rate", "main_plan_p"]
 
@@ -47,10 +49,10 @@ def outcome(opponent, winner="A", main_team=0, **extra) -> dict:
 # config section (no Ray)
 # ------------------------------------------------------------------------------------------------
 def test_config_section_carries_every_core_field_with_core_defaults():
-    section = set(parse_config({}).to_dict()["league"]) - {"enabled"}  # the run config embeds the core
+    section = set(parse_config(MAZE).to_dict()["league"]) - {"enabled"}  # the run config embeds the core
     assert section == {f.name for f in dataclasses.fields(LeagueConfig)}
-    assert parse_config({}).league.to_core() == LeagueConfig()
-    cfg = parse_config({"league": {"enabled": True, "every_n_iterations": 3, "sampling": "uniform", "max_size": 7}})
+    assert parse_config(MAZE).league.to_core() == LeagueConfig()
+    cfg = parse_config({**MAZE, "league": {"enabled": True, "every_n_iterations": 3, "sampling": "uniform", "max_size": 7}})
     core = cfg.league.to_core()
     assert (core.every_n_iterations, core.sampling, core.max_size) == (3, "uniform", 7)
 
@@ -66,15 +68,15 @@ def test_config_section_carries_every_core_field_with_core_defaults():
 ])
 def test_config_section_errors_reuse_the_core_messages(raw, expect):
     with pytest.raises(ConfigError) as info:
-        parse_config(raw)
+        parse_config({**MAZE, **raw})
     assert expect in str(info.value)
     assert "\n" not in str(info.value)
 
 
 def test_make_component_is_none_when_disabled():
     info = EnvInfo("MazeRace-v0", "level", (("a0",), ("b0",)), 6, 10, 0)
-    assert make_component(parse_config({}), info) is None
-    comp = make_component(parse_config({"league": {"enabled": True}}), info)
+    assert make_component(parse_config(MAZE), info) is None
+    comp = make_component(parse_config({**MAZE, "league": {"enabled": True}}), info)
     assert isinstance(comp, LeagueComponent) and comp.name == "league"
 
 

@@ -83,7 +83,7 @@ def test_stop_metrics_a_run_reports_are_accepted(metric):
 
 
 def test_launch_checks(tmp_path):
-    cfg = parse_config({})  # defaults: no stop condition
+    cfg = parse_config({"env": {"id": "MazeRace-v0"}})  # defaults: no stop condition
     with pytest.raises(ConfigError, match="no stop condition"):
         preflight.check_launch(cfg, required={"CPU": 1})
     cfg = load_config(QUICKSTART)

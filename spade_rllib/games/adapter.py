@@ -11,7 +11,10 @@ live agents act each step) or a PettingZoo AEC env (connect four; one agent acts
 
 Observations come out as flat float32 vectors. When the env has an action mask (a Dict obs with
 `observation` + `action_mask`, like PettingZoo classic), the mask is appended as the last
-`num_actions` entries (see `SpadeModule`). Teams: `game.teams` is a tuple of agent tuples, index 0
+`num_actions` entries (see `SpadeModule`). Actions: `Discrete` (an int) or a float `Box` (a flat float
+vector of `num_actions` = the Box's size; `action_box` is that flat Box). The game clips a Box action
+to the space's bounds and reshapes it before the env sees it, so callers may pass an unclipped
+Gaussian sample. Teams: `game.teams` is a tuple of agent tuples, index 0
 = team A, resolved by `spade_rllib.games.teams.resolve_teams` from the config's `env.teams` /
 `env.mode`, else the env's `team_of`, else one team per agent; any number of agents and teams.
 Gymnasium envs have one team of one agent.
@@ -35,7 +38,8 @@ import gymnasium as gym
 import numpy as np
 
 from spade_rllib.games.catalog import make_env
-from spade_rllib.games.ids import LEVEL_KIND, env_kind, import_env_module
+from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, import_module, make_raw_env, resolve_env
+from spade_rllib.games.spaces import UnsupportedSpace, check_action_space, check_env_action_spaces
 from spade_rllib.games.teams import Teams, resolve_teams
 
 SINGLE_AGENT_ID = "agent_0"
@@ -83,9 +87,30 @@ def _flat_obs_space(space: gym.Space) -> tuple[int, int, Callable[[Any], np.ndar
     raise ValueError(f"observation space {space} is not supported (need Box, Discrete, or Dict with action_mask)")
 
 
+def action_codec(space: gym.Space) -> tuple[int, Optional[gym.spaces.Box], Callable[[Any], Any]]:
+    """(num_actions, flat float32 Box or None, to-env fn) for an action space: `Discrete` (the fn is
+    `int`, plus the space's `start`) or a float `Box` (the fn clips a flat vector to the bounds and
+    reshapes it to the space's shape and dtype). `UnsupportedSpace` (one line) for anything else."""
+    check_action_space(space)
+    if isinstance(space, gym.spaces.Discrete):
+        start = int(space.start)
+        return int(space.n), None, (int if not start else (lambda a: int(a) + start))
+    if isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating) and space.shape:
+        shape, dtype = space.shape, space.dtype
+        low = np.asarray(space.low, np.float32).reshape(-1)
+        high = np.asarray(space.high, np.float32).reshape(-1)
+        box = gym.spaces.Box(low, high, (low.size,), np.float32)
+
+        def to_env(a):
+            return np.clip(np.asarray(a, np.float32).reshape(-1), low, high).reshape(shape).astype(dtype, copy=False)
+
+        return int(low.size), box, to_env
+    raise UnsupportedSpace(f"action space {space} is not supported")  # check_action_space lets through only the two above
+
+
 class Game:
-    """Base: subclasses set `teams`, `obs_size`, `mask_size`, `num_actions`, `raw_env` (and `team_names`,
-    `cooperative`)."""
+    """Base: subclasses set `teams`, `obs_size`, `mask_size`, `num_actions`, `raw_env` (and
+    `action_box`, `_to_env` through `_set_action_space`; `team_names`, `cooperative`)."""
 
     teams: tuple[tuple[str, ...], ...]
     team_names: tuple[str, ...] = ()
@@ -95,6 +120,18 @@ class Game:
     num_actions: int
     raw_env: Any
     is_level_game: bool = False  # a level game of this package: takes level reset options
+    action_box: Optional[gym.spaces.Box] = None  # the flat float32 Box of a continuous game; None: Discrete
+    _to_env: Callable[[Any], Any] = staticmethod(int)
+
+    def _set_action_space(self, space: gym.Space) -> None:
+        self.num_actions, self.action_box, self._to_env = action_codec(space)
+        if self.action_box is not None and self.mask_size:
+            raise ValueError(f"an action mask needs a Discrete action space, got {space}")
+
+    @property
+    def continuous(self) -> bool:
+        """Box actions (a float vector per agent) rather than Discrete."""
+        return self.action_box is not None
 
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> dict:
         raise NotImplementedError
@@ -109,11 +146,22 @@ class Game:
     def observation_space(self) -> gym.spaces.Box:
         return gym.spaces.Box(-np.inf, np.inf, (self.obs_size,), np.float32)
 
-    def action_space(self) -> gym.spaces.Discrete:
-        return gym.spaces.Discrete(self.num_actions)
+    def action_space(self) -> gym.spaces.Space:
+        """Discrete(num_actions), or the flat float32 Box of a continuous game."""
+        return self.action_box if self.action_box is not None else gym.spaces.Discrete(self.num_actions)
+
+    def random_action(self, obs: np.ndarray, rng: np.random.Generator) -> Any:
+        """A uniformly random legal action (Box: uniform within finite bounds, standard normal where unbounded)."""
+        box = self.action_box
+        if box is None:
+            legal = self.legal_actions(obs)
+            return int(legal[rng.integers(len(legal))])
+        finite = np.isfinite(box.low) & np.isfinite(box.high)
+        low, high = np.where(finite, box.low, 0.0), np.where(finite, box.high, 0.0)
+        return np.where(finite, rng.uniform(low, high), rng.standard_normal(box.shape)).astype(np.float32)
 
     def legal_actions(self, obs: np.ndarray) -> np.ndarray:
-        """Indices of legal actions for an obs from this game."""
+        """Indices of legal actions for an obs from this game (Discrete games)."""
         if self.mask_size:
             return np.flatnonzero(obs[-self.mask_size :] > 0.5)
         return np.arange(self.num_actions)
@@ -121,20 +169,19 @@ class Game:
 
 class GymGame(Game):
     def __init__(self, env: gym.Env):
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            raise ValueError(f"only Discrete action spaces are supported, got {env.action_space}")
+        check_action_space(env.action_space)
         self.raw_env = env
         self.teams = ((SINGLE_AGENT_ID,),)
         feat, mask, self._flatten = _flat_obs_space(env.observation_space)
         self.obs_size, self.mask_size = feat + mask, mask
-        self.num_actions = int(env.action_space.n)
+        self._set_action_space(env.action_space)
 
     def reset(self, seed=None, options=None):
         obs, _ = self.raw_env.reset(seed=seed, options=options)
         return {SINGLE_AGENT_ID: self._flatten(obs)}
 
     def step(self, actions):
-        obs, r, term, trunc, info = self.raw_env.step(int(actions[SINGLE_AGENT_ID]))
+        obs, r, term, trunc, info = self.raw_env.step(self._to_env(actions[SINGLE_AGENT_ID]))
         o = self._flatten(obs)
         done = bool(term or trunc)
         return StepResult(
@@ -171,10 +218,8 @@ class ParallelGame(Game):
         space = env.observation_space(agents[0])
         feat, mask, self._flatten = _flat_obs_space(space)
         self.obs_size, self.mask_size = feat + mask, mask
-        act = env.action_space(agents[0])
-        if not isinstance(act, gym.spaces.Discrete):
-            raise ValueError(f"only Discrete action spaces are supported, got {act}")
-        self.num_actions = int(act.n)
+        check_env_action_spaces(env)
+        self._set_action_space(env.action_space(agents[0]))
         self._last_obs: dict = {}
 
     def reset(self, seed=None, options=None):
@@ -183,7 +228,7 @@ class ParallelGame(Game):
         return dict(self._last_obs)
 
     def step(self, actions):
-        obs, rew, term, trunc, infos = self.raw_env.step({a: int(x) for a, x in actions.items()})
+        obs, rew, term, trunc, infos = self.raw_env.step({a: self._to_env(x) for a, x in actions.items()})
         flat = {a: self._flatten(o) for a, o in obs.items()}
         self._last_obs.update(flat)
         live = [a for a in flat if not (term.get(a, False) or trunc.get(a, False))]
@@ -219,10 +264,8 @@ class AECGame(Game):
         self._ended: set = set()  # agents whose own episode already ended (stepped with None)
         feat, mask, self._flatten = _flat_obs_space(env.observation_space(agents[0]))
         self.obs_size, self.mask_size = feat + mask, mask
-        act = env.action_space(agents[0])
-        if not isinstance(act, gym.spaces.Discrete):
-            raise ValueError(f"only Discrete action spaces are supported, got {act}")
-        self.num_actions = int(act.n)
+        check_env_action_spaces(env)
+        self._set_action_space(env.action_space(agents[0]))
 
     def reset(self, seed=None, options=None):
         if seed is not None:
@@ -241,7 +284,7 @@ class AECGame(Game):
             legal = self.legal_actions(self._flatten(env.observe(env.agent_selection)))
             if not len(legal):
                 return False
-            env.step(int(legal[self._rng.integers(len(legal))]))
+            env.step(self._to_env(legal[self._rng.integers(len(legal))]))
             if not env.agents or any(env.terminations.values()) or any(env.truncations.values()):
                 return False
         return True
@@ -253,7 +296,7 @@ class AECGame(Game):
     def step(self, actions):
         env = self.raw_env
         (agent, action), = actions.items()
-        env.step(int(action))
+        env.step(self._to_env(action))
         rewards: dict = {}
         for a, r in env.rewards.items():
             if r:
@@ -284,21 +327,52 @@ class AECGame(Game):
 API_CHOICES = ("auto", "aec", "parallel")
 
 
-def _make_pettingzoo(env_id: str, kwargs: dict, opening_plies: int = 0, teams: Any = None, mode: str = "auto",
-                     api: str = "auto") -> Game:
-    mod = import_env_module(env_id)
-    if api == "parallel" or (api == "auto" and hasattr(mod, "parallel_env") and not hasattr(mod, "env")):
-        if not hasattr(mod, "parallel_env"):
+def _build_raw(env_id: str, kwargs: dict, api: str) -> Any:
+    """The raw env of `env_id`; `api` "parallel" / "aec" picks a PettingZoo module's `parallel_env()` /
+    `env()` (a ParallelEnv is wrapped turn by turn for "aec"), "auto" builds what the id names."""
+    if api == "auto":
+        return make_raw_env(env_id, kwargs)
+    entry = resolve_env(env_id)
+    if api == "parallel" and entry.api == "aec" and entry.ref.form == "module":
+        mod = import_module(entry.ref.module)
+        target = mod
+        if entry.ref.attr:
+            try:
+                target = getattr(mod, entry.ref.attr)
+            except AttributeError:
+                target = import_module(f"{entry.ref.module}.{entry.ref.attr}")
+        fn = getattr(target, "parallel_env", None)
+        if not callable(fn):
             raise ValueError(f"env.api = 'parallel': {env_id} has no parallel_env(); use env.api: aec")
-        env = mod.parallel_env(**kwargs)
-    else:
-        env = mod.env(**kwargs)
-    from pettingzoo.utils.env import ParallelEnv  # noqa: PLC0415
+        return fn(**kwargs)
+    env = entry.make(**kwargs)
+    built = env_api(env)
+    if api == "aec" and built == "parallel":
+        from pettingzoo.utils.conversions import parallel_to_aec  # noqa: PLC0415
 
-    if isinstance(env, ParallelEnv):
+        return parallel_to_aec(env)
+    if api == "parallel" and built != "parallel":
+        raise ValueError(f"env.api = 'parallel': {env_id} builds a {built} env, not a ParallelEnv; use env.api: auto")
+    return env
+
+
+def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0, teams: Any = None, mode: str = "auto",
+                  api: str = "auto") -> Game:
+    """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory),
+    by the API of the env it builds."""
+    env = _build_raw(env_id, kwargs, api)
+    built = env_api(env)
+    if built == "gymnasium":
+        if opening_plies:
+            raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a Gymnasium env")
+        return GymGame(env)
+    if built == "parallel":
         if opening_plies:
             raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a ParallelEnv")
         return ParallelGame(env, teams=teams, mode=mode)
+    if built != "aec":
+        raise ValueError(f"{env_id} built a {type(env).__name__}, which is neither a PettingZoo AEC/Parallel env "
+                         "nor a Gymnasium env")
     return AECGame(env, opening_plies, teams=teams, mode=mode)
 
 
@@ -307,7 +381,7 @@ def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies:
     """A zero-argument callable building one `Game` for this env id and constructor kwargs
     (`opening_plies`: random opening moves per episode, turn-based PettingZoo games only; `teams`,
     `mode`: the config's `env.teams` / `env.mode`, see `spade_rllib.games.teams`; `api`: a PettingZoo
-    module's "aec" `env()` or "parallel" `parallel_env()`, "auto" = `env()` when it has one)."""
+    module's "aec" `env()` or "parallel" `parallel_env()`, "auto" = what the id names)."""
     kwargs = dict(kwargs or {})
     kind = env_kind(env_id)
     if opening_plies and kind != "pettingzoo":
@@ -320,9 +394,7 @@ def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies:
             return ParallelGame(make_env(env_id, **kwargs), is_level_game=True, teams=teams, mode=mode)
 
         return make
-    if kind == "pettingzoo":
-        return lambda: _make_pettingzoo(env_id, kwargs, opening_plies, teams, mode, api)
-    return lambda: GymGame(gym.make(env_id, **kwargs))
+    return lambda: _make_foreign(env_id, kwargs, opening_plies, teams, mode, api)
 
 
 def game_factory_for(env_id: str, kwargs: Optional[dict], env_section: Optional[dict], opening_plies: int = 0

@@ -113,7 +113,8 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
         from spade_rllib.games import game as game_spec  # noqa: PLC0415
 
         window = tuple(game_spec(cfg.env.id).level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
-    info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window)
+    info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window,
+                   action_space=game.action_space())
     close = getattr(game.raw_env, "close", None)
     if close:
         close()
@@ -129,6 +130,8 @@ def model_config_for(cfg: RunConfig, info: EnvInfo) -> dict:
         out["cnn_channels"] = list(m.cnn_channels)
     if m.train_bf16:
         out["train_bf16"] = True
+    if info.action_space is not None and not hasattr(info.action_space, "n"):  # Box: a Gaussian head
+        out["log_std_init"] = float(m.log_std_init)
     if m.use_lstm:
         out.update(use_lstm=True, lstm_cell_size=m.lstm_cell_size, max_seq_len=m.max_seq_len,
                    lstm_use_prev_action=m.lstm_use_prev_action, lstm_use_prev_reward=m.lstm_use_prev_reward)
@@ -141,7 +144,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
     import gymnasium as gym  # noqa: PLC0415
 
     obs_space = gym.spaces.Box(-np.inf, np.inf, (info.obs_size,), np.float32)
-    act_space = gym.spaces.Discrete(info.num_actions)
+    act_space = info.action_space if info.action_space is not None else gym.spaces.Discrete(info.num_actions)
     learners = learner_module_ids(cfg)
     spec = MultiRLModuleSpec(
         rl_module_specs={

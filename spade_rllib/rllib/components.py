@@ -49,6 +49,7 @@ class EnvInfo:
     obs_size: int
     mask_size: int
     window_shape: Optional[tuple] = None  # level games only
+    action_space: Any = None  # the game's flat action space (Discrete, or a float32 Box); None: Discrete(num_actions)
 
 
 @dataclass

@@ -19,8 +19,16 @@ policy never picks an illegal move (neither when sampling nor with argmax).
   max_seq_len     training sequence length (the learner connector cuts sequences of this length)
   train_bf16      bool: `forward_train` (the learner) under torch.autocast bfloat16; outputs float32
   lstm_use_prev_action / lstm_use_prev_reward
-                  the LSTM also reads the one-hot previous action / the previous reward
-                  (batch columns `prev_actions` / `prev_rewards`; 0 at an episode's first step)
+                  the LSTM also reads the one-hot previous action (Box: the action vector) / the
+                  previous reward (batch columns `prev_actions` / `prev_rewards`; 0 at an episode's first step)
+  log_std_init    Box actions: the initial log standard deviation of the Gaussian (default 0.0)
+
+Action spaces: `Discrete(n)` gives n logits (`TorchCategorical`). A flat float `Box(d)` gives a
+diagonal Gaussian (`TorchDiagGaussian`): `action_dist_inputs` is [mean (d), log_std (d)], the mean
+from the policy head, the log-std one state-independent parameter vector (cleanrl's
+ppo_continuous_action, SB3's PPO default; RLlib's `free_log_std`). The module samples unbounded
+actions; the env adapter clips them to the Box when it sends them to the env, while the loss sees
+the unclipped sample (as cleanrl and SB3 do), so log-probs stay those of the Gaussian.
 
 A recurrent module takes `Columns.STATE_IN` and returns `Columns.STATE_OUT`: at inference the obs
 is (B, D) and the state (B, cell) per key; in training the obs is (B, T, D) (zero padded sequences)
@@ -37,6 +45,7 @@ from typing import Any, Dict
 
 import numpy as np
 
+import gymnasium as gym
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
@@ -100,7 +109,13 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         hidden = list(mc.get("hidden", [128, 128]))
         act = mc.get("activation", "tanh")
         self.vf_share_layers = bool(mc.get("vf_share_layers", False))
-        num_actions = int(self.action_space.n)
+        self.continuous = isinstance(self.action_space, gym.spaces.Box)
+        num_actions = int(np.prod(self.action_space.shape)) if self.continuous else int(self.action_space.n)
+        if self.continuous and self.mask_size:
+            raise ValueError("an action mask (mask_size > 0) needs a Discrete action space")
+        # Box: the Gaussian's log standard deviation, one state-independent parameter per action dim.
+        self.log_std = (nn.Parameter(torch.full((num_actions,), float(mc.get("log_std_init", 0.0))))
+                        if self.continuous else None)
 
         def trunk() -> tuple[nn.Module, int]:
             if mc.get("kind", "mlp") == "cnn":
@@ -150,7 +165,12 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
     def _lstm_inputs(self, feats, batch_or_prev: Dict[str, Any]):
         """Encoder features joined with the previous action (one-hot) / reward when configured."""
         parts = [feats]
-        if self.use_prev_action:
+        if self.use_prev_action and self.continuous:
+            prev = batch_or_prev.get(PREV_ACTIONS)
+            shape = (*feats.shape[:-1], self.num_actions)
+            parts.append(torch.zeros(shape, dtype=feats.dtype, device=feats.device) if prev is None
+                         else prev.to(feats.dtype).reshape(shape))
+        elif self.use_prev_action:
             prev = batch_or_prev.get(PREV_ACTIONS)
             prev = torch.zeros(feats.shape[:-1], dtype=torch.long, device=feats.device) if prev is None else prev.long()
             parts.append(nn.functional.one_hot(prev.clamp(min=0), self.num_actions).to(feats.dtype))
@@ -176,14 +196,16 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         else:
             h0, c0 = state["h"].float().unsqueeze(0), state["c"].float().unsqueeze(0)
         out, (h, c) = self.lstm(self._lstm_inputs(feats, prev), (h0, c0))
-        logits = self._mask(self.pi_head(out.reshape(b * t, -1)), flat).reshape(b, t, -1)
+        logits = self._mask(self.pi_head(out.reshape(b * t, -1)), flat)
+        logits = logits.reshape(b, t, -1)
         if not timed:
             logits, out = logits[:, 0], out[:, 0]
         return logits, out, {"h": h[0], "c": c[0]}
 
     def step(self, obs, state: Dict[str, Any], prev_actions=None, prev_rewards=None):
-        """One acting step of a recurrent module: (masked logits (B, A), new state) for (B, D) obs
-        and the state {"h", "c"} of (B, cell); previous actions / rewards (B,) when configured."""
+        """One acting step of a recurrent module: (masked logits (B, A) or Box [mean, log_std] (B, 2d),
+        new state) for (B, D) obs and the state {"h", "c"} of (B, cell); previous actions (B,) or
+        (B, d) / rewards (B,) when configured."""
         batch = {Columns.OBS: obs, Columns.STATE_IN: state,
                  PREV_ACTIONS: prev_actions, PREV_REWARDS: prev_rewards}
         logits, _, new_state = self._recurrent(batch)
@@ -191,7 +213,8 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
 
     # ---- pieces used by the env runner directly (no RLlib connectors on the hot path) ----
     def logits(self, obs):
-        """Masked action logits for a (B, obs_size) float tensor (feed-forward modules; recurrent: `step`)."""
+        """Masked action logits (Box: [mean, log_std]) for a (B, obs_size) float tensor (feed-forward
+        modules; recurrent: `step`)."""
         if self.use_lstm:
             raise TypeError("a recurrent SpadeModule (use_lstm) acts with step(obs, state), not logits(obs)")
         feats = obs[:, : self.feat_size] if self.mask_size else obs
@@ -227,6 +250,10 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         return act, [(m.weight.detach(), m.bias.detach()) for m in linears]
 
     def _mask(self, logits, obs):
+        """The action-distribution inputs from the policy head's output: masked logits (Discrete),
+        or [mean, log_std] (Box)."""
+        if self.continuous:
+            return torch.cat([logits, self.log_std.to(logits.dtype).expand_as(logits)], dim=-1)
         if not self.mask_size:
             return logits
         mask = obs[:, self.feat_size :]

@@ -55,15 +55,15 @@ ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengt
 class PackedEpisodes:
     obs: np.ndarray  # (steps + chunks, obs_size) float32
     is_boot: np.ndarray  # (steps + chunks,) bool
-    actions: np.ndarray  # (steps,) int64
+    actions: np.ndarray  # (steps,) int64; Box actions: (steps, d) float32, the unclipped samples
     rewards: np.ndarray  # (steps,) float32
     logp: np.ndarray  # (steps,) float32
-    logits: np.ndarray  # (steps, num_actions) float32
+    logits: np.ndarray  # (steps, num_actions) float32; Box actions: (steps, 2d) [mean, log_std]
     lengths: np.ndarray  # (chunks,) int64
     terminated: np.ndarray  # (chunks,) bool
     levels: np.ndarray  # (chunks,) str, curriculum level_id or ""
     states: np.ndarray = None  # (sequence starts, 2 * cell) float32 [h, c]; (0, 0) feed-forward
-    prev_actions: np.ndarray = None  # (steps + chunks,) int64; (0,) feed-forward
+    prev_actions: np.ndarray = None  # (steps + chunks,) int64 (Box: (steps + chunks, d) float32); (0,) feed-forward
     prev_rewards: np.ndarray = None  # (steps + chunks,) float32; (0,) feed-forward
     module_id: str = MAIN
 
@@ -94,11 +94,14 @@ class PackedEpisodes:
         return int(self.lengths.shape[0])
 
     @staticmethod
-    def build(chunks: list, obs_size: int, num_actions: int, module_id: str = MAIN) -> "PackedEpisodes":
+    def build(chunks: list, obs_size: int, num_actions: int, module_id: str = MAIN, action_size: int = 0) -> "PackedEpisodes":
         """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated[, level_id[, recurrent]])
-        tuples; `recurrent` is None or {"states", "prev_actions", "prev_rewards"} of the chunk (runner)."""
+        tuples; `recurrent` is None or {"states", "prev_actions", "prev_rewards"} of the chunk (runner).
+        `num_actions`: the width of a logits row; `action_size` d > 0: Box actions, float vectors of d."""
+        action_dtype = np.float32 if action_size else np.int64
         if not chunks:
-            return PackedEpisodes(np.zeros((0, obs_size), np.float32), np.zeros(0, bool), np.zeros(0, np.int64),
+            return PackedEpisodes(np.zeros((0, obs_size), np.float32), np.zeros(0, bool),
+                                  np.zeros((0, action_size) if action_size else 0, action_dtype),
                                   np.zeros(0, np.float32), np.zeros(0, np.float32), np.zeros((0, num_actions), np.float32),
                                   np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, str), module_id=module_id)
         all_obs: list = []
@@ -128,7 +131,7 @@ class PackedEpisodes:
         return PackedEpisodes(
             obs=np.stack(all_obs).astype(np.float32, copy=False),
             is_boot=np.asarray(boot, bool),
-            actions=np.asarray(actions, np.int64),
+            actions=np.asarray(actions, action_dtype),
             rewards=np.asarray(rewards, np.float32),
             logp=np.asarray(logp, np.float32),
             logits=np.stack(logits).astype(np.float32, copy=False),
@@ -163,7 +166,10 @@ class PackedEpisodes:
         if not chunks:
             return None
         o = chunks[0][0][0]
-        return PackedEpisodes.build(chunks, int(np.prod(np.shape(o))), int(np.shape(chunks[0][4][0])[0]), module_id)
+        a = np.asarray(chunks[0][1][0])
+        action_size = int(a.size) if np.issubdtype(a.dtype, np.floating) else 0
+        return PackedEpisodes.build(chunks, int(np.prod(np.shape(o))), int(np.shape(chunks[0][4][0])[0]), module_id,
+                                    action_size=action_size)
 
 
 def gae(values: np.ndarray, pack: PackedEpisodes, gamma: float, lambda_: float) -> tuple[np.ndarray, np.ndarray]:

@@ -112,7 +112,8 @@ def check_resume(cfg, checkpoint: str, info=None) -> None:
         except CheckpointError as e:
             raise ConfigError(f"--resume: {e}") from e
         obs = int(np.prod(module.observation_space.shape or ()))
-        n = int(getattr(module.action_space, "n", -1))
+        space = module.action_space
+        n = int(space.n) if hasattr(space, "n") else int(np.prod(getattr(space, "shape", None) or (-1,)))  # Box: its size
         if module_id in learners and (obs, n) != (info.obs_size, info.num_actions):
             raise ConfigError(f"--resume: module {module_id!r} of {ckpt.path} observes {obs} values with {n} actions; "
                               f"{cfg.env.id} with this config gives {info.obs_size} and {info.num_actions} "

@@ -109,6 +109,24 @@ def sample_actions(logits: np.ndarray, rng: np.random.Generator, greedy: bool = 
     return actions, logits[np.arange(len(actions)), actions] - lse
 
 
+LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def sample_gaussian(dist_inputs: np.ndarray, rng: np.random.Generator, greedy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(actions (B, d) float32, log-probabilities (B,)) for rows of diagonal-Gaussian inputs [mean (d), log_std (d)]:
+    the mean, or mean + std * N(0, 1) drawn with `rng`. The actions are NOT clipped: the game clips what it sends
+    to the env, the loss sees the sample itself (its log-prob is the Gaussian's, as in cleanrl / SB3)."""
+    d = dist_inputs.shape[1] // 2
+    mean, log_std = dist_inputs[:, :d], dist_inputs[:, d:]
+    if greedy:
+        noise = np.zeros_like(mean)
+    else:
+        noise = rng.standard_normal(mean.shape, dtype=np.float32)
+    actions = (mean + np.exp(log_std) * noise).astype(np.float32, copy=False)
+    logp = -(0.5 * noise * noise + log_std + LOG_SQRT_2PI).sum(axis=1)
+    return actions, logp.astype(np.float32, copy=False)
+
+
 class _Traj:
     """The learner's pending transitions for one agent in one lane (recurrent learners also keep the
     state each step acted from and that step's previous action / reward)."""
@@ -227,6 +245,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         g0 = self.games[0]
         self._obs_space = g0.observation_space()
         self._act_space = g0.action_space()
+        self._continuous = bool(g0.continuous)  # Box actions: float vectors, a Gaussian head
         self.lanes = _Lanes(self.games, record=True)
         self._seeded = False
         self._level_pool = self._make_level_pool(self.spec.level_pool, g0)
@@ -333,7 +352,10 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             by_module: dict[str, list] = {}
             for module_id, chunk in episodes:
                 by_module.setdefault(module_id, []).append(chunk)
-            episodes = [PackedEpisodes.build(chunks, self._obs_space.shape[0], self._act_space.n, module_id=module_id)
+            dist_size, action_size = ((2 * self._act_space.shape[0], self._act_space.shape[0]) if self._continuous
+                                      else (self._act_space.n, 0))
+            episodes = [PackedEpisodes.build(chunks, self._obs_space.shape[0], dist_size, module_id=module_id,
+                                             action_size=action_size)
                         for module_id, chunks in by_module.items()]
         self._log_sample_metrics(steps, done_eps, episodes)
         return episodes
@@ -487,7 +509,11 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         cell = module.cell_size
         zeros = np.zeros(2 * cell, np.float32)
         state = np.stack([lanes.state[i].get(agent, zeros) for i, agent in members])
-        prev_a = np.fromiter((lanes.prev_action[i].get(agent, 0) for i, agent in members), np.int64, len(members))
+        if self._continuous:
+            no_action = np.zeros(self._act_space.shape, np.float32)
+            prev_a = np.stack([lanes.prev_action[i].get(agent, no_action) for i, agent in members]).astype(np.float32, copy=False)
+        else:
+            prev_a = np.fromiter((lanes.prev_action[i].get(agent, 0) for i, agent in members), np.int64, len(members))
         prev_r = np.fromiter((lanes.prev_reward[i].get(agent, 0.0) for i, agent in members), np.float32, len(members))
         st = torch.from_numpy(state)
         with torch.no_grad():
@@ -501,12 +527,13 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
 
     def _sample_actions(self, logits: np.ndarray, greedy: bool) -> tuple[np.ndarray, np.ndarray]:
         """Actions and log-probabilities for the rows of every network of a step, in one call: numpy's
-        per-call overhead, not the arithmetic, is what costs at these sizes."""
+        per-call overhead, not the arithmetic, is what costs at these sizes (Box: Gaussian samples, unclipped)."""
+        if self._continuous:
+            return sample_gaussian(logits, self._rng, greedy)
         return sample_actions(logits, self._rng, greedy)
 
-    def _random_action(self, game: Game, obs: np.ndarray) -> int:
-        legal = game.legal_actions(obs)
-        return int(legal[self._rng.integers(len(legal))])
+    def _random_action(self, game: Game, obs: np.ndarray):
+        return game.random_action(obs, self._rng)
 
     def _bot(self, name: str):
         bot = self._bots.get(name)
@@ -563,13 +590,14 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             for who, members, obs, logits in network:
                 rec = recurrent.get(who)
                 for j, (i, agent) in enumerate(members):
-                    a = int(acts[row])
+                    a = acts[row] if self._continuous else int(acts[row])
                     actions[i][agent] = a
                     if rec is not None:
                         lanes.prev_action[i][agent] = a
                     if lanes.record and who == lanes.learner[i]:
                         learner_out[(i, agent)] = (obs[j], a, float(logp[row]), logits[j],
-                                                   None if rec is None else (rec[0][j], int(rec[1][j]), float(rec[2][j])))
+                                                   None if rec is None else (rec[0][j], rec[1][j] if self._continuous else int(rec[1][j]),
+                                                                                 float(rec[2][j])))
                     row += 1
         # 2) record the learners' decisions, step every lane
         env_steps = finished = 0
@@ -712,7 +740,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             state_out = [{"h": x[:cell], "c": x[cell:]} for x in [tr.states[0]] + outs]
             extra = {"action_logp": [0.0] + list(tr.logp), "action_dist_inputs": [np.zeros_like(tr.logits[0])] + list(tr.logits),
                      "state_out": state_out}
-            obs, actions, rewards, lookback = [tr.obs[0]] + list(tr.obs), [0] + list(tr.actions), [0.0] + list(tr.rewards), 1
+            dummy = np.zeros_like(tr.actions[0]) if self._continuous else 0
+            obs, actions, rewards, lookback = [tr.obs[0]] + list(tr.obs), [dummy] + list(tr.actions), [0.0] + list(tr.rewards), 1
         eps = SingleAgentEpisode(
             observations=obs,
             actions=actions,
@@ -740,7 +769,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         n = len(tr.actions)
         states = [tr.states[k] if k < n else tr.boot_state for k in range(0, n + 1, seq)]
         return {"states": np.stack(states).astype(np.float32, copy=False),
-                "prev_actions": np.asarray(tr.prev_actions + [tr.actions[-1]], np.int64),
+                "prev_actions": np.asarray(tr.prev_actions + [tr.actions[-1]], np.float32 if self._continuous else np.int64),
                 "prev_rewards": np.asarray(tr.prev_rewards + [tr.rewards[-1]], np.float32)}
 
     def _emit_cut(self, lanes: _Lanes, i: int, agent: str, tr: _Traj, episodes: list) -> None:
