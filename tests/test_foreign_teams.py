@@ -71,12 +71,13 @@ class DyingParallel(ParallelEnv):
 def _install(monkeypatch, join: bool = True):
     from pettingzoo.utils.conversions import parallel_to_aec
 
-    mod = types.ModuleType("dying_pz")
+    name = "dying_pz_join" if join else "dying_pz"  # one module per variant: env ids resolve once (cached)
+    mod = types.ModuleType(name)
     env_mod = types.SimpleNamespace(parallel_env=lambda **kw: DyingParallel(join=join),
                                     env=lambda **kw: parallel_to_aec(DyingParallel(join=join)))
     mod.dying_v0 = env_mod
-    monkeypatch.setitem(sys.modules, "dying_pz", mod)
-    return "dying_pz:dying_v0"
+    monkeypatch.setitem(sys.modules, name, mod)
+    return f"{name}:dying_v0"
 
 
 def _runner(env: dict, **sections):
