@@ -1,7 +1,7 @@
 """The one game-loop API: every supported env behind one small turn-based interface.
 
-Used by the vectorized env runner, preflight (one episode before Ray starts) and the curriculum
-wrapper; the match engine and `play` drive the catalog's envs directly through their `GameSpec`.
+Used by the vectorized env runner, preflight (a reset and a step before Ray starts), the curriculum
+wrapper, the match engine (evaluation, replays) and `play`.
 
 `Game` wraps one env copy: a Gymnasium env (one agent), a PettingZoo `ParallelEnv` (the level games MazeRace and CaptureTheFlag; all
 live agents act each step) or a PettingZoo AEC env (connect four; one agent acts per step).
@@ -356,24 +356,31 @@ def _build_raw(env_id: str, kwargs: dict, api: str) -> Any:
     return env
 
 
-def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0, teams: Any = None, mode: str = "auto",
-                  api: str = "auto") -> Game:
-    """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory),
-    by the API of the env it builds."""
-    env = _build_raw(env_id, kwargs, api)
-    built = env_api(env)
-    if built == "gymnasium":
+def wrap_env(env: Any, is_level_game: bool = False, opening_plies: int = 0, env_id: str = "the env", *,
+             teams: Any = None, mode: str = "auto") -> Game:
+    """The `Game` over a built env, by its API (Gymnasium, PettingZoo Parallel or AEC); `teams`, `mode`:
+    the config's `env.teams` / `env.mode` (`spade_rllib.games.teams`)."""
+    if is_level_game:
+        return ParallelGame(env, is_level_game=True, teams=teams, mode=mode)
+    api = env_api(env)
+    if api == "gymnasium":
         if opening_plies:
             raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a Gymnasium env")
         return GymGame(env)
-    if built == "parallel":
+    if api == "parallel":
         if opening_plies:
             raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a ParallelEnv")
         return ParallelGame(env, teams=teams, mode=mode)
-    if built != "aec":
+    if api != "aec":
         raise ValueError(f"{env_id} built a {type(env).__name__}, which is neither a PettingZoo AEC/Parallel env "
                          "nor a Gymnasium env")
     return AECGame(env, opening_plies, teams=teams, mode=mode)
+
+
+def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0, teams: Any = None, mode: str = "auto",
+                  api: str = "auto") -> Game:
+    """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory)."""
+    return wrap_env(_build_raw(env_id, kwargs, api), opening_plies=opening_plies, env_id=env_id, teams=teams, mode=mode)
 
 
 def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies: int = 0, *, teams: Any = None,
