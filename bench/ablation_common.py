@@ -1,30 +1,29 @@
-"""Shared pieces of the curriculum and league ablation benches: one training run under a budget,
-and the evaluations of a final main (held-out ladder scores, navigation solve rate, head-to-head
-games), plus the seed statistics. Imported by `bench/curriculum_ablation.py` and
-`bench/league_ablation.py`; not a bench itself.
+"""Shared pieces of the ablation benches (curriculum, league, memory, flagship): their command line,
+the small run config every setup starts from, one training run under a budget, the evaluations of a
+final main (held-out ladder scores, navigation solve rate, head-to-head games, exploitability, a round
+robin with Bradley-Terry ratings), and the seed statistics. Not a bench itself.
 
 Every evaluation plays main's final weights in this process through a `SpadeEnvRunner` built from
 the run's own algorithm config, so it sees exactly the observations training saw.
 """
 from __future__ import annotations
 
+import argparse
+import itertools
 import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from spade_rllib.curriculum.heldout_levels import heldout_reset_options  # noqa: E402
-from spade_rllib.games import bot_names, heldout_dir  # noqa: E402
-from spade_rllib.outcome import MAIN  # noqa: E402
-from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
-from spade_rllib.sweeps.sweep_spec import deep_merge  # noqa: E402
+from bench.common import ROOT, local_ray  # noqa: F401 - re-exported for the ablation benches
+from spade_rllib.curriculum.heldout_levels import heldout_reset_options
+from spade_rllib.games import bot_names, heldout_dir
+from spade_rllib.outcome import MAIN
+from spade_rllib.sweeps.stats import seed_interval
+from spade_rllib.sweeps.sweep_spec import deep_merge
 
 DEFAULT_ENV_ID = "CaptureTheFlag-v0"
 CONFIDENCE = 0.95
@@ -44,6 +43,16 @@ def base_config(env_id: str, seed: int) -> dict:
         "training": {"num_env_runners": 0, "num_envs_per_runner": 64},
         "evaluation": {"interval": 0},
     }
+
+
+def setup_raw(env_id: str, seed: int, overrides: Sequence[str], *parts: Mapping) -> dict:
+    """`base_config` with each of `parts` merged in, in order, then the `--set` overrides."""
+    from spade_rllib.config import apply_overrides
+
+    raw = base_config(env_id, seed)
+    for part in parts:
+        raw = deep_merge(raw, part)
+    return apply_overrides(raw, overrides)
 
 
 def ladder_of(env_id: str) -> dict[str, str]:
@@ -160,6 +169,48 @@ def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapp
     return [float(r.learner_score) for r in records if r.learner_score is not None]
 
 
+def ladder_and_navigation(run: dict, env_id: str, games: int, seed: int, greedy: bool) -> None:
+    """Put main's held-out `ladder` scores and its `navigation` solve rate into `run` (from `train`)."""
+    run["ladder"] = ladder_scores(run["algo_config"], run["weights"], env_id, games, greedy)
+    run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], env_id, games, seed, greedy)
+
+
+def exploitability(target_weights: Mapping[str, Any], exploiter_raw: dict, env_id: str, seed: int, minutes: float,
+                   env_steps: Optional[int], games: int, greedy: bool = False) -> tuple[float, float]:
+    """(score of a fresh learner, configured by `exploiter_raw`, trained `minutes` with every game against
+    the frozen `target_weights`, then played against them on the held-out maps; its training games
+    against the target in its last iteration, the proof that it trained against it)."""
+    from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
+
+    def install(algo):
+        algo.components.append(FrozenOpponentComponent(target_weights, member="target", seed=seed))
+        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
+
+    exploiter = train(exploiter_raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install,
+                      keep=["train/target/games"])
+    scores = head_to_head(exploiter["algo_config"], exploiter["weights"], target_weights, env_id, games, greedy)
+    return (float(np.mean(scores)) if scores else math.nan), exploiter["history"]["train/target/games"][-1]
+
+
+def round_robin(mains: Sequence[tuple[str, dict]], env_id: str, games: int, greedy: bool = False) -> dict:
+    """Every pair of final mains on the held-out maps; Bradley-Terry Elo with bootstrap intervals:
+    {main: {elo, low, high}} plus "_games", the number of games."""
+    from spade_rllib.ratings import bootstrap_bradley_terry_elo
+
+    a, b, score = [], [], []
+    for i, j in itertools.combinations(range(len(mains)), 2):
+        ri, rj = mains[i][1], mains[j][1]
+        for s in head_to_head(ri["algo_config"], ri["weights"], rj["weights"], env_id, games, greedy):
+            a.append(i)
+            b.append(j)
+            score.append(s)
+    if not score:
+        return {}
+    fit = bootstrap_bradley_terry_elo(len(mains), a, b, score, n_bootstrap=200, seed=0)
+    return {name: {"elo": round(float(fit.rating[k]), 1), "low": round(float(fit.lower[k]), 1),
+                   "high": round(float(fit.upper[k]), 1)} for k, (name, _) in enumerate(mains)} | {"_games": len(score)}
+
+
 def over_seeds(values: Sequence[float]) -> dict[str, Any]:
     """Mean and two-sided 95% Student-t interval over seeds (`sweeps.stats.seed_interval`), the IQM with
     its bootstrap interval, and the values."""
@@ -203,9 +254,78 @@ def plot_curves(curves: Mapping[str, Sequence[Sequence[float]]], ylabel: str, pa
     return path
 
 
-def parse_sets(items: Sequence[str]) -> list[str]:
-    """`--set KEY=VALUE` items, checked for the `=`."""
-    for item in items:
+def ladder_navigation_summary(runs: Sequence[dict], ladder: Sequence[str]) -> dict:
+    """Per setup: the `over_seeds` statistics of each ladder score and of navigation, iterations, env steps."""
+    return {"ladder": {bot: over_seeds([r["ladder"][bot] for r in runs]) for bot in ladder},
+            "navigation": over_seeds([r["navigation"] for r in runs]),
+            "iterations": [r["iterations"] for r in runs], "env_steps": [r["env_steps"] for r in runs]}
+
+
+def fmt_interval(stat: Mapping[str, Any]) -> str:
+    """'0.512 [0.401, 0.623]' (mean [low, high]); 'n/a' without a mean."""
+    if stat["mean"] is None:
+        return "n/a"
+    return f"{stat['mean']:.3f}" + ("" if stat["low"] is None else f" [{stat['low']:.3f}, {stat['high']:.3f}]")
+
+
+def ablation_parser(doc: str, *, kind: str, names: Sequence[str], seeds: int, minutes: float, games: int,
+                    games_help: str, out_dir: str, out_help: str, default_names: Optional[Sequence[str]] = None,
+                    exploit_minutes: Optional[float] = None, env_id: bool = True, greedy: bool = True,
+                    env_steps_help: str = "also stop each run at this many env steps") -> argparse.ArgumentParser:
+    """The command line every ablation bench shares: --seeds, --minutes, [--exploit-minutes], [--env-id],
+    --<kind> (a comma-separated subset of `names`), --games, [--greedy], --env-steps, --set, --out-dir, --cpus."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    one = kind.rstrip("s")
+    ap.add_argument("--seeds", type=int, default=seeds, help=f"seeds per {one} (0, 1, ..., N-1)")
+    ap.add_argument("--minutes", type=float, default=minutes, help=f"training budget per {one} and seed (wall clock)")
+    if exploit_minutes is not None:
+        ap.add_argument("--exploit-minutes", type=float, default=exploit_minutes,
+                        help="training budget of each fresh exploiter")
+    if env_id:
+        ap.add_argument("--env-id", default=DEFAULT_ENV_ID, help="MazeRace-v0 or CaptureTheFlag-v0")
+    ap.add_argument(f"--{kind}", default=",".join(default_names or names), help=f"comma-separated subset of {','.join(names)}")
+    ap.add_argument("--games", type=int, default=games, help=games_help)
+    if greedy:
+        ap.add_argument("--greedy", action="store_true", help="evaluate by argmax instead of sampled actions (the default)")
+    ap.add_argument("--env-steps", type=int, default=None, help=env_steps_help)
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for every run (repeatable), e.g. agent.model.hidden=[64,64]")
+    ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / out_dir, help=out_help)
+    ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
+    return ap
+
+
+def parse_ablation_args(ap: argparse.ArgumentParser, argv: Optional[Sequence[str]], kind: str,
+                        names: Sequence[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
+    """(args, the chosen setups or arms, the `--set` overrides); one argparse error for a bad choice or count."""
+    args = ap.parse_args(argv)
+    chosen = [s.strip() for s in getattr(args, kind).split(",") if s.strip()]
+    bad = [s for s in chosen if s not in names]
+    exploit = getattr(args, "exploit_minutes", 1.0)
+    if bad or not chosen or args.seeds < 1 or args.minutes <= 0 or exploit <= 0 or args.games < 1:
+        ap.error(f"--{kind} takes {', '.join(names)} (got {bad or chosen}); --seeds >= 1; minutes > 0; --games >= 1")
+    for item in args.overrides:
         if "=" not in item:
-            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
-    return list(items)
+            ap.error(f"--set {item!r}: expected KEY=VALUE")
+    return args, chosen, list(args.overrides)
+
+
+def ladder_runs(args: argparse.Namespace, setups: Sequence[str], make_config: Callable[[str, str, int], dict],
+                keep: Sequence[str] = ()) -> dict[str, list[dict]]:
+    """setup -> one `train` result per seed, each with main's `ladder` and `navigation` (`ladder_and_navigation`),
+    all in one local Ray; `make_config(env_id, setup, seed)` is the run's raw config."""
+    runs: dict[str, list[dict]] = {s: [] for s in setups}
+    with local_ray(args.cpus, quiet=True):
+        for seed, setup in each_run(setups, args.seeds):
+            run = train(make_config(args.env_id, setup, seed), args.minutes, args.env_steps, f"{setup} seed {seed}",
+                        keep=keep)
+            ladder_and_navigation(run, args.env_id, args.games, seed, args.greedy)
+            runs[setup].append(run)
+    return runs
+
+
+def each_run(names: Sequence[str], seeds: int) -> Iterator[tuple[int, str]]:
+    """(seed, setup) pairs, seeds outermost: a bench cut short still compares every setup."""
+    for seed in range(seeds):
+        for name in names:
+            yield seed, name

@@ -30,26 +30,22 @@ interval lies above both uniform's and fixed_hardest's on the strongest bot or o
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ablation_common import (  # noqa: E402
-    DEFAULT_ENV_ID,
-    base_config,
-    deep_merge,
+from bench.ablation_common import (  # noqa: E402
+    ablation_parser,
+    fmt_interval,
+    ladder_navigation_summary,
     ladder_of,
-    ladder_scores,
-    navigation_solve_rate,
-    over_seeds,
-    parse_sets,
+    ladder_runs,
+    parse_ablation_args,
     plot_curves,
     separated,
-    train,
+    setup_raw,
 )
 
 SETUPS: dict[str, dict] = {
@@ -70,11 +66,8 @@ CURVES = {"curriculum/difficulty": "difficulty", "curriculum/size_mean": "level 
 
 
 def setup_config(env_id: str, setup: str, seed: int, overrides: list[str]) -> dict:
-    from spade_rllib.config import apply_overrides
-
-    raw = deep_merge(base_config(env_id, seed), {"curriculum": {"enabled": True, **SETUPS[setup]},
-                                                  "self_play": {"opponent_mix": dict(OPPONENT_MIX)}})
-    return apply_overrides(raw, overrides)
+    return setup_raw(env_id, seed, overrides, {"curriculum": {"enabled": True, **SETUPS[setup]},
+                                               "self_play": {"opponent_mix": dict(OPPONENT_MIX)}})
 
 
 def claim(setups: dict, ladder: list[str]) -> dict:
@@ -91,51 +84,15 @@ def claim(setups: dict, ladder: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=3, help="seeds per setup (0, 1, ..., N-1)")
-    ap.add_argument("--minutes", type=float, default=3.0, help="training budget per setup and seed (wall clock)")
-    ap.add_argument("--env-id", default=DEFAULT_ENV_ID, help="MazeRace-v0 or CaptureTheFlag-v0")
-    ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated subset of {','.join(SETUPS)}")
-    ap.add_argument("--games", type=int, default=5, help="held-out games per map, seat and opponent")
-    ap.add_argument("--greedy", action="store_true", help="evaluate by argmax instead of sampled actions (the default)")
-    ap.add_argument("--env-steps", type=int, default=None, help="also stop each run at this many env steps")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="config override for every run (repeatable), e.g. agent.model.hidden=[64,64]")
-    ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / "curriculum", help="PNG and JSON go here")
-    ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
-    args = ap.parse_args(argv)
-    setups = [s.strip() for s in args.setups.split(",") if s.strip()]
-    bad = [s for s in setups if s not in SETUPS]
-    if bad or not setups or args.seeds < 1 or args.minutes <= 0 or args.games < 1:
-        ap.error(f"--setups takes {', '.join(SETUPS)} (got {bad or setups}); --seeds >= 1; --minutes > 0; --games >= 1")
-    overrides = parse_sets(args.overrides)
-
-    import ray
-
-    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ap = ablation_parser(__doc__, kind="setups", names=list(SETUPS), seeds=3, minutes=3.0, games=5,
+                         games_help="held-out games per map, seat and opponent", out_dir="curriculum",
+                         out_help="PNG and JSON go here")
+    args, setups, overrides = parse_ablation_args(ap, argv, "setups", list(SETUPS))
     ladder = list(ladder_of(args.env_id))
-    runs: dict[str, list[dict]] = {s: [] for s in setups}
-    try:
-        for seed in range(args.seeds):  # seeds outermost: a cut-short bench still compares every setup
-            for setup in setups:
-                run = train(setup_config(args.env_id, setup, seed, overrides), args.minutes, args.env_steps,
-                            f"{setup} seed {seed}", keep=list(CURVES))
-                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy)
-                run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], args.env_id, args.games,
-                                                          seed, args.greedy)
-                runs[setup].append(run)
-    finally:
-        ray.shutdown()
+    runs = ladder_runs(args, setups, lambda env_id, setup, seed: setup_config(env_id, setup, seed, overrides),
+                       keep=list(CURVES))
 
-    summary: dict = {}
-    for setup, rs in runs.items():
-        summary[setup] = {
-            "ladder": {bot: over_seeds([r["ladder"][bot] for r in rs]) for bot in ladder},
-            "navigation": over_seeds([r["navigation"] for r in rs]),
-            "iterations": [r["iterations"] for r in rs],
-            "env_steps": [r["env_steps"] for r in rs],
-        }
+    summary = {setup: ladder_navigation_summary(rs, ladder) for setup, rs in runs.items()}
     pngs = []
     for key, label in CURVES.items():
         curves = {s: [r["history"][key] for r in rs] for s, rs in runs.items()}
@@ -151,11 +108,8 @@ def main(argv=None) -> int:
           f"held-out maps x {args.games} games per seat; mean [95% t-interval] over seeds")
     head = ["setup", *(f"vs {b}" for b in ladder), "navigation", "iterations"]
     print(" | ".join(head))
-
-    def fmt(s):
-        return "n/a" if s["mean"] is None else (f"{s['mean']:.3f}" + ("" if s["low"] is None else f" [{s['low']:.3f}, {s['high']:.3f}]"))
     for setup, s in summary.items():
-        print(" | ".join([setup, *(fmt(s["ladder"][b]) for b in ladder), fmt(s["navigation"]),
+        print(" | ".join([setup, *(fmt_interval(s["ladder"][b]) for b in ladder), fmt_interval(s["navigation"]),
                           ",".join(map(str, s["iterations"]))]))
     out = {"bench": "curriculum_ablation", "env_id": args.env_id, "seeds": args.seeds, "minutes": args.minutes,
            "games": args.games, "ladder": ladder, "setups": summary, "claim": claim(summary, ladder), "png": pngs}

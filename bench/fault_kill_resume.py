@@ -7,7 +7,7 @@
    `--checkpoints` checkpoints exist, so the next checkpoint may be half written.
 2. `train.find_checkpoint` must pick a whole checkpoint (a half-written one is skipped).
 3. Restores it into a fresh `SpadePPO` (as `train --resume` does) and compares, bit for bit
-   (`tests/state_equality.assert_exactly_equal`), the driver components' state (league members and
+   (`spade_rllib.testing.assert_exactly_equal`), the driver components' state (league members and
    their weights, ratings, payoff, matchmaking plan and RNG; curriculum state) and main's weights
    with what the checkpoint files hold. Two restores must also give the same state (the next
    matchmaking decisions are a pure function of it).
@@ -34,26 +34,18 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
+from bench.common import league_curriculum_config  # noqa: E402
 
 LSTM_MODEL = {"use_lstm": True, "lstm_cell_size": 32, "max_seq_len": 16}
 
 
 def small_config(storage: Path, lstm: bool = False) -> dict:
-    raw = yaml.safe_load((ROOT / "tune_configs" / "league.yaml").read_text())
-    cur = yaml.safe_load((ROOT / "tune_configs" / "curriculum.yaml").read_text())["curriculum"]
-    cur["threshold"].update({"window": 20, "min_episodes": 20})
-    raw["curriculum"] = cur
-    raw["env"].pop("difficulty", None)
-    raw["experiment"] = {"name": "killed", "seed": 3, "storage_path": str(storage)}
-    raw["agent"].update({"epochs": 1, "minibatch_size": 512, "train_batch_size": 1024,
-                         "model": {"kind": "mlp", "hidden": [32], "activation": "tanh", **(LSTM_MODEL if lstm else {})}})
-    raw["league"].update({"every_n_iterations": 1, "min_iterations_between": 1, "max_size": 4})
-    raw["training"] = {"stop": {"iterations": 500, "time_s": 900}, "num_env_runners": 0, "num_envs_per_runner": 16,
-                       "checkpoint_every": 1, "checkpoint_keep": 100}
-    raw["evaluation"] = {"interval": 0}
-    return raw
+    return league_curriculum_config(
+        "killed", 3, storage_path=str(storage), window=20, hidden=[32], train_batch_size=1024, minibatch_size=512,
+        lstm=LSTM_MODEL if lstm else None, league={"every_n_iterations": 1, "min_iterations_between": 1, "max_size": 4},
+        training={"stop": {"iterations": 500, "time_s": 900}, "num_env_runners": 0, "num_envs_per_runner": 16,
+                  "checkpoint_every": 1, "checkpoint_keep": 100})
 
 
 def checkpoints(storage: Path) -> list[Path]:
@@ -87,7 +79,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--lstm", action="store_true", help="a recurrent main (and recurrent league snapshots)")
     args = ap.parse_args(argv)
-    from state_equality import assert_exactly_equal  # noqa: PLC0415
+    from spade_rllib.testing import assert_exactly_equal  # noqa: PLC0415
 
     from spade_rllib.config import parse_config  # noqa: PLC0415
     from spade_rllib.train import find_checkpoint  # noqa: PLC0415

@@ -29,25 +29,18 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import league_curriculum_config  # noqa: E402
+
 
 def config(seed: int) -> dict:
-    raw = yaml.safe_load((ROOT / "tune_configs" / "league.yaml").read_text())
-    cur = yaml.safe_load((ROOT / "tune_configs" / "curriculum.yaml").read_text())["curriculum"]
-    cur["threshold"].update({"window": 20, "min_episodes": 20})
-    raw["curriculum"] = cur
-    raw["env"].pop("difficulty", None)
-    raw["experiment"] = {"name": "killrunner", "seed": seed, "storage_path": "results"}
-    raw["agent"].update({"epochs": 1, "minibatch_size": 512, "train_batch_size": 1024,
-                         "model": {"kind": "mlp", "hidden": [32], "activation": "tanh"}})
-    raw["league"].update({"every_n_iterations": 1, "min_iterations_between": 1, "max_size": 6})
-    raw["training"] = {"stop": {"iterations": 100}, "num_env_runners": 2, "num_envs_per_runner": 8}
-    raw["evaluation"] = {"interval": 0}
-    return raw
+    return league_curriculum_config(
+        "killrunner", seed, storage_path="results", window=20, hidden=[32], train_batch_size=1024, minibatch_size=512,
+        league={"every_n_iterations": 1, "min_iterations_between": 1, "max_size": 6},
+        training={"stop": {"iterations": 100}, "num_env_runners": 2, "num_envs_per_runner": 8})
 
 
 def runner_view(r) -> dict:
@@ -59,7 +52,7 @@ def runner_view(r) -> dict:
         slots[sid] = {k: np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v) for k, v in state.items()}
     return {"pid": os.getpid(), "sampling": None if src is None else src.sampling_state,
             "version": None if src is None else src.version, "slot_ids": dict(r.slot_members),
-            "slots": slots, "pending_outcomes": len(r._outcomes)}
+            "slots": slots, "pending_outcomes": r.pending_outcomes}
 
 
 def main(argv=None) -> int:

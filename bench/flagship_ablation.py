@@ -34,20 +34,30 @@ The LAST line is one JSON object: {"bench", "env_id", "config", "seeds", "minute
 """
 from __future__ import annotations
 
-import argparse
 import copy
-import itertools
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ablation_common import ROOT, deep_merge, head_to_head, heldout_paths, ladder_of, parse_sets, train  # noqa: E402
+from bench.ablation_common import (  # noqa: E402
+    ROOT,
+    ablation_parser,
+    deep_merge,
+    each_run,
+    exploitability,
+    fmt_interval,
+    heldout_paths,
+    ladder_of,
+    local_ray,
+    parse_ablation_args,
+    round_robin,
+    train,
+)
 
 DEFAULT_CONFIG = ROOT / "tune_configs" / "flagship.yaml"
 CONFIDENCE = 0.95
@@ -109,39 +119,11 @@ def heldout_scores(run: dict, env_id: str, games: int, seed: int) -> dict[str, f
     return scores
 
 
-def exploitability(run: dict, base: dict, env_id: str, seed: int, minutes: float, env_steps, games: int,
-                   overrides: list[str], out_dir: Path) -> tuple[float, float]:
-    """(score of a fresh learner trained against the frozen final main, on the held-out maps; its games
-    against that main in its last iteration, the proof that it trained against it)."""
-    from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
-
-    def install(algo):
-        algo.components.append(FrozenOpponentComponent(run["weights"], member="target", seed=seed))
-        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
-
-    raw = arm_config(base, "mirror", 1000 + seed, overrides, out_dir)  # no league; a fresh network: another seed
+def exploiter_config(base: dict, seed: int, overrides: list[str], out_dir: Path) -> dict:
+    """The exploiter of seed `seed`'s main: the mirror arm (no league), a fresh network (another seed)."""
+    raw = arm_config(base, "mirror", 1000 + seed, overrides, out_dir)
     raw["experiment"]["name"] = f"exploiter_seed{seed}"
-    exploiter = train(raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install, keep=["train/target/games"])
-    scores = head_to_head(exploiter["algo_config"], exploiter["weights"], run["weights"], env_id, games)
-    return (float(np.mean(scores)) if scores else math.nan), exploiter["history"]["train/target/games"][-1]
-
-
-def round_robin(mains: list[tuple[str, dict]], env_id: str, games: int) -> dict:
-    """Every pair of final mains on the held-out maps; Bradley-Terry Elo with bootstrap intervals."""
-    from spade_rllib.ratings import bootstrap_bradley_terry_elo
-
-    a, b, score = [], [], []
-    for i, j in itertools.combinations(range(len(mains)), 2):
-        ri, rj = mains[i][1], mains[j][1]
-        for s in head_to_head(ri["algo_config"], ri["weights"], rj["weights"], env_id, games):
-            a.append(i)
-            b.append(j)
-            score.append(s)
-    if not score:
-        return {}
-    fit = bootstrap_bradley_terry_elo(len(mains), a, b, score, n_bootstrap=200, seed=0)
-    return {name: {"elo": round(float(fit.rating[k]), 1), "low": round(float(fit.lower[k]), 1),
-                   "high": round(float(fit.upper[k]), 1)} for k, (name, _) in enumerate(mains)} | {"_games": len(score)}
+    return raw
 
 
 def last_finite(values) -> float:
@@ -150,52 +132,33 @@ def last_finite(values) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = ablation_parser(__doc__, kind="arms", names=ARMS, default_names=DEFAULT_ARMS, seeds=3, minutes=15.0, games=5,
+                         exploit_minutes=3.0, env_id=False, greedy=False, out_dir="flagship", out_help="runs and runs.json go here",
+                         games_help="games per held-out map, seat and opponent (also exploiter and round robin)")
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="the recipe every arm starts from")
-    ap.add_argument("--seeds", type=int, default=3, help="seeds per arm (0, 1, ..., N-1)")
-    ap.add_argument("--minutes", type=float, default=15.0, help="training budget per arm and seed (wall clock)")
-    ap.add_argument("--exploit-minutes", type=float, default=3.0, help="training budget of each fresh exploiter")
-    ap.add_argument("--arms", default=",".join(DEFAULT_ARMS), help=f"comma-separated subset of {','.join(ARMS)}")
-    ap.add_argument("--games", type=int, default=5, help="games per held-out map, seat and opponent (also exploiter and round robin)")
-    ap.add_argument("--env-steps", type=int, default=None, help="also stop each run at this many env steps")
     ap.add_argument("--exploit-env-steps", type=int, default=None, help="also stop each exploiter at this many env steps")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="config override for every run (repeatable)")
-    ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / "flagship", help="runs and runs.json go here")
-    ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
-    args = ap.parse_args(argv)
-    arms = [s.strip() for s in args.arms.split(",") if s.strip()]
-    bad = [s for s in arms if s not in ARMS]
-    if bad or not arms or args.seeds < 1 or args.minutes <= 0 or args.exploit_minutes <= 0 or args.games < 1:
-        ap.error(f"--arms takes {', '.join(ARMS)} (got {bad or arms}); --seeds >= 1; minutes > 0; --games >= 1")
+    args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS)
     if not args.config.is_file():
         ap.error(f"--config {args.config}: no such file")
-    overrides = parse_sets(args.overrides)
     from spade_rllib.config import read_yaml
 
     base = read_yaml(args.config.read_text())
     env_id = base["env"]["id"]
     args.out_dir = args.out_dir.resolve()
 
-    import ray
-
-    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     ladder = list(ladder_of(env_id))
     runs: dict[str, list[dict]] = {a: [] for a in arms}
-    try:
-        for seed in range(args.seeds):  # seeds outermost: a cut-short bench still compares every arm
-            for arm in arms:
-                run = train(arm_config(base, arm, seed, overrides, args.out_dir), args.minutes, args.env_steps,
-                            f"{arm} seed {seed}", keep=["draws/mirror_draw_rate", "draws/captures_per_game"])
-                run["heldout"] = heldout_scores(run, env_id, args.games, seed)
-                run["exploitability"], run["exploiter_games"] = exploitability(
-                    run, base, env_id, seed, args.exploit_minutes, args.exploit_env_steps, args.games, overrides, args.out_dir)
-                runs[arm].append(run)
+    with local_ray(args.cpus, quiet=True):
+        for seed, arm in each_run(arms, args.seeds):
+            run = train(arm_config(base, arm, seed, overrides, args.out_dir), args.minutes, args.env_steps,
+                        f"{arm} seed {seed}", keep=["draws/mirror_draw_rate", "draws/captures_per_game"])
+            run["heldout"] = heldout_scores(run, env_id, args.games, seed)
+            run["exploitability"], run["exploiter_games"] = exploitability(
+                run["weights"], exploiter_config(base, seed, overrides, args.out_dir), env_id, seed, args.exploit_minutes,
+                args.exploit_env_steps, args.games)
+            runs[arm].append(run)
         mains = [(f"{arm}/seed{k}", r) for arm, rs in runs.items() for k, r in enumerate(rs)]
         ratings = round_robin(mains, env_id, args.games)
-    finally:
-        ray.shutdown()
 
     summary: dict = {}
     for arm, rs in runs.items():
@@ -217,8 +180,7 @@ def main(argv=None) -> int:
                                                              "history": r["history"]} for r in rs] for a, rs in runs.items()},
                                                        default=float))
 
-    def fmt(s):
-        return "n/a" if s["mean"] is None else f"{s['mean']:.3f} [{s['low']:.3f}, {s['high']:.3f}]"
+    fmt = fmt_interval
     print(f"flagship ablation on {env_id} ({args.config.name}): {args.seeds} seeds x {args.minutes:g} min per arm, "
           f"exploiters {args.exploit_minutes:g} min; mean [95% bootstrap interval over seeds]")
     print(" | ".join(["arm", "navigation", *(f"vs {b}" for b in ladder), "exploitability", "BT Elo", "mirror draws"]))

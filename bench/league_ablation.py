@@ -32,28 +32,26 @@ The LAST line is one JSON object: {"bench", "env_id", "seeds", "minutes", "explo
 """
 from __future__ import annotations
 
-import argparse
-import itertools
 import json
 import math
-import os
 import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from ablation_common import (  # noqa: E402
-    DEFAULT_ENV_ID,
-    base_config,
-    deep_merge,
-    head_to_head,
+from bench.ablation_common import (  # noqa: E402
+    ablation_parser,
+    each_run,
+    exploitability,
+    fmt_interval,
     ladder_of,
     ladder_scores,
+    local_ray,
     over_seeds,
-    parse_sets,
+    parse_ablation_args,
+    round_robin,
+    setup_raw,
     train,
 )
 
@@ -69,9 +67,7 @@ SETUPS: dict[str, dict] = {
 
 
 def setup_config(env_id: str, setup: str, seed: int, overrides: list[str]) -> dict:
-    from spade_rllib.config import apply_overrides
-
-    return apply_overrides(deep_merge(base_config(env_id, seed), SETUPS[setup]), overrides)
+    return setup_raw(env_id, seed, overrides, SETUPS[setup])
 
 
 def final_plan(history: dict) -> dict[str, float]:
@@ -87,90 +83,35 @@ def pfsp_spread(history: dict) -> float:
     return max(last) / min(last) if len(last) >= 2 else math.nan
 
 
-def exploitability(run: dict, env_id: str, seed: int, minutes: float, env_steps, games: int,
-                   overrides: list[str], greedy: bool = False) -> tuple[float, float]:
-    """(score of a fresh learner trained `minutes` against the frozen final main, on the held-out maps;
-    its training games against that main in its last iteration, the proof that it trained against it)."""
-    from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
-
-    def install(algo):
-        algo.components.append(FrozenOpponentComponent(run["weights"], member="target", seed=seed))
-        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
-
-    raw = setup_config(env_id, "mirror", 1000 + seed, overrides)  # a fresh network: another init seed
-    exploiter = train(raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install, keep=["train/target/games"])
-    scores = head_to_head(exploiter["algo_config"], exploiter["weights"], run["weights"], env_id, games, greedy)
-    return (float(np.mean(scores)) if scores else math.nan), exploiter["history"]["train/target/games"][-1]
-
-
-def round_robin(mains: list[tuple[str, dict]], env_id: str, games: int, greedy: bool = False) -> dict:
-    """Every pair of final mains on the held-out maps; Bradley-Terry Elo with bootstrap intervals."""
-    from spade_rllib.ratings import bootstrap_bradley_terry_elo
-
-    a, b, score = [], [], []
-    for i, j in itertools.combinations(range(len(mains)), 2):
-        ri, rj = mains[i][1], mains[j][1]
-        for s in head_to_head(ri["algo_config"], ri["weights"], rj["weights"], env_id, games, greedy):
-            a.append(i)
-            b.append(j)
-            score.append(s)
-    if not score:
-        return {}
-    fit = bootstrap_bradley_terry_elo(len(mains), a, b, score, n_bootstrap=200, seed=0)
-    return {name: {"elo": round(float(fit.rating[k]), 1), "low": round(float(fit.lower[k]), 1),
-                   "high": round(float(fit.upper[k]), 1)} for k, (name, _) in enumerate(mains)} | {"_games": len(score)}
-
-
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=3, help="seeds per setup (0, 1, ..., N-1)")
-    ap.add_argument("--minutes", type=float, default=4.0, help="training budget per setup and seed (wall clock)")
-    ap.add_argument("--exploit-minutes", type=float, default=1.0, help="training budget of each fresh exploiter")
-    ap.add_argument("--env-id", default=DEFAULT_ENV_ID, help="MazeRace-v0 or CaptureTheFlag-v0")
-    ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated subset of {','.join(SETUPS)}")
-    ap.add_argument("--games", type=int, default=3, help="games per held-out map and seat (ladder, exploiter, round robin)")
-    ap.add_argument("--greedy", action="store_true", help="evaluate by argmax instead of sampled actions (the default)")
-    ap.add_argument("--env-steps", type=int, default=None, help="also stop each run (and each exploiter) at this many env steps")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="config override for every run (repeatable)")
-    ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / "league", help="league_plan.json goes here")
-    ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
-    args = ap.parse_args(argv)
-    setups = [s.strip() for s in args.setups.split(",") if s.strip()]
-    bad = [s for s in setups if s not in SETUPS]
-    if bad or not setups or args.seeds < 1 or args.minutes <= 0 or args.exploit_minutes <= 0 or args.games < 1:
-        ap.error(f"--setups takes {', '.join(SETUPS)} (got {bad or setups}); --seeds >= 1; minutes > 0; --games >= 1")
-    overrides = parse_sets(args.overrides)
-
-    import ray
-
-    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ap = ablation_parser(__doc__, kind="setups", names=list(SETUPS), seeds=3, minutes=4.0, games=3, exploit_minutes=1.0,
+                         games_help="games per held-out map and seat (ladder, exploiter, round robin)", out_dir="league",
+                         out_help="league_plan.json goes here",
+                         env_steps_help="also stop each run (and each exploiter) at this many env steps")
+    args, setups, overrides = parse_ablation_args(ap, argv, "setups", list(SETUPS))
     ladder = list(ladder_of(args.env_id))
     runs: dict[str, list[dict]] = {s: [] for s in setups}
     plans: dict[str, list[dict]] = {s: [] for s in setups}
-    try:
-        for seed in range(args.seeds):
-            for setup in setups:
-                keep = []
-                if setup != "mirror":  # the plan's members are only known once built: keep them all
-                    keep = [f"league/plan/main_v{k}" for k in range(1, 200)] + ["league/plan/random"]
-                run = train(setup_config(args.env_id, setup, seed, overrides), args.minutes, args.env_steps,
-                            f"{setup} seed {seed}", keep=keep)
-                run["history"] = {k: v for k, v in run["history"].items() if any(not math.isnan(x) for x in v)}
-                table = Path(run["trial_dir"] or ".") / "league.csv"
-                if setup != "mirror" and table.is_file():  # the league's final table, beside the plans
-                    args.out_dir.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(table, args.out_dir / f"league_{setup}_seed{seed}.csv")
-                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy)
-                run["exploitability"], run["exploiter_games"] = exploitability(run, args.env_id, seed, args.exploit_minutes, args.env_steps,
-                                                       args.games, overrides)
-                runs[setup].append(run)
-                plans[setup].append(run["history"])
+    with local_ray(args.cpus, quiet=True):
+        for seed, setup in each_run(setups, args.seeds):
+            keep = []
+            if setup != "mirror":  # the plan's members are only known once built: keep them all
+                keep = [f"league/plan/main_v{k}" for k in range(1, 200)] + ["league/plan/random"]
+            run = train(setup_config(args.env_id, setup, seed, overrides), args.minutes, args.env_steps,
+                        f"{setup} seed {seed}", keep=keep)
+            run["history"] = {k: v for k, v in run["history"].items() if any(not math.isnan(x) for x in v)}
+            table = Path(run["trial_dir"] or ".") / "league.csv"
+            if setup != "mirror" and table.is_file():  # the league's final table, beside the plans
+                args.out_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copy(table, args.out_dir / f"league_{setup}_seed{seed}.csv")
+            run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy)
+            exploiter_raw = setup_config(args.env_id, "mirror", 1000 + seed, overrides)  # a fresh network: another init seed
+            run["exploitability"], run["exploiter_games"] = exploitability(
+                run["weights"], exploiter_raw, args.env_id, seed, args.exploit_minutes, args.env_steps, args.games)
+            runs[setup].append(run)
+            plans[setup].append(run["history"])
         mains = [(f"{setup}/seed{k}", r) for setup, rs in runs.items() for k, r in enumerate(rs)]
         ratings = round_robin(mains, args.env_id, args.games, args.greedy)
-    finally:
-        ray.shutdown()
 
     summary: dict = {}
     for setup, rs in runs.items():
@@ -188,8 +129,7 @@ def main(argv=None) -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "league_plan.json").write_text(json.dumps(plans, default=float))
 
-    def fmt(s):
-        return "n/a" if s["mean"] is None else (f"{s['mean']:.3f}" + ("" if s["low"] is None else f" [{s['low']:.3f}, {s['high']:.3f}]"))
+    fmt = fmt_interval
     print(f"league ablation on {args.env_id}: {args.seeds} seeds x {args.minutes:g} min per setup, exploiters "
           f"{args.exploit_minutes:g} min; mean [95% t-interval] over seeds")
     print(" | ".join(["setup", *(f"vs {b}" for b in ladder), "exploitability", "BT Elo", "pfsp spread"]))

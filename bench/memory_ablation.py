@@ -23,25 +23,21 @@ evaluation is about 100 minutes of an otherwise idle 2-CPU machine. The LAST lin
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ablation_common import (  # noqa: E402
-    DEFAULT_ENV_ID,
-    base_config,
-    deep_merge,
+from bench.ablation_common import (  # noqa: E402
+    ablation_parser,
+    ladder_navigation_summary,
     ladder_of,
-    ladder_scores,
-    navigation_solve_rate,
-    over_seeds,
-    parse_sets,
+    ladder_runs,
+    parse_ablation_args,
     separated,
-    train,
+    setup_raw,
 )
 
 LSTM_MODEL = {"hidden": [128], "use_lstm": True, "lstm_cell_size": 128, "max_seq_len": 32}
@@ -55,12 +51,8 @@ CURRICULUM = {"enabled": True, "strategy": "threshold"}
 
 
 def setup_config(env_id: str, setup: str, seed: int, overrides: list[str]) -> dict:
-    from spade_rllib.config import apply_overrides
-
-    raw = deep_merge(base_config(env_id, seed), {"curriculum": dict(CURRICULUM),
-                                                  "self_play": {"opponent_mix": dict(OPPONENT_MIX)}})
-    raw = deep_merge(raw, SETUPS[setup])
-    return apply_overrides(raw, overrides)
+    return setup_raw(env_id, seed, overrides, {"curriculum": dict(CURRICULUM), "self_play": {"opponent_mix": dict(OPPONENT_MIX)}},
+                     SETUPS[setup])
 
 
 def winners(summary: dict, measures: list[str]) -> dict:
@@ -72,44 +64,12 @@ def winners(summary: dict, measures: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=2, help="seeds per setup (0, 1, ..., N-1)")
-    ap.add_argument("--minutes", type=float, default=15.0, help="training budget per setup and seed (wall clock)")
-    ap.add_argument("--env-id", default=DEFAULT_ENV_ID)
-    ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated subset of {','.join(SETUPS)}")
-    ap.add_argument("--games", type=int, default=10, help="held-out games per map, seat and opponent")
-    ap.add_argument("--greedy", action="store_true")
-    ap.add_argument("--env-steps", type=int, default=None, help="also stop each run at this many env steps")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / "memory", help="JSON goes here")
-    ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
-    args = ap.parse_args(argv)
-    setups = [s.strip() for s in args.setups.split(",") if s.strip()]
-    bad = [s for s in setups if s not in SETUPS]
-    if bad or not setups or args.seeds < 1 or args.minutes <= 0 or args.games < 1:
-        ap.error(f"--setups takes {', '.join(SETUPS)} (got {bad or setups}); --seeds >= 1; --minutes > 0; --games >= 1")
-    overrides = parse_sets(args.overrides)
-
-    import ray
-
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ap = ablation_parser(__doc__, kind="setups", names=list(SETUPS), seeds=2, minutes=15.0, games=10,
+                         games_help="held-out games per map, seat and opponent", out_dir="memory", out_help="JSON goes here")
+    args, setups, overrides = parse_ablation_args(ap, argv, "setups", list(SETUPS))
     ladder = list(ladder_of(args.env_id))
-    runs: dict[str, list[dict]] = {s: [] for s in setups}
-    try:
-        for seed in range(args.seeds):  # seeds outermost: a cut-short bench still compares every setup
-            for setup in setups:
-                run = train(setup_config(args.env_id, setup, seed, overrides), args.minutes, args.env_steps,
-                            f"{setup} seed {seed}")
-                run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy)
-                run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], args.env_id, args.games,
-                                                          seed, args.greedy)
-                runs[setup].append(run)
-    finally:
-        ray.shutdown()
-    summary = {setup: {"ladder": {bot: over_seeds([r["ladder"][bot] for r in rs]) for bot in ladder},
-                       "navigation": over_seeds([r["navigation"] for r in rs]),
-                       "iterations": [r["iterations"] for r in rs], "env_steps": [r["env_steps"] for r in rs]}
-               for setup, rs in runs.items()}
+    runs = ladder_runs(args, setups, lambda env_id, setup, seed: setup_config(env_id, setup, seed, overrides))
+    summary = {setup: ladder_navigation_summary(rs, ladder) for setup, rs in runs.items()}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = {"bench": "memory_ablation", "env_id": args.env_id, "seeds": args.seeds, "minutes": args.minutes,
            "games": args.games, "ladder": ladder, "setups": summary,

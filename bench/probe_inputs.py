@@ -57,12 +57,11 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 def make_fixtures(work: Path) -> dict:
     """Files the probes point at; returns their paths by name."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
 
     fx = work / "fixtures"
     fx.mkdir()
-    good = save_tiny_checkpoint(fx / "trial", snapshots=1)
+    good = save_tiny_checkpoint(fx / "trial", "MazeRace-v0", snapshots=1)
     cut = fx / "cut_trial"
     shutil.copytree(fx / "trial", cut)
     for pkl in (cut / good.name).rglob("module_state.pkl"):
@@ -158,7 +157,7 @@ def make_more_fixtures(fx: Path, ckpt_name: str) -> dict:
                                             ("twice", "twice.yaml"), ("car", "car.yaml"), ("unwinnable", "unwinnable.txt"),
                                             ("huge_map", "huge_map.txt"))})
     out["earlier_eval"] = str(eval_dir)
-    from tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
 
     save_tiny_checkpoint(fx / "ctf_trial", env_id="CaptureTheFlag-v0")
     out["ctf_trial"] = str(fx / "ctf_trial")

@@ -26,10 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.common import league_curriculum_config  # noqa: E402
 
 
 def rss_mib(pid: int, field: str = "VmRSS") -> float:
@@ -42,19 +42,10 @@ def rss_mib(pid: int, field: str = "VmRSS") -> float:
 
 
 def soak_config(max_size: int, seed: int) -> dict:
-    raw = yaml.safe_load((ROOT / "tune_configs" / "league.yaml").read_text())
-    cur = yaml.safe_load((ROOT / "tune_configs" / "curriculum.yaml").read_text())["curriculum"]
-    cur["threshold"].update({"window": 50, "min_episodes": 50})
-    raw["curriculum"] = cur
-    raw["env"].pop("difficulty", None)
-    raw["experiment"] = {"name": "soak", "seed": seed, "storage_path": "results"}
-    raw["agent"].update({"epochs": 1, "minibatch_size": 1024, "train_batch_size": 2048,
-                         "model": {"kind": "mlp", "hidden": [64, 64], "activation": "tanh"}})
-    raw["league"].update({"every_n_iterations": 1, "min_iterations_between": 1, "max_size": max_size,
-                          "eviction": "oldest"})
-    raw["training"] = {"stop": {"time_s": 10**6}, "num_env_runners": 1, "num_envs_per_runner": 32}
-    raw["evaluation"] = {"interval": 0}
-    return raw
+    return league_curriculum_config(
+        "soak", seed, storage_path="results", window=50, hidden=[64, 64], train_batch_size=2048, minibatch_size=1024,
+        league={"every_n_iterations": 1, "min_iterations_between": 1, "max_size": max_size, "eviction": "oldest"},
+        training={"stop": {"time_s": 10**6}, "num_env_runners": 1, "num_envs_per_runner": 32})
 
 
 def league_value(result: dict, key: str, default: float = float("nan")) -> float:

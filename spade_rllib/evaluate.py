@@ -96,7 +96,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="parallel Ray tasks (0: no Ray, play in this process)")
     p.add_argument("--local", action="store_const", const=0, dest="workers", help="same as --workers 0")
-    p.add_argument("--env", default=None, help=f"env id override ({', '.join(game_ids())})")
+    p.add_argument("--env", default=None, help="env id override (default: the env.id in the run's config.yaml)")
     p.add_argument("--bots", default=None, help="comma-separated bots to add, or 'none'")
     p.add_argument("--no-league", action="store_false", dest="league", help="main only, no frozen snapshots")
     p.add_argument("--bootstrap", type=int, default=200)
@@ -179,20 +179,8 @@ def build_pool(cfg: EvalConfig):
             raise PolicyLoadError(f"--vs-checkpoint {info.path} has no 'main' module; available: "
                                   f"{', '.join(info.module_ids) or 'none'}")
         entries.append((info, [DEFAULT_MODULE_ID], True))
-    env_id = canonical_env_id(cfg.env)
-    if env_id is None:
-        recorded = [known_env_id(checkpoint_env_id(info)) for info, _, _ in entries]
-        known = {e for e in recorded if e}
-        if len(known) > 1:
-            raise PolicyLoadError(f"checkpoints come from different envs: {', '.join(sorted(known))}; "
-                                  f"evaluate one env at a time")
-        env_id = known.pop() if known else None
-    if env_id is None:
-        env_id = infer_env_id(load_policy(entries[0][0].path, entries[0][1][0]))
-        if env_id is None:
-            raise PolicyLoadError(f"cannot tell which env {entries[0][0].path} was trained on; pass --env")
-    if env_id not in game_ids():
-        raise PolicyLoadError(f"env {env_id!r} is not playable by evaluation; supported: {', '.join(game_ids())}")
+    env_id = playable_env_id(cfg.env, [info for info, _, _ in entries],
+                             lambda: load_policy(entries[0][0].path, entries[0][1][0]))
     multi = len(entries) > 1
     taken: set[str] = set()
     specs: dict[str, PlayerSpec] = {}
@@ -217,6 +205,42 @@ def build_pool(cfg: EvalConfig):
     cfg.env_id = env_id
     cfg.main_id = f"{first_label}/{entries[0][1][0]}" if multi else entries[0][1][0]
     return specs, legend
+
+
+def playable_env_id(override: str | None, infos: Sequence, first_policy) -> str:
+    """The env the checkpoints were trained on: `override` (``--env``), else the id their run records
+    (`config.yaml`, `spade_meta.json`, ...), else the catalog game whose spaces fit `first_policy()`.
+    `PolicyLoadError` (one line) for an id that names nothing, runs of different envs, or an env the
+    match engine cannot seat (not two teams)."""
+    from spade_rllib.evaluation.match_engine import MatchError, check_two_teams  # noqa: PLC0415
+    from spade_rllib.games import EnvIdError, resolve_env  # noqa: PLC0415
+
+    env_id = canonical_env_id(override)
+    recorded: set = set()
+    if env_id is not None:
+        try:
+            resolve_env(env_id)
+        except EnvIdError as e:
+            raise PolicyLoadError(f"--env {override!r}: {e}") from e
+    else:
+        recorded = {checkpoint_env_id(info) for info in infos} - {None}
+        known = {e for e in (known_env_id(r) for r in recorded) if e}
+        if len(known) > 1:
+            raise PolicyLoadError(f"checkpoints come from different envs: {', '.join(sorted(known))}; "
+                                  f"evaluate one env at a time")
+        env_id = known.pop() if known else None
+    if env_id is None:  # nothing recorded, or a name that builds nothing here (a private register_env name)
+        env_id = infer_env_id(first_policy())
+        if env_id is None:
+            said = f"its run records {', '.join(map(repr, sorted(recorded)))}, which builds no env here" if recorded \
+                else "its run records no env id"
+            raise PolicyLoadError(f"cannot tell which env {infos[0].path} was trained on: {said}, and its spaces fit "
+                                  f"no game of {', '.join(game_ids())}; pass --env")
+    try:
+        check_two_teams(env_id)
+    except MatchError as e:
+        raise PolicyLoadError(str(e)) from e
+    return env_id
 
 
 # --------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loa
     natural_key,
     resolve_checkpoint,
 )
-from spade_rllib.games import canonical_env_id, game_ids, make_env
+from spade_rllib.games import canonical_env_id, game_ids, resolve_env
 from spade_rllib.outcome import MAIN
 
 DEFAULT_MODULE_ID = MAIN
@@ -427,60 +427,67 @@ class Policy:
         return f"Policy(module_id={self.module_id!r}, env_id={self.env_id!r}, checkpoint={str(self.checkpoint)!r})"
 
 
-def _env_spaces(env_id: str) -> tuple[Any, Any]:
-    """(observation space, action space) of the first agent of `env_id`, for compatibility checks."""
-    env = make_env(env_id)
-    agent = env.possible_agents[0]
-    return env.observation_space(agent), env.action_space(agent)
+def _env_sizes(env_id: str) -> tuple[int, int]:
+    """(observation features without the action mask, number of actions) of `env_id`, as the trainer
+    sees them (the game-loop adapter's `Game`), for compatibility checks."""
+    from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
+
+    game = make_game_factory(env_id)()
+    try:
+        return int(game.obs_size - game.mask_size), int(game.num_actions)
+    finally:
+        close = getattr(game.raw_env, "close", None)
+        if callable(close):
+            close()
 
 
 def known_env_id(env_id: str | None) -> str | None:
-    """`env_id` when it is a game of the catalog (`spade_rllib.games`), else None (e.g. a private
-    `register_env` name, which says nothing about the game: then the module's spaces decide)."""
-    return env_id if env_id in game_ids() else None
+    """`env_id` when it names an env this package can build (a game of the catalog, or an id the env-id
+    resolver resolves: `spade_rllib.games.resolve_env`), else None (e.g. a private `register_env` name,
+    which says nothing about the game: then the module's spaces decide)."""
+    if env_id is None:
+        return None
+    if env_id in game_ids():
+        return env_id
+    try:
+        resolve_env(env_id)
+    except Exception:  # noqa: BLE001 - an id that names nothing importable here
+        return None
+    return env_id
 
 
 def infer_env_id(policy: Policy) -> str | None:
-    """The supported env whose spaces fit the policy's module, when no run metadata names it."""
-    import gymnasium as gym
-
+    """The game of the catalog whose spaces fit the policy's module, when no run metadata names it."""
     for env_id in game_ids():
         try:
-            obs_space, act_space = _env_spaces(env_id)
+            features, actions = _env_sizes(env_id)
         except Exception:  # noqa: BLE001 - an env that cannot be built does not fit
             continue
-        inner = obs_space[PZ_OBS_KEY] if isinstance(obs_space, gym.spaces.Dict) else obs_space
-        if int(getattr(act_space, "n", -1)) == policy.num_actions and int(np.prod(inner.shape)) == policy.feature_size:
+        if actions == policy.num_actions and features == policy.feature_size:
             return env_id
     return None
 
 
 def _check_env(policy: Policy, info: CheckpointInfo, env_id: str) -> None:
-    import gymnasium as gym
-
     wanted = canonical_env_id(env_id)
     recorded = known_env_id(checkpoint_env_id(info))
-    if recorded is not None and recorded != wanted:
+    if recorded is not None and canonical_env_id(recorded) != wanted:
         raise PolicyLoadError(f"checkpoint {info.path} was trained on {recorded}, not on {wanted}")
     try:
-        obs_space, act_space = _env_spaces(wanted)
+        features, env_n = _env_sizes(wanted)
     except ImportError:
         return
     except Exception as e:  # noqa: BLE001
-        raise PolicyLoadError(f"unknown env id {env_id!r}: {type(e).__name__}: {e}") from e
-    env_n = getattr(act_space, "n", None)
-    if env_n is None and isinstance(act_space, gym.spaces.Box) and policy.continuous:
-        env_n = int(np.prod(act_space.shape))  # Box: the flat action size
+        raise PolicyLoadError(f"unknown env id {env_id!r}: {type(e).__name__}: {' '.join(str(e).split())}") from e
     if env_n != policy.num_actions:
         raise PolicyLoadError(
             f"checkpoint {info.path} is not for {wanted}: its module has {policy.num_actions} actions, "
             f"{wanted} has {env_n}"
         )
-    env_obs = obs_space[PZ_OBS_KEY] if isinstance(obs_space, gym.spaces.Dict) and PZ_OBS_KEY in obs_space.spaces else obs_space
-    if int(np.prod(env_obs.shape)) != policy.feature_size:
+    if features != policy.feature_size:
         raise PolicyLoadError(
             f"checkpoint {info.path} is not for {wanted}: its module observes {policy.feature_size} features, "
-            f"{wanted} observes shape {env_obs.shape}"
+            f"{wanted} observes {features}"
         )
 
 

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from spade_rllib.games import EnvIdError, find_game, resolve_env
 from spade_rllib.validation import ConfigError, did_you_mean
 
@@ -141,6 +143,7 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
         except Exception as e:  # noqa: BLE001 - a missing optional dependency (ImportError, DependencyNotInstalled)
             raise ConfigError(f"{key} = {env_id!r}: the env cannot be built here ({e.__class__.__name__}: "
                               f"{_one_line(e)})") from e
+        check_one_module_fits(game)
         obs = game.reset(seed=0)
         if obs:
             actions = {agent: _first_legal(game, o) for agent, o in obs.items()}
@@ -166,6 +169,31 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
                 close()
             except Exception:  # noqa: BLE001 - closing a probe env is best-effort
                 pass
+
+
+def check_one_module_fits(game) -> None:
+    """One trained module acts for every agent, so every agent's observation and action sizes must be
+    those of the first agent; `UnsupportedSpace` naming the first agent that differs."""
+    from spade_rllib.games.adapter import _flat_obs_space  # noqa: PLC0415
+    from spade_rllib.games.spaces import UnsupportedSpace  # noqa: PLC0415
+
+    env = game.raw_env
+    agents = list(getattr(env, "possible_agents", ()) or ())
+    if len(agents) < 2:
+        return
+
+    def sizes(agent):
+        feat, mask, _ = _flat_obs_space(env.observation_space(agent))
+        space = env.action_space(agent)
+        return feat + mask, int(getattr(space, "n", None) or np.prod(getattr(space, "shape", None) or (0,)))
+
+    first = sizes(agents[0])
+    for agent in agents[1:]:
+        other = sizes(agent)
+        if other != first:
+            raise UnsupportedSpace(
+                f"agents differ: {agents[0]!r} observes {first[0]} values with {first[1]} actions, {agent!r} "
+                f"{other[0]} with {other[1]}; one trained module needs every agent to have the same spaces")
 
 
 def _first_legal(game, obs):

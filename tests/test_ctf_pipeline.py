@@ -16,7 +16,7 @@ from spade_rllib.config import ConfigError, parse_config
 from spade_rllib.games import heldout_dir
 from spade_rllib.games import CTF_ID, MAZERACE_ID, canonical_env_id, env_kind, is_level_game
 from spade_rllib.policy import PolicyLoadError, load_policy
-from tiny_checkpoints import save_tiny_checkpoint
+from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 HELDOUT_DIR, HELDOUT_CTF_DIR = heldout_dir(MAZERACE_ID), heldout_dir(CTF_ID)
 SMALL_MAPS = [str(HELDOUT_CTF_DIR / "open_field.txt"), str(HELDOUT_CTF_DIR / "twin_rooms.txt")]

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
-from state_equality import assert_exactly_equal
+from spade_rllib.testing.state_equality import assert_exactly_equal
 
 pytestmark = pytest.mark.ray
 

@@ -142,6 +142,11 @@ def test_unsupported_action_spaces_are_refused_by_one_function():
             check_action_space(space, "agent 'x'")
 
 
+def test_agents_with_different_spaces_are_one_line_before_ray():
+    msg = _err("mpe2:simple_tag_v3")  # predators and prey observe different sizes
+    assert "agents differ: 'adversary_0' observes 16 values" in msg and "'agent_0' 14" in msg, msg
+
+
 def test_an_env_that_fails_on_its_first_step_or_refuses_kwargs(user_envs):
     msg = _err("myenv:MultiDiscreteMatching")
     assert "agent 'player_0' has action space MultiDiscrete(" in msg and "only Discrete and float Box" in msg, msg

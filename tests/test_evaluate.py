@@ -16,7 +16,7 @@ from spade_rllib.evaluation.match_engine import DRAW, GameResult
 from spade_rllib.evaluation.replays import pick_replays
 from spade_rllib.evaluation.eval_report import fit_ratings, plot_progress
 from spade_rllib.evaluation.schedule import ScheduleError, make_schedule, parse_levels
-from tiny_checkpoints import save_tiny_checkpoint, write_progress_csv
+from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint, write_progress_csv
 
 # 7x7 maps, each unfair by one step, where tagging decides rusher vs rusher_tagger: the bot that
 # starts one step behind tags the one ahead when they are adjacent. Found by search over open rooms;

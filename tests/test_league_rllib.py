@@ -17,7 +17,7 @@ from spade_rllib.league import MAIN, RANDOM, LeagueConfig, MemberId, format_tabl
 from spade_rllib.rllib.league_component import LEAGUE_CSV, LeagueComponent, league_member_of, make_component
 from spade_rllib.rllib.components import DriverContext, EnvInfo
 from spade_rllib.rllib.plan import MIRROR, OpponentPlan
-from state_equality import assert_exactly_equal
+from spade_rllib.testing.state_equality import assert_exactly_equal
 
 MAZE = {"env": {"id": "MazeRace-v0"}}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spade_rllib.league import MAIN, RANDOM, League, LeagueConfig, MemberId
-from state_equality import assert_exactly_equal
+from spade_rllib.testing.state_equality import assert_exactly_equal
 
 
 

@@ -31,11 +31,11 @@ STATE = Path("learner_group/learner/rl_module/main/module_state.pkl")
 
 @pytest.fixture(scope="module")
 def trial(tmp_path_factory):
-    from tiny_checkpoints import save_tiny_checkpoint
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
     root = tmp_path_factory.mktemp("trial")
-    save_tiny_checkpoint(root, snapshots=1, checkpoint_name="checkpoint_000001")
-    save_tiny_checkpoint(root, snapshots=1, seed=1, checkpoint_name="checkpoint_000002")
+    save_tiny_checkpoint(root, "MazeRace-v0", snapshots=1, checkpoint_name="checkpoint_000001")
+    save_tiny_checkpoint(root, "MazeRace-v0", snapshots=1, seed=1, checkpoint_name="checkpoint_000002")
     return root
 
 
@@ -119,7 +119,7 @@ def test_recurrent_modules_are_checked_against_their_own_model_config(tmp_path):
 
     from spade_rllib.policy import _quiet_deprecations
     from spade_rllib.rllib.module import SpadeModule
-    from tiny_checkpoints import env_spaces
+    from spade_rllib.testing.tiny_checkpoints import env_spaces
 
     obs, act, mask = env_spaces("MazeRace-v0")
     torch.manual_seed(0)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spade_rllib.policy import PolicyLoadError, load_policy, resolve_checkpoint
-from tiny_checkpoints import save_tiny_checkpoint
+from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 MAZE = "MazeRace-v0"
 C4 = "connect_four_v3"

@@ -3,14 +3,12 @@ checked against torch over a whole 200-step episode, and the feed-forward fixtur
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny_checkpoints import save_tiny_checkpoint  # noqa: E402
+from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 CTF = "CaptureTheFlag-v0"
 LSTM = {"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 4}

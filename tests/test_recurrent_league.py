@@ -49,7 +49,7 @@ def test_ctf_league_curriculum_lstm_trains_checkpoints_and_restores(ray_session,
         again = restored.module_weights("main")
         assert set(again) == set(main) and all(np.array_equal(again[k], main[k]) for k in main)
         assert any(k.startswith("lstm.") for k in main)
-        from state_equality import assert_exactly_equal
+        from spade_rllib.testing.state_equality import assert_exactly_equal
 
         assert_exactly_equal(restored.get_state(components=["spade_components"])["spade_components"]["league"],
                              league_state["league"])

@@ -223,10 +223,10 @@ def test_export_play_evaluate_refuse_bad_arguments(tmp_path, monkeypatch, capsys
 
 @pytest.fixture(scope="module")
 def trial(tmp_path_factory):
-    from tiny_checkpoints import save_tiny_checkpoint
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
     root = tmp_path_factory.mktemp("trial")
-    save_tiny_checkpoint(root, snapshots=1, checkpoint_name="checkpoint_000000")
+    save_tiny_checkpoint(root, "MazeRace-v0", snapshots=1, checkpoint_name="checkpoint_000000")
     return root
 
 

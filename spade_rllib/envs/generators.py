@@ -373,17 +373,25 @@ def _check_args(knobs: Knobs, seed: int) -> None:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
 
 
-def generate_level(knobs: Knobs, seed: int) -> Level:
-    """Generate a valid, solvable, fair level; deterministic in ``(knobs, seed)``."""
-    _check_args(knobs, seed)
+def _candidates(knobs: Knobs, seed: int):
+    """(attempt, rng, walls, BFS distance from the centre) for each of ``MAX_ATTEMPTS`` wall layouts of the
+    family, the centre cell open; one rng for the whole search, so a level is a function of ``(knobs, seed)``.
+    The caller checks the arguments first (a generator runs only when iterated)."""
     rng = np.random.default_rng(int(seed))
-    n = knobs.size
-    c0 = n // 2
+    c0 = knobs.size // 2
     hook = _FAMILY_HOOKS[knobs.family]
     for attempt in range(MAX_ATTEMPTS):
         walls = hook(knobs, rng)
         walls[c0, c0] = False
-        dist = _bfs(walls, (c0, c0))
+        yield attempt, rng, walls, _bfs(walls, (c0, c0))
+
+
+def generate_level(knobs: Knobs, seed: int) -> Level:
+    """Generate a valid, solvable, fair level; deterministic in ``(knobs, seed)``."""
+    _check_args(knobs, seed)
+    n = knobs.size
+    c0 = n // 2
+    for attempt, rng, walls, dist in _candidates(knobs, seed):
         spawns_a = _pick_spawns(dist, knobs, rng)
         if spawns_a is None:
             continue
@@ -425,15 +433,9 @@ def generate_ctf_level(knobs: Knobs, seed: int) -> Level:
     ``knobs.flag_distance`` is the path length from the centre to each base (see the module docstring).
     """
     _check_args(knobs, seed)
-    rng = np.random.default_rng(int(seed))
     n = knobs.size
-    c0 = n // 2
-    hook = _FAMILY_HOOKS[knobs.family]
     one = Knobs(**{**knobs.to_dict(), "agents_per_team": 1})
-    for attempt in range(MAX_ATTEMPTS):
-        walls = hook(knobs, rng)
-        walls[c0, c0] = False
-        dist = _bfs(walls, (c0, c0))
+    for attempt, rng, walls, dist in _candidates(knobs, seed):
         picked = _pick_spawns(dist, one, rng)
         if picked is None:
             continue

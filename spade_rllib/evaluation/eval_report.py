@@ -400,7 +400,8 @@ def write_report(out_dir: Path, *, title: str, summary: dict, ratings: Sequence[
     if replays:
         lines += ["## Replays of main's games", ""]
         for replay in replays:
+            gif = f"[gif]({replay['gif']}) · " if replay.get("gif") else ""
             lines.append(f"- game {replay['index']} ({replay['outcome']} vs {replay['opponent']} on "
-                         f"{replay['level_id']}): [gif]({replay['gif']}) · [transcript]({replay['transcript']})")
+                         f"{replay['level_id']}): {gif}[transcript]({replay['transcript']})")
         lines.append("")
     return write_text(out_dir / "report.md", "\n".join(lines))

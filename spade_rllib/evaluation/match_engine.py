@@ -1,14 +1,17 @@
-"""The match engine: one game between two seats on the PettingZoo env itself (no RLlib stack).
+"""The match engine: one game between two seats, through the game-loop adapter (`spade_rllib.games.adapter`).
 
-Seat 0 is the first side (level games: team A = `player_0`/`a_*`; connect_four `player_0`, who moves
-first), seat 1 the other. A game is a pure function of (players, level, seed): the env is reset with
-`seed`, bots are re-seeded from it and sampling players draw from a per-seat generator derived from
-it. So any game can be replayed later, with rendering on, from its `GameSpec` alone.
+Seat 0 is team 0 of the `Game` (level games: team A = `player_0`/`a_*`; a turn-based PettingZoo game
+`possible_agents[0]`, who moves first), seat 1 team 1; every agent of a team is driven by its seat's
+player. A game is a pure function of (players, level, seed): the env is reset with `seed`, bots are
+re-seeded from it and sampling players draw from a per-seat generator derived from it. So any game
+can be replayed later, with rendering on.
 
-Supported envs: every game of the catalog (`spade_rllib.games`), by its turn structure: simultaneous
-(the level games `MazeRace-v0`, `CaptureTheFlag-v0`: PettingZoo parallel, teams share their seat's
-player) or alternating (`connect_four_v3`: AEC, one move per turn, illegal moves refused). The env,
-its board renderer and its action names come from the game's `GameSpec`.
+Every env the adapter builds plays here, by one loop (`play_game`) over `Game.reset` / `Game.step`:
+the catalog's games (level games `MazeRace-v0`, `CaptureTheFlag-v0`: the winner and reason come from
+the final info; `connect_four_v3`) and any two-team env an id names (`spade_rllib.games.ids`): the
+seat with the higher episode return wins. Illegal moves (outside the action mask) are refused. A
+game of the catalog takes its board renderer and action names from its `GameSpec`; another env is
+shown by its own `render()` (``ansi`` transcripts, ``rgb_array`` frames) where it has that mode.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from spade_rllib.evaluation.players import Player
-from spade_rllib.games import game
+from spade_rllib.games import find_game
+from spade_rllib.games.adapter import AECGame, Game, make_game_factory, wrap_env
 
 DRAW = -1
 """`GameResult.winner_seat` of a draw."""
@@ -106,127 +110,141 @@ def seat_rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
     return np.random.default_rng(children[0]), np.random.default_rng(children[1])
 
 
-def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None):
-    """A fresh env of the game `env_id` playing `level` (level games) with `render_mode`."""
-    spec = game(env_id)
-    kwargs: dict[str, Any] = {"render_mode": render_mode}
-    if level is not None and spec.is_level_game:
-        kwargs["level"] = level
-    return spec.make_env(**kwargs)
+class MatchError(ValueError):
+    """An env the match engine cannot play (not two teams); one-line message."""
+
+
+def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None) -> Game:
+    """A fresh `Game` of `env_id` playing `level` (level games), its env built with `render_mode` when
+    the env has that mode (None otherwise: `Game.raw_env.render_mode` says which it got)."""
+    spec = find_game(env_id)
+    if spec is not None:
+        # level games render both modes; connect_four's text board is the catalog's renderer
+        mode = render_mode if spec.is_level_game or render_mode == "rgb_array" else None
+        kwargs: dict[str, Any] = {"render_mode": mode}
+        if level is not None and spec.is_level_game:
+            kwargs["level"] = level
+        return wrap_env(spec.make_env(**kwargs), is_level_game=spec.is_level_game)
+    if render_mode is not None and render_mode in render_modes(env_id):
+        return make_game_factory(env_id, {"render_mode": render_mode})()
+    return make_game_factory(env_id)()
+
+
+def render_modes(env_id: str) -> tuple[str, ...]:
+    """The render modes an env declares (its `metadata["render_modes"]`)."""
+    spec = find_game(env_id)
+    if spec is not None:
+        return ("ansi", "rgb_array")
+    env = make_game_factory(env_id)().raw_env
+    modes = (getattr(env, "metadata", None) or {}).get("render_modes") or ()
+    close = getattr(env, "close", None)
+    if callable(close):
+        close()
+    return tuple(str(m) for m in modes)
 
 
 def num_actions(env_id: str) -> int:
-    env = make_game_env(env_id)
-    return int(env.action_space(env.possible_agents[0]).n)
+    return int(make_game_env(env_id).num_actions)
+
+
+def check_two_teams(env_id: str, game: Game | None = None) -> Game:
+    """The `Game` of `env_id` when it has exactly two teams (the two seats); `MatchError` otherwise."""
+    game = game if game is not None else make_game_env(env_id)
+    if len(game.teams) != 2:
+        raise MatchError(f"env {env_id!r} has {len(game.teams)} teams ({', '.join('+'.join(t) for t in game.teams)}); "
+                         "evaluation plays games of two teams (two seats)")
+    return game
 
 
 # --------------------------------------------------------------------------------------------
 # Playing
 # --------------------------------------------------------------------------------------------
-def _maze_outcome(infos: dict, rewards: dict, env) -> tuple[int, str]:
-    for info in infos.values():
-        if isinstance(info, dict) and "winner" in info:
-            winner = info["winner"]
-            seat = {"A": 0, "B": 1}.get(winner, DRAW)
-            return seat, str(info.get("reason", ""))
-    # Fallback: the sign of team A's reward.
-    team_a = [r for a, r in rewards.items() if env.unwrapped.team_of(a) == 0]
-    total = sum(team_a)
-    return (0 if total > 0 else 1 if total < 0 else DRAW), "reward"
+def _outcome(game: Game, result, returns: list[float], spec) -> tuple[int, str]:
+    """(winner seat or DRAW, reason): the final info's `winner` (level games), else the higher return."""
+    info = result.info if isinstance(result.info, dict) else {}
+    if "winner" in info:
+        return {"A": 0, "B": 1}.get(info["winner"], DRAW), str(info.get("reason", ""))
+    if game.is_level_game:  # no winner in the info: the sign of team A's last reward
+        total = sum(r for a, r in result.rewards.items() if a in game.teams[0])
+        return (0 if total > 0 else 1 if total < 0 else DRAW), "reward"
+    decided, drawn = spec.result_reasons if spec is not None else ("higher return", "equal return")
+    if returns[0] > returns[1]:
+        return 0, decided
+    if returns[1] > returns[0]:
+        return 1, decided
+    return DRAW, drawn
 
 
-def play_simultaneous(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env_id: str, env=None,
-                      record: str | None = None, actions: list[dict] | None = None) -> GameRecord:
-    """Play (or, with `actions`, re-enact) one game of a simultaneous-move game (a PettingZoo
-    ParallelEnv with `team_of`: the level games). `record`: None, "rgb_array" or "ansi"."""
-    game_spec = game(env_id)
+def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env: Game | None = None,
+              record: str | None = None, actions: list | None = None) -> GameRecord:
+    """Play (or, with `actions`, re-enact) one game. `env`: a `Game` of `env_id` to reuse between games
+    (not when recording). `record`: None, "rgb_array" (frames) or "ansi" (a text board per step)."""
+    game_spec = find_game(env_id)
     if env is None or record is not None:
         env = make_game_env(env_id, entry.level, render_mode=record)
-    obs, infos = env.reset(seed=int(spec.seed), options={"level": entry.level} if entry.level is not None else None)
+    game = check_two_teams(env_id, env)
+    seat_of = {agent: seat for seat, team in enumerate(game.teams) for agent in team}
+    turn_based = isinstance(game, AECGame)
+    options = {"level": entry.level} if entry.level is not None and game.is_level_game else None
+    obs = game.reset(seed=int(spec.seed), options=options)
     rngs = seat_rngs(spec.seed)
     for seat, player in enumerate(players):
         player.new_game(int(spec.seed) * 2 + seat)
-    base = env.unwrapped
-    record_out = GameRecord(result=None)  # type: ignore[arg-type]
-    rewards: dict = {}
-    step = 0
+    out = GameRecord(result=None)  # type: ignore[arg-type]
     names = {0: spec.seat0, 1: spec.seat1}
+    action_name = game_spec.action_name if game_spec is not None else str
+    render_ascii = game_spec.render_ascii if game_spec is not None else None
+    caption = game.is_level_game
     if record is not None:
-        _capture(record_out, env, record, game_spec.render_ascii, header=f"level {entry.level_id}, seed {spec.seed}: "
-                 f"A = {spec.seat0}, B = {spec.seat1}")
-    while env.agents:
+        if turn_based:
+            first = "X" if game_spec is not None and game_spec.render_ascii is not None else "+".join(game.teams[0])
+            second = "O" if first == "X" else "+".join(game.teams[1])
+            header = f"seed {spec.seed}: {first} = {spec.seat0}, {second} = {spec.seat1}"
+        else:
+            where = f"level {entry.level_id}, " if game.is_level_game else ""
+            header = f"{where}seed {spec.seed}: A = {spec.seat0}, B = {spec.seat1}"
+        _capture(out, game.raw_env, record, render_ascii, header=header, caption=caption)
+    returns = [0.0, 0.0]
+    step = 0
+    while True:
         if actions is not None:
-            chosen = dict(actions[step])
+            chosen = {a: x for a, x in (actions[step].items() if isinstance(actions[step], dict) else [actions[step]])}
         else:
             chosen = {}
-            for agent in env.agents:
-                seat = base.team_of(agent)
-                mask = infos.get(agent, {}).get("action_mask") if isinstance(infos.get(agent), dict) else None
-                chosen[agent] = players[seat].act(env, agent, obs[agent], mask, rngs[seat])
-        record_out.actions.append(chosen)
-        obs, rewards, terms, truncs, infos = env.step(chosen)
+            for agent, o in obs.items():
+                seat = seat_of[agent]
+                mask = o[-game.mask_size:] if game.mask_size else None
+                action = players[seat].act(game.raw_env, agent, o, mask, rngs[seat])
+                chosen[agent] = action if game.continuous else int(action)  # Box: a float vector
+        for agent, action in chosen.items():
+            if game.mask_size and obs[agent][game.obs_size - game.mask_size + int(action)] <= 0.5:
+                raise RuntimeError(f"{names[seat_of[agent]]} chose illegal {action_name(action)} in game {spec.index}")
+        (agent0, action0), = chosen.items() if turn_based else ((None, None),)
+        out.actions.append((agent0, action0) if turn_based else chosen)
+        result = game.step(chosen)
+        for agent, r in result.rewards.items():
+            if agent in seat_of:
+                returns[seat_of[agent]] += float(r)
         step += 1
         if record is not None:
-            moves = ", ".join(f"{a} ({names[base.team_of(a)]}) {game_spec.action_name(x)}" for a, x in chosen.items())
-            _capture(record_out, env, record, game_spec.render_ascii, header=f"step {step}: {moves}")
+            if turn_based:
+                text = f"move {step}: {names[seat_of[agent0]]} plays {action_name(action0)}"
+            else:
+                text = f"step {step}: " + ", ".join(f"{a} ({names[seat_of[a]]}) {action_name(x)}" for a, x in chosen.items())
+            _capture(out, game.raw_env, record, render_ascii, header=text, caption=caption)
+        if result.done:
+            break
+        obs = result.obs
         if step > SAFETY_STEP_LIMIT:
             raise RuntimeError(f"game {spec.index} did not end after {SAFETY_STEP_LIMIT} steps")
-    winner, reason = _maze_outcome(infos, rewards, env)
-    length = step
-    for info in infos.values():
-        if isinstance(info, dict) and "episode_length" in info:
-            length = int(info["episode_length"])
-            break
-    record_out.result = GameResult(spec.index, spec.seat0, spec.seat1, entry.level_id, int(spec.seed),
-                                   winner, reason, length)
+    winner, reason = _outcome(game, result, returns, game_spec)
+    length = int(result.info.get("episode_length", step)) if isinstance(result.info, dict) else step
+    out.result = GameResult(spec.index, spec.seat0, spec.seat1, entry.level_id, int(spec.seed), winner, reason, length)
     if record is not None:
-        _capture_text(record_out, f"result: {_winner_text(record_out.result)} ({reason}) after {length} steps")
-    return record_out
-
-
-def play_alternating(players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env_id: str, env=None,
-                     record: str | None = None, actions: list | None = None) -> GameRecord:
-    """Play (or re-enact) one game of an alternating-move game (a PettingZoo AEC env with an action
-    mask: connect_four); seat 0 is the first agent, who moves first."""
-    game_spec = game(env_id)
-    env = make_game_env(env_id, render_mode="rgb_array" if record == "rgb_array" else None)
-    env.reset(seed=int(spec.seed))
-    rngs = seat_rngs(spec.seed)
-    for seat, player in enumerate(players):
-        player.new_game(int(spec.seed) * 2 + seat)
-    seat_of = {agent: i for i, agent in enumerate(env.possible_agents)}
-    names = {0: spec.seat0, 1: spec.seat1}
-    out = GameRecord(result=None)  # type: ignore[arg-type]
-    final_rewards: dict[str, float] = {}
-    moves = 0
-    if record is not None:
-        _capture(out, env, record, game_spec.render_ascii, header=f"seed {spec.seed}: X = {spec.seat0}, O = {spec.seat1}",
-                 caption=False)
-    for agent in env.agent_iter():
-        obs, reward, term, trunc, _ = env.last()
-        if term or trunc:
-            final_rewards[agent] = float(reward)
-            env.step(None)
-            continue
-        seat = seat_of[agent]
-        if actions is not None:
-            action = int(actions[moves][1])
+        if turn_based:
+            _capture_text(out, f"result: {_winner_text(out.result)} after {length} moves")
         else:
-            action = players[seat].act(env, agent, obs, obs["action_mask"], rngs[seat])
-        if not obs["action_mask"][action]:
-            raise RuntimeError(f"{names[seat]} chose illegal {game_spec.action_name(action)} in game {spec.index}")
-        out.actions.append((agent, action))
-        env.step(action)
-        moves += 1
-        if record is not None:
-            _capture(out, env, record, game_spec.render_ascii,
-                     header=f"move {moves}: {names[seat]} plays {game_spec.action_name(action)}", caption=False)
-    r0 = final_rewards.get(env.possible_agents[0], 0.0)
-    winner = 0 if r0 > 0 else 1 if r0 < 0 else DRAW
-    out.result = GameResult(spec.index, spec.seat0, spec.seat1, entry.level_id, int(spec.seed), winner,
-                            "four" if winner != DRAW else "full", moves)
-    if record is not None:
-        _capture_text(out, f"result: {_winner_text(out.result)} after {moves} moves")
+            _capture_text(out, f"result: {_winner_text(out.result)} ({reason}) after {length} steps")
     return out
 
 
@@ -242,17 +260,15 @@ def _capture_text(out: GameRecord, text: str) -> None:
 
 def _capture(out: GameRecord, env, mode: str, render_ascii, header: str, caption: bool = True) -> None:
     if mode == "rgb_array":
-        frame = env.render()
+        frame = env.render() if getattr(env, "render_mode", mode) == mode else None
         if frame is not None:
             out.frames.append(np.asarray(frame, dtype=np.uint8))
             out.captions.append(frame_caption(env) if caption else "")
         return
-    board = render_ascii(env) if render_ascii is not None else str(env.render())
-    out.texts.append(f"{header}\n{board}")
-
-
-def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env=None,
-              record: str | None = None, actions: list | None = None) -> GameRecord:
-    """Play by the game's turn structure. `env` may be reused between games (simultaneous, no recording)."""
-    play = play_simultaneous if game(env_id).turns == "simultaneous" else play_alternating
-    return play(players, entry, spec, env_id=env_id, env=env, record=record, actions=actions)
+    if render_ascii is not None:
+        board = render_ascii(env)
+    elif getattr(env, "render_mode", None) == "ansi":
+        board = str(env.render()).rstrip("\n")
+    else:
+        board = ""
+    out.texts.append(f"{header}\n{board}" if board else header)

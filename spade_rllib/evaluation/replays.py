@@ -1,9 +1,10 @@
 """GIF replays and ASCII transcripts of main's games.
 
-Games are pure functions of their `GameSpec` (see `games.py`), so replays are made after the
+Games are pure functions of their `GameSpec` (see `match_engine.py`), so replays are made after the
 evaluation by playing the chosen games again with rendering on: once with the players acting and
-an ASCII board per step (the transcript, which also records the actions), once re-enacting those
-actions with `render_mode="rgb_array"` (the GIF frames). The replayed result is checked against
+a text board per step (the transcript, which also records the actions; the moves only for an env
+without a text renderer), once re-enacting those actions with `render_mode="rgb_array"` (the GIF
+frames; no GIF for an env that does not render `rgb_array`). The replayed result is checked against
 the evaluated one.
 
 Choice of games (`pick_replays`): at least one loss of main when there is one, then its other
@@ -17,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from spade_rllib.atomic_io import atomic_path, write_text
-from spade_rllib.evaluation.match_engine import GameResult, GameSpec, LevelEntry, num_actions, play_game
+from spade_rllib.evaluation.match_engine import GameResult, GameSpec, LevelEntry, num_actions, play_game, render_modes
 from spade_rllib.evaluation.players import PlayerSpec, build_player
 
 GIF_FRAME_MS = 250
@@ -101,6 +102,7 @@ def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequ
     replay_dir.mkdir(parents=True, exist_ok=True)
     level_index = {entry.level_id: i for i, entry in enumerate(levels)}
     n_actions = num_actions(env_id)
+    rgb = "rgb_array" in render_modes(env_id)  # GIFs where the env renders frames; transcripts always
     summaries = []
     for result in chosen:
         spec = GameSpec(result.index, result.seat0, result.seat1, level_index[result.level_id], result.seed)
@@ -111,14 +113,17 @@ def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequ
         if text_record.result != result:
             raise RuntimeError(f"replay of game {result.index} differs from the evaluated game: "
                                f"{text_record.result} != {result}")
-        frame_record = play_game(env_id, seats, entry, spec, record="rgb_array", actions=text_record.actions)
+        frames = []
+        if rgb:
+            frame_record = play_game(env_id, seats, entry, spec, record="rgb_array", actions=text_record.actions)
+            frames, captions = frame_record.frames, frame_record.captions
         outcome = outcome_for(result, player)
         opponent = result.seat1 if result.seat0 == player else result.seat0
         stem = f"game{result.index:05d}_{outcome}"
-        gif = write_gif(frame_record.frames, replay_dir / f"{stem}.gif", captions=frame_record.captions)
+        gif = write_gif(frames, replay_dir / f"{stem}.gif", captions=captions) if frames else None
         transcript = replay_dir / f"{stem}.txt"
         write_text(transcript, "\n\n".join(text_record.texts) + "\n")
         summaries.append({"index": result.index, "outcome": outcome, "opponent": opponent,
-                          "level_id": result.level_id, "gif": f"replays/{gif.name}",
-                          "transcript": f"replays/{transcript.name}", "frames": len(frame_record.frames)})
+                          "level_id": result.level_id, "gif": f"replays/{gif.name}" if gif else None,
+                          "transcript": f"replays/{transcript.name}", "frames": len(frames)})
     return summaries

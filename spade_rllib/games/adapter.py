@@ -1,7 +1,7 @@
 """The one game-loop API: every supported env behind one small turn-based interface.
 
-Used by the vectorized env runner, preflight (one episode before Ray starts) and the curriculum
-wrapper; the match engine and `play` drive the catalog's envs directly through their `GameSpec`.
+Used by the vectorized env runner, preflight (a reset and a step before Ray starts), the curriculum
+wrapper, the match engine (evaluation, replays) and `play`.
 
 `Game` wraps one env copy: a Gymnasium env (one agent), a PettingZoo `ParallelEnv` (the level games MazeRace and CaptureTheFlag; all
 live agents act each step) or a PettingZoo AEC env (connect four; one agent acts per step).
@@ -286,10 +286,10 @@ class AECGame(Game):
         return StepResult({nxt: self._flatten(env.observe(nxt))}, rewards, False, False)
 
 
-def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
-    """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory),
-    by the API of the env it builds."""
-    env = make_raw_env(env_id, kwargs)
+def wrap_env(env: Any, is_level_game: bool = False, opening_plies: int = 0, env_id: str = "the env") -> Game:
+    """The `Game` over a built env, by its API (Gymnasium, PettingZoo Parallel or AEC)."""
+    if is_level_game:
+        return ParallelGame(env, is_level_game=True)
     api = env_api(env)
     if api == "gymnasium":
         if opening_plies:
@@ -303,6 +303,11 @@ def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
         raise ValueError(f"{env_id} built a {type(env).__name__}, which is neither a PettingZoo AEC/Parallel env "
                          "nor a Gymnasium env")
     return AECGame(env, opening_plies)
+
+
+def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
+    """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory)."""
+    return wrap_env(make_raw_env(env_id, kwargs), opening_plies=opening_plies, env_id=env_id)
 
 
 def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies: int = 0) -> Callable[[], Game]:

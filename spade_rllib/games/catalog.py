@@ -58,6 +58,8 @@ class GameSpec:
     """Name of each action index, for replays."""
     level_class: Optional[type] = None
     """The `LevelGame` subclass of a level game (its `obs_layout`, `CTF_LEVELS`)."""
+    result_reasons: tuple[str, str] = ("higher return", "equal return")
+    """The reason of a decided and of a drawn game, for a game whose env gives none (evaluation tables)."""
 
     @property
     def is_level_game(self) -> bool:
@@ -210,4 +212,5 @@ CTF_ID = register(level_game_spec(CaptureTheFlag, bots=ctf_bots.BOTS, heldout=LE
 CONNECT_FOUR_ID = register(GameSpec(
     id="connect_four_v3", make_env=_connect_four, turns="alternating",
     aliases=("pettingzoo.classic:connect_four_v3", "pettingzoo.classic.connect_four_v3:env"),
-    bots=c4_bots.BOTS, render_ascii=connect_four_ascii, action_names=tuple(f"column {c}" for c in range(7)))).id
+    bots=c4_bots.BOTS, render_ascii=connect_four_ascii, action_names=tuple(f"column {c}" for c in range(7)),
+    result_reasons=("four", "full"))).id

@@ -137,18 +137,25 @@ def score_curves(runs: Sequence[RunData], prefix: str = "eval", title: str = "pe
         opps += [o for o in opponents(run, prefix) if o not in opps]
     if not opps:
         return None
-    fig, axes = _grid(len(opps))
+    return _score_panels(runs, opps, lambda run, opp: score_series(run, prefix, opp), lambda opp: f"{title}: vs {opp}",
+                         ylabel="score (win + draw/2)")
+
+
+def _score_panels(runs: Sequence[RunData], names: Sequence[str], series, title, ylabel: Optional[str] = None) -> bytes:
+    """One panel per name, the runs' `series(run, name)` overlaid as scores in [0, 1] over env steps."""
+    fig, axes = _grid(len(names))
     colours = _colours(len(runs))
-    for ax, opp in zip(axes, opps):
+    for ax, name in zip(axes, names):
         for run, colour in zip(runs, colours):
-            y = score_series(run, prefix, opp)
+            y = series(run, name)
             if y is not None:
                 x, xlabel = run.x_steps()
                 _curve(ax, x, y, colour, run.label)
                 ax.set_xlabel(xlabel, fontsize=8)
-        ax.set_title(f"{title}: vs {opp}", fontsize=9)
+        ax.set_title(title(name), fontsize=9)
         ax.set_ylim(-0.03, 1.03)
-        ax.set_ylabel("score (win + draw/2)", fontsize=8)
+        if ylabel:
+            ax.set_ylabel(ylabel, fontsize=8)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=7)
     if len(runs) > 1:
@@ -212,22 +219,8 @@ def heldout_curves(runs: Sequence[RunData]) -> Optional[bytes]:
                     keys.append(parts[1])
     if not keys:
         return None
-    fig, axes = _grid(len(keys))
-    colours = _colours(len(runs))
-    for ax, opp in zip(axes, keys):
-        for run, colour in zip(runs, colours):
-            y = run.column(f"heldout/{opp}/score")
-            if y is not None:
-                x, xlabel = run.x_steps()
-                _curve(ax, x, y, colour, run.label)
-                ax.set_xlabel(xlabel, fontsize=8)
-        ax.set_title(f"held-out maps: vs {opp}" if opp != "ladder" else "held-out maps: ladder mean", fontsize=9)
-        ax.set_ylim(-0.03, 1.03)
-        ax.grid(alpha=0.3)
-        ax.tick_params(labelsize=7)
-    if len(runs) > 1:
-        axes[0].legend(fontsize=7, loc="lower right")
-    return _png(fig)
+    return _score_panels(runs, keys, lambda run, opp: run.column(f"heldout/{opp}/score"),
+                         lambda opp: f"held-out maps: vs {opp}" if opp != "ladder" else "held-out maps: ladder mean")
 
 
 def _generation(member: str) -> Optional[int]:

@@ -314,6 +314,11 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._outcomes.clear()
         return out
 
+    @property
+    def pending_outcomes(self) -> int:
+        """How many outcome records wait for the next `pop_episode_outcomes`."""
+        return len(self._outcomes)
+
     def set_module_weights(self, module_id: str, weights: dict) -> None:
         """Overwrite one trained module's weights now (a reset by the driver; normal updates arrive
         through RLlib's weight sync)."""

@@ -1,4 +1,4 @@
-"""`assert_exactly_equal`: the checkpoint tests' notion of "identical state" (types, order, NaN, arrays)."""
+"""`assert_exactly_equal`: what "identical state" means for checkpoints (types, key order, NaN, arrays)."""
 from __future__ import annotations
 
 import math

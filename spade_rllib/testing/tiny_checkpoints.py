@@ -1,5 +1,5 @@
-"""Tiny checkpoints for the tests, built without Ray or training (synthetic, unlike the real old
-checkpoint in `fixtures/checkpoint_before_issue12/`).
+"""Tiny checkpoints for tests and benches, built without Ray or training (synthetic, unlike the real
+old checkpoint the tests keep under `tests/fixtures/`).
 
 `save_tiny_checkpoint(root, env_id)` writes the same layout a training run leaves:
 
@@ -49,8 +49,13 @@ def env_spaces(env_id: str):
         n_actions = int(env.action_space(env.possible_agents[0]).n)
         size = int(np.prod(space["observation"].shape)) + n_actions
         return gym.spaces.Box(0.0, 1.0, (size,), np.float32), gym.spaces.Discrete(n_actions), n_actions
-    from spade_rllib.games import make_env
+    from spade_rllib.games import find_game, make_env
 
+    if find_game(env_id) is None:  # any other env: what the game-loop adapter feeds the trainer
+        from spade_rllib.games.adapter import make_game_factory
+
+        game = make_game_factory(env_id)()
+        return game.observation_space(), game.action_space(), game.mask_size
     env = make_env(env_id)
     agent = env.possible_agents[0]
     return env.observation_space(agent), env.action_space(agent), 0
@@ -77,7 +82,7 @@ def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0, mode
     return spec, module
 
 
-def save_tiny_checkpoint(root: str | Path, env_id: str = "MazeRace-v0", module_ids: Sequence[str] = ("main",),
+def save_tiny_checkpoint(root: str | Path, env_id: str, module_ids: Sequence[str] = ("main",),
                          hidden: Sequence[int] = (16,), seed: int = 0, snapshots: int = 0,
                          progress_rows: int = 0, checkpoint_name: str = "checkpoint_000000",
                          model: dict | None = None) -> Path:
