@@ -47,6 +47,22 @@ RUN_CONFIG_FILE = "config.yaml"
 TUNE_PARAMS_FILE = "params.json"
 LEAGUE_CSV = "league.csv"
 """The final league table a league run writes into its trial directory."""
+ROLE_LEAGUES_KEY = "roles"
+"""A role game's league component state: {role: that role's league component state}."""
+ROLE_SNAPSHOT = re.compile(r"(main_[a-z][a-z0-9_]*?)_v(\d+)")
+"""A role main's frozen snapshot id, ``main_<role>_v<k>``: group 1 is the module whose architecture it has."""
+
+
+def role_league_csv(role: str) -> str:
+    """The final table of one role's league: ``league_<role>.csv``."""
+    return f"league_{role}.csv"
+
+
+def member_module(member_id: str) -> str:
+    """The trained module whose architecture a league member has: ``main_<role>`` for a role main's
+    snapshot ``main_<role>_v<k>``, else main."""
+    match = ROLE_SNAPSHOT.fullmatch(member_id)
+    return match.group(1) if match and not match.group(1).startswith("main_exploiter") else MAIN
 
 
 def module_dir(checkpoint: str | Path, module_id: str = MAIN) -> Path:
@@ -215,7 +231,7 @@ def league_state(info: CheckpointInfo) -> Mapping[str, Any] | None:
     else a stand-alone `league_state.pkl` beside the checkpoint's files; None without a league."""
     component = component_state(info, LEAGUE_COMPONENT)
     if component is not None:
-        return component[LEAGUE_CORE_KEY]
+        return component.get(LEAGUE_CORE_KEY)  # None for a role game's leagues (`league_member_states` reads them)
     file = info.path / LEAGUE_STATE_FILE
     if not info.single_module and file.is_file():
         return _load_pickle(file)
@@ -228,6 +244,9 @@ def league_member_states(info: CheckpointInfo, ids_only: bool = False) -> dict[s
     `League.state_dict()["members"]` is a list of {"id", "created_at", "weights"}; members without
     weights (main itself, random, bots) are skipped. {} when the checkpoint holds no league.
     """
+    component = component_state(info, LEAGUE_COMPONENT)
+    if component is not None and ROLE_LEAGUES_KEY in component:
+        return _role_league_members(component[ROLE_LEAGUES_KEY], ids_only)
     state = league_state(info)
     if state is None:
         return {}
@@ -235,6 +254,20 @@ def league_member_states(info: CheckpointInfo, ids_only: bool = False) -> dict[s
     for member in state["members"]:
         if member.get("weights") is not None and str(member["id"]) != MAIN:
             out[str(member["id"])] = None if ids_only else member["weights"]
+    return out
+
+
+def _role_league_members(roles: Mapping[str, Any], ids_only: bool) -> dict[str, Any]:
+    """A role game's frozen members by their outside ids: role r's league holds snapshots ``main_v<k>`` of
+    the other role's main, ``main_<other>_v<k>`` (two roles)."""
+    out: dict[str, Any] = {}
+    names = list(roles)
+    for role, state in roles.items():
+        other = next((r for r in names if r != role), role)
+        for member in state[LEAGUE_CORE_KEY]["members"]:
+            match = re.fullmatch(r"main_v(\d+)", str(member["id"]))
+            if member.get("weights") is not None and match:
+                out[f"main_{other}_v{match.group(1)}"] = None if ids_only else member["weights"]
     return out
 
 

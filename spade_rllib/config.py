@@ -63,6 +63,7 @@ class EnvConfig:
     level_file: Optional[str] = setting(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
     difficulty: Optional[float] = setting(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
     level_pool: int = setting(512, help="Level games without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
+    roles: Any = setting(None, help="Role games (predator/prey, attacker/defender): one trained module main_<role> per role, each with its own league and evaluation. A mapping {agent_or_prefix: role} (prefix: the agent name minus its trailing _<n>) or a 'pkg.module:function' path (agent -> role); None: inferred from the agent names (adversary_0 -> adversary) when the agents' spaces differ, else one 'main' plays every agent.")
     random_opening_plies: int = setting(0, help="Turn-based PettingZoo games (AEC, e.g. connect_four_v3) only: every training episode starts after k ~ U{0..N} uniformly random legal moves, so main also trains on positions its own openings never reach (0 = off).", min=0, max=100)
 
 
@@ -348,6 +349,9 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     from spade_rllib.trackers import check_trackers  # noqa: PLC0415
 
     check_trackers(cfg.experiment.loggers)
+    from spade_rllib.games.roles import check_spec  # noqa: PLC0415
+
+    check_spec(cfg.env.roles)
     if cfg.env.id is None:
         raise ConfigError(f"env.id: missing; a run names its game (allowed: {allowed_forms()})")
     kind = classify_env_id(cfg.env.id, resolve=resolve)

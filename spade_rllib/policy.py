@@ -46,6 +46,7 @@ from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loa
     CheckpointInfo,
     PolicyLoadError,
     checkpoint_env_id,
+    member_module,
     league_member_states,
     natural_key,
     resolve_checkpoint,
@@ -157,11 +158,12 @@ def _load_module(info: CheckpointInfo, module_id: str):
             ) from e
         check_weights_fit(module, saved, str(file))
     elif module_id in info.league_ids:
-        if DEFAULT_MODULE_ID not in info.module_ids:
+        arch = member_module(module_id)  # main, or the role main a role snapshot was taken of
+        if arch not in info.module_ids:
             raise PolicyLoadError(
-                f"league member {module_id!r} needs main's architecture, but {info.path} has no 'main' module"
+                f"league member {module_id!r} needs {arch}'s architecture, but {info.path} has no {arch!r} module"
             )
-        module = RLModule.from_checkpoint(str(info.module_dir(DEFAULT_MODULE_ID)))
+        module = RLModule.from_checkpoint(str(info.module_dir(arch)))
         weights = league_member_states(info)[module_id]
         # Snapshots may be inference-only (no value head); every other key must be there and fit.
         check_weights_fit(module, weights, f"{info.path} league member {module_id!r}", snapshot=True)
@@ -495,13 +497,26 @@ def load_policy(
     checkpoint: str | Path,
     module_id: str = DEFAULT_MODULE_ID,
     env_id: str | None = None,
+    *,
+    role: str | None = None,
 ) -> Policy:
     """Load `module_id` (an RLModule or a league snapshot) from `checkpoint` without starting Ray.
 
+    `role` (a role game): that role's main, `main_<role>` (same as `module_id="main_<role>"`).
     With `env_id`, refuse a checkpoint trained on another env (recorded id or incompatible spaces).
     Raises `PolicyLoadError` (one-line message) on any bad input.
     """
     info = resolve_checkpoint(checkpoint)
+    if role is not None:
+        if module_id != DEFAULT_MODULE_ID:
+            raise PolicyLoadError(f"load_policy: pass role={role!r} or module_id={module_id!r}, not both")
+        module_id = f"main_{role}"
+        if module_id not in info.all_ids:
+            roles = [m[len("main_"):] for m in info.module_ids if m.startswith("main_") and "exploiter" not in m]
+            close = difflib.get_close_matches(role, roles, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise PolicyLoadError(f"role {role!r} is not in checkpoint {info.path}{hint}; roles: "
+                                  f"{', '.join(roles) or 'none (a symmetric game: its module is main)'}")
     if module_id not in info.all_ids:
         raise _unknown_module_error(module_id, info)
     module = load_module(info, module_id)

@@ -31,6 +31,7 @@ def check_config(cfg) -> None:
     resolve_env_id(cfg.env.id)
     check_experiment_name(cfg.experiment.name)
     check_env(cfg)
+    check_roles(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
 
@@ -123,6 +124,14 @@ def check_env(cfg) -> None:
         shown = env.level_file if what == "env.level_file" else env.kwargs
         raise ConfigError(f"{what} = {shown!r}: {env.id} refuses it ({e.__class__.__name__}: "
                           f"{' '.join(str(e).split())})") from e
+
+
+def check_roles(cfg) -> None:
+    """`env.roles` names only agents of the env and leaves none without a role where the agents' spaces
+    differ (`spade_rllib.games.roles`); the env is built once for it."""
+    from spade_rllib.games.roles import env_roles  # noqa: PLC0415
+
+    env_roles(cfg.env.id, cfg.env.kwargs, cfg.env.roles)
 
 
 def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: str = "env.id",

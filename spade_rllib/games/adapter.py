@@ -133,6 +133,10 @@ class Game:
     def agents(self) -> tuple[str, ...]:
         return tuple(a for team in self.teams for a in team)
 
+    def agent_shape(self, agent: str) -> tuple[int, int, int]:
+        """(obs size, mask size, number of actions) of one agent (agents of role games differ)."""
+        return getattr(self, "agent_shapes", {}).get(agent, (self.obs_size, self.mask_size, self.num_actions))
+
     def observation_space(self) -> gym.spaces.Box:
         return gym.spaces.Box(-np.inf, np.inf, (self.obs_size,), np.float32)
 
@@ -140,21 +144,22 @@ class Game:
         """Discrete(num_actions), or the flat float32 Box of a continuous game."""
         return self.action_box if self.action_box is not None else gym.spaces.Discrete(self.num_actions)
 
-    def random_action(self, obs: np.ndarray, rng: np.random.Generator) -> Any:
+    def random_action(self, obs: np.ndarray, rng: np.random.Generator, agent: Optional[str] = None) -> Any:
         """A uniformly random legal action (Box: uniform within finite bounds, standard normal where unbounded)."""
         box = self.action_box
         if box is None:
-            legal = self.legal_actions(obs)
+            legal = self.legal_actions(obs, agent)
             return int(legal[rng.integers(len(legal))])
         finite = np.isfinite(box.low) & np.isfinite(box.high)
         low, high = np.where(finite, box.low, 0.0), np.where(finite, box.high, 0.0)
         return np.where(finite, rng.uniform(low, high), rng.standard_normal(box.shape)).astype(np.float32)
 
-    def legal_actions(self, obs: np.ndarray) -> np.ndarray:
-        """Indices of legal actions for an obs from this game (Discrete games)."""
-        if self.mask_size:
-            return np.flatnonzero(obs[-self.mask_size :] > 0.5)
-        return np.arange(self.num_actions)
+    def legal_actions(self, obs: np.ndarray, agent: Optional[str] = None) -> np.ndarray:
+        """Indices of legal actions for an obs from this game (Discrete games; of `agent`, where agents' spaces differ)."""
+        _, mask_size, num_actions = (self.mask_size, self.mask_size, self.num_actions) if agent is None else self.agent_shape(agent)
+        if mask_size:
+            return np.flatnonzero(obs[-mask_size:] > 0.5)
+        return np.arange(num_actions)
 
 
 class GymGame(Game):
@@ -194,6 +199,19 @@ def _teams_of(env: Any, agents: list[str]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(by_team[k]) for k in sorted(by_team))
 
 
+def _agent_spaces(game: Game, env: Any, agents: list[str]) -> dict[str, Callable[[Any], np.ndarray]]:
+    """Each agent's flatten fn; sets `game.agent_shapes` ({agent: (obs size, mask size, actions)}) and
+    the first agent's shape as `game.obs_size`, `mask_size`, `num_actions` (agents of one role share it)."""
+    flatten_of: dict[str, Callable[[Any], np.ndarray]] = {}
+    shapes: dict[str, tuple[int, int, int]] = {}
+    for agent in agents:
+        feat, mask, flatten_of[agent] = _flat_obs_space(env.observation_space(agent))
+        shapes[agent] = (feat + mask, mask, action_codec(env.action_space(agent))[0])
+    game.agent_shapes = shapes
+    game.obs_size, game.mask_size, game.num_actions = shapes[agents[0]]
+    return flatten_of
+
+
 class ParallelGame(Game):
     """A PettingZoo ParallelEnv; every live agent acts each step."""
 
@@ -202,21 +220,19 @@ class ParallelGame(Game):
         self.is_level_game = is_level_game
         agents = list(env.possible_agents)
         self.teams = _teams_of(env, agents)
-        space = env.observation_space(agents[0])
-        feat, mask, self._flatten = _flat_obs_space(space)
-        self.obs_size, self.mask_size = feat + mask, mask
         check_env_action_spaces(env)
-        self._set_action_space(env.action_space(agents[0]))
+        self._flatten_of = _agent_spaces(self, env, agents)
+        self._set_action_space(env.action_space(agents[0]))  # agents of one role share it
         self._last_obs: dict = {}
 
     def reset(self, seed=None, options=None):
         obs, _ = self.raw_env.reset(seed=seed, options=options)
-        self._last_obs = {a: self._flatten(o) for a, o in obs.items()}
+        self._last_obs = {a: self._flatten_of[a](o) for a, o in obs.items()}
         return dict(self._last_obs)
 
     def step(self, actions):
         obs, rew, term, trunc, infos = self.raw_env.step({a: self._to_env(x) for a, x in actions.items()})
-        flat = {a: self._flatten(o) for a, o in obs.items()}
+        flat = {a: self._flatten_of[a](o) for a, o in obs.items()}
         self._last_obs.update(flat)
         live = [a for a in flat if not (term.get(a, False) or trunc.get(a, False))]
         done = not live or not self.raw_env.agents
@@ -246,10 +262,9 @@ class AECGame(Game):
         self.raw_env = env
         agents = list(env.possible_agents)
         self.teams = _teams_of(env, agents)
-        feat, mask, self._flatten = _flat_obs_space(env.observation_space(agents[0]))
-        self.obs_size, self.mask_size = feat + mask, mask
         check_env_action_spaces(env)
-        self._set_action_space(env.action_space(agents[0]))
+        self._flatten_of = _agent_spaces(self, env, agents)
+        self._set_action_space(env.action_space(agents[0]))  # agents of one role share it
 
     def reset(self, seed=None, options=None):
         if seed is not None:
@@ -258,13 +273,13 @@ class AECGame(Game):
         while self.opening_plies and not self._play_opening():
             self.raw_env.reset(options=options)
         a = self.raw_env.agent_selection
-        return {a: self._flatten(self.raw_env.observe(a))}
+        return {a: self._flatten_of[a](self.raw_env.observe(a))}
 
     def _play_opening(self) -> bool:
         """k ~ U{0..opening_plies} random legal moves; False when the game ended on the way."""
         env = self.raw_env
         for _ in range(int(self._rng.integers(self.opening_plies + 1))):
-            legal = self.legal_actions(self._flatten(env.observe(env.agent_selection)))
+            legal = self.legal_actions(self._flatten_of[env.agent_selection](env.observe(env.agent_selection)))
             if not len(legal):
                 return False
             env.step(self._to_env(legal[self._rng.integers(len(legal))]))
@@ -280,10 +295,10 @@ class AECGame(Game):
         done = not env.agents or all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
         if done:
             any_term = any(env.terminations.values())
-            final = {a: self._flatten(env.observe(a)) for a in env.possible_agents if a in env.observation_spaces}
+            final = {a: self._flatten_of[a](env.observe(a)) for a in env.possible_agents if a in env.observation_spaces}
             return StepResult({}, rewards, True, not any_term, final, {})
         nxt = env.agent_selection
-        return StepResult({nxt: self._flatten(env.observe(nxt))}, rewards, False, False)
+        return StepResult({nxt: self._flatten_of[nxt](env.observe(nxt))}, rewards, False, False)
 
 
 def wrap_env(env: Any, is_level_game: bool = False, opening_plies: int = 0, env_id: str = "the env") -> Game:

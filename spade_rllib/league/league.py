@@ -298,6 +298,42 @@ class League:
             self._evict(self._eviction_candidate(protect=member), iteration)
         return member
 
+    def note_snapshot(self, iteration: int, learner: MemberId = MAIN) -> int:
+        """A snapshot of ``learner`` whose weights join another league (a role game: the other role's pool,
+        :meth:`add_frozen`): only the learner's bookkeeping here (generation, last snapshot iteration, its
+        window cleared, an event). Returns the snapshot's generation."""
+        state = self.state
+        if learner not in state.recent:
+            raise ValueError(f"{learner} is not a learner of this league; learners: "
+                             f"{', '.join(map(str, self.learners()))}")
+        reason = self.snapshot_reason(iteration, learner) or "requested"
+        generation = state.snapshot_count[learner] + 1
+        state.snapshot_count[learner] = generation
+        state.last_snapshot_iteration[learner] = iteration
+        state.recent[learner].clear()
+        state.events.append({"iteration": iteration, "kind": "snapshot_out",
+                             "member": str(learner.snapshot_of(generation)), "reason": reason})
+        return generation
+
+    def add_frozen(self, weights: WeightsDict, iteration: int, generation: int) -> MemberId:
+        """A frozen opponent from another league joins this pool as snapshot ``generation`` (a role game:
+        the other role's main, frozen by that league's :meth:`note_snapshot`), at main's rating; evicts
+        over ``max_size`` like :meth:`add_snapshot`."""
+        member = MemberId.snapshot(int(generation))
+        if member in self.state.members:
+            raise ValueError(f"{member} is already a member of this league")
+        frozen = {}
+        for name, value in weights.items():
+            array = np.array(value, copy=True)
+            array.setflags(write=False)
+            frozen[str(name)] = array
+        self._add_member(Member(member, iteration, frozen), rating_from=MAIN)
+        self.state.counters["snapshots"] += 1
+        self.state.events.append({"iteration": iteration, "kind": "snapshot", "member": str(member), "reason": "opponent"})
+        while len(self.snapshots()) > self.config.max_size:
+            self._evict(self._eviction_candidate(protect=member), iteration)
+        return member
+
     def _reset_learner(self, learner: MemberId) -> None:
         self.state.elo[learner] = float(self.config.elo_initial)
         if self._rater is not None:
@@ -499,13 +535,7 @@ class League:
 
     def write_table_csv(self, path) -> None:
         """Write :meth:`table` as ``league.csv`` (empty cell where a value is None)."""
-        from spade_rllib.atomic_io import atomic_open  # noqa: PLC0415
-
-        with atomic_open(path, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=TABLE_COLUMNS)
-            writer.writeheader()
-            for row in self.table():
-                writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        write_table_rows(path, self.table())
 
     # ------------------------------------------------------------------------------------------
     # checkpointing
@@ -569,6 +599,17 @@ class League:
         if self._rater is not None and not state.skill:
             state.skill = {m: self._rater.initial() for m in state.members}
         self.state = state
+
+
+def write_table_rows(path, rows: list[Mapping[str, Any]]) -> None:
+    """Write league table rows (:meth:`League.table`, members maybe renamed) as a ``league.csv``."""
+    from spade_rllib.atomic_io import atomic_open  # noqa: PLC0415
+
+    with atomic_open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=TABLE_COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in TABLE_COLUMNS})
 
 
 def format_table(rows: list[Mapping[str, Any]]) -> str:

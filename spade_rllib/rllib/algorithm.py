@@ -76,8 +76,25 @@ def _policy_mapping_fn(agent_id, episode, **kwargs):
     return MAIN
 
 
-def learner_module_ids(cfg: RunConfig) -> list[str]:
-    """Trained module ids: "main", then the league's main exploiters, then its league exploiters."""
+def _policy_mapping_fn_for(roles: dict):
+    """RLlib's agent -> module mapping: "main" for every agent, or each agent's `main_<role>`. (The env
+    runner maps agents itself from `RunnerSpec.roles`; RLlib's config gets the same mapping.)"""
+    if not roles:
+        return _policy_mapping_fn
+    from spade_rllib.games.roles import role_module_id  # noqa: PLC0415
+
+    return functools.partial(_role_policy_mapping, {a: role_module_id(r) for a, r in roles.items()})
+
+
+def _role_policy_mapping(modules: dict, agent_id, episode=None, **kwargs):
+    return modules[agent_id]
+
+
+def learner_module_ids(cfg: RunConfig, info: Optional[EnvInfo] = None) -> list[str]:
+    """Trained module ids: one `main_<role>` per role in a role game (`info.roles`); else "main", then
+    the league's main exploiters, then its league exploiters."""
+    if info is not None and info.roles:
+        return list(info.role_modules())
     if not cfg.league.enabled:
         return [MAIN]
     from spade_rllib.league.ids import learner_ids  # noqa: PLC0415 - pure module, no Ray
@@ -113,18 +130,24 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
         from spade_rllib.games import game as game_spec  # noqa: PLC0415
 
         window = tuple(game_spec(cfg.env.id).level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
+    from spade_rllib.games.roles import game_roles  # noqa: PLC0415
+
+    roles = game_roles(game, cfg.env.roles, cfg.env.id)
+    role_shapes = {}
+    for agent, role in roles.items():
+        role_shapes.setdefault(role, tuple(game.agent_shape(agent)))
     info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window,
-                   action_space=game.action_space())
+                   action_space=game.action_space(), roles=roles, role_shapes=role_shapes)
     close = getattr(game.raw_env, "close", None)
     if close:
         close()
     return info
 
 
-def model_config_for(cfg: RunConfig, info: EnvInfo) -> dict:
+def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> dict:
     m = cfg.agent.model
     out = {"kind": m.kind, "hidden": list(m.hidden), "activation": m.activation, "vf_share_layers": m.vf_share_layers,
-           "mask_size": info.mask_size}
+           "mask_size": info.module_shape(module_id)[1]}
     if m.kind == "cnn":
         out["window_shape"] = list(info.window_shape)
         out["cnn_channels"] = list(m.cnn_channels)
@@ -143,13 +166,25 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
     info = describe_env(cfg)
     import gymnasium as gym  # noqa: PLC0415
 
-    obs_space = gym.spaces.Box(-np.inf, np.inf, (info.obs_size,), np.float32)
-    act_space = info.action_space if info.action_space is not None else gym.spaces.Discrete(info.num_actions)
-    learners = learner_module_ids(cfg)
+    def spaces(module_id: str) -> tuple:
+        obs_size, _, num_actions = info.module_shape(module_id)
+        obs = gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32)
+        if not info.roles and info.action_space is not None:
+            return obs, info.action_space  # Discrete, or a continuous game's flat Box
+        return obs, gym.spaces.Discrete(num_actions)
+
+    learners = learner_module_ids(cfg, info)
+    if info.roles and (cfg.league.main_exploiters or cfg.league.league_exploiters):
+        from spade_rllib.validation import ConfigError  # noqa: PLC0415
+
+        raise ConfigError(f"league.main_exploiters = {cfg.league.main_exploiters}: exploiters are not supported in a "
+                          f"role game ({cfg.env.id} has roles {', '.join(info.role_shapes)}); set them to 0")
+    obs_space, act_space = spaces(learners[0])
     spec = MultiRLModuleSpec(
         rl_module_specs={
-            module_id: RLModuleSpec(module_class=SpadeModule, observation_space=obs_space, action_space=act_space,
-                                    model_config=model_config_for(cfg, info))
+            module_id: RLModuleSpec(module_class=SpadeModule, observation_space=spaces(module_id)[0],
+                                    action_space=spaces(module_id)[1],
+                                    model_config=model_config_for(cfg, info, module_id))
             for module_id in learners
         }
     )
@@ -167,6 +202,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
         random_opening_plies=cfg.env.random_opening_plies,
         eval_random_opening_plies=cfg.evaluation.random_opening_plies,
         learners=tuple(learners),
+        roles=dict(info.roles),
         runinfo=runinfo,
         restore_from=restore_from,
         # Runners start with the config's self-play plan (the driver re-broadcasts it, or the league's).
@@ -188,7 +224,8 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             # Weight syncs and driver updates queue behind an in-flight sample-ahead request.
             max_requests_in_flight_per_env_runner=8,
         )
-        .multi_agent(policies=set(learners), policy_mapping_fn=_policy_mapping_fn, policies_to_train=list(learners))
+        .multi_agent(policies=set(learners), policy_mapping_fn=_policy_mapping_fn_for(info.roles),
+                     policies_to_train=list(learners))
         .rl_module(rl_module_spec=spec)
         .training(
             lr=a.lr,
@@ -236,7 +273,7 @@ class SpadePPO(PPO):
         self._in_flight: set = set()  # remote runner ids with a sample-ahead request in flight
         self._pending_outcomes: list = []
         self._reset_modules: set = set()  # modules re-initialised since the in-flight samples were launched
-        self._last_eval: dict = placeholder_win_rates(self.run_config.evaluation.opponents, "eval") if self.run_config.evaluation.interval else {}
+        self._last_eval: dict = self._eval_placeholders("eval") if self.run_config.evaluation.interval else {}
         from spade_rllib.rllib.heldout_eval import make_heldout_evaluator  # noqa: PLC0415
 
         self.heldout = make_heldout_evaluator(self.run_config, config, self.env_info)  # held-out maps, in a Ray task
@@ -341,10 +378,14 @@ class SpadePPO(PPO):
         check_losses(trained_now(results.get("learners") or {}, lifetime), self.iteration + 1)
         outcomes = self._gather_outcomes()
         metrics: dict[str, Any] = {}
-        # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
-        main_outcomes = [o for o in outcomes if o.learner == MAIN]
-        metrics.update(win_rates(main_outcomes, "train"))
-        metrics.update(counter_means(main_outcomes))  # CTF: counters/tags, counters/captures, ... (main's side)
+        if self.env_info.roles:  # "train/<role>/...": each role's main, with its mean return
+            for module_id, role in self._role_modules():
+                metrics.update(role_metrics([o for o in outcomes if o.learner == module_id], f"train/{role}"))
+        else:
+            # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
+            main_outcomes = [o for o in outcomes if o.learner == MAIN]
+            metrics.update(win_rates(main_outcomes, "train"))
+            metrics.update(counter_means(main_outcomes))  # CTF: counters/tags, counters/captures, ... (main's side)
         ctx = DriverContext(
             iteration=self.iteration + 1,
             env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),
@@ -370,16 +411,46 @@ class SpadePPO(PPO):
         _nest_into(results, self._last_eval)
         if self.heldout is not None:
             _nest_into(results, self.heldout.step(self.iteration + 1, self.main_weights))
-        _nest_into(results, {f"learners/{MAIN}/trained_with/{k}": v for k, v in trained_with.items()})
+        _nest_into(results, {f"learners/{self._first_module}/trained_with/{k}": v for k, v in trained_with.items()})
         results.setdefault("spade", {})["driver_s"] = time.perf_counter() - t0
         return results
 
     def evaluate_main(self, opponents: list, games: int, greedy: bool = False, levels: Optional[list] = None,
                       prefix: str = "eval") -> dict:
-        """Play `games` games per opponent (and per level) on the env runners; flat metrics with `prefix`."""
-        outcomes = self.run_on_runners_for_eval({"opponents": list(opponents), "games": int(games), "greedy": greedy, "levels": levels})
-        out = placeholder_win_rates(opponents, prefix)
-        out.update(win_rates(outcomes, prefix))
+        """Play `games` games per opponent (and per level) on the env runners; flat metrics with `prefix`.
+        A role game evaluates each role's main (`<prefix>/<role>/<opponent>/...`, with `return_mean`)."""
+        spec = {"opponents": list(opponents), "games": int(games), "greedy": greedy, "levels": levels}
+        if not self.env_info.roles:
+            outcomes = self.run_on_runners_for_eval(spec)
+            out = placeholder_win_rates(opponents, prefix)
+            out.update(win_rates(outcomes, prefix))
+            return out
+        out = {}
+        for module_id, role in self._role_modules():
+            out.update(placeholder_win_rates(opponents, f"{prefix}/{role}"))
+            out.update(role_metrics(self.run_on_runners_for_eval({**spec, "learner": module_id}), f"{prefix}/{role}",
+                                    opponents))
+        return out
+
+    def _role_modules(self) -> list[tuple[str, str]]:
+        """(module id, role) of each role's main, in role order (empty in a symmetric game)."""
+        from spade_rllib.games.roles import role_of_module  # noqa: PLC0415
+
+        return [(m, role_of_module(m)) for m in self.env_info.role_modules()]
+
+    @property
+    def _first_module(self) -> str:
+        """main, or the first role's main in a role game."""
+        return learner_module_ids(self.run_config, self.env_info)[0]
+
+    def _eval_placeholders(self, prefix: str) -> dict:
+        opponents = self.run_config.evaluation.opponents
+        if not self.env_info.roles:
+            return placeholder_win_rates(opponents, prefix)
+        out = {}
+        for _, role in self._role_modules():
+            out.update(placeholder_win_rates(opponents, f"{prefix}/{role}"))
+            out.update({f"{prefix}/{role}/{opp}/return_mean": math.nan for opp in opponents})
         return out
 
     def run_on_runners_for_eval(self, spec: dict) -> list:
@@ -402,8 +473,8 @@ class SpadePPO(PPO):
         return [rec for part in parts for rec in (part or [])]
 
     def main_weights(self) -> dict:
-        """The learner's copy of main's weights (numpy state dict)."""
-        return self.module_weights(MAIN)
+        """The learner's copy of main's weights (numpy state dict; the first role's main in a role game)."""
+        return self.module_weights(self._first_module)
 
     def _pop_level_value_loss(self) -> dict:
         """Per-level (sum of max(GAE, 0), steps) of main's experience since the last call, summed over learners."""
@@ -478,14 +549,16 @@ class SpadePPO(PPO):
         Reported as "learners/main/trained_with/{lr,entropy_coeff,clip_param}", read before each
         update: sweeps (PBT) check that perturbed values really reach the learner.
         """
+        first = self._first_module
+
         def read(learner) -> dict:
-            optims = learner.get_optimizers_for_module(MAIN)
+            optims = learner.get_optimizers_for_module(first)
             scheds = getattr(learner, "entropy_coeff_schedulers_per_module", None)
-            ent = scheds[MAIN] if scheds is not None else None  # a LambdaDefaultDict: built from the config on first use
+            ent = scheds[first] if scheds is not None else None  # a LambdaDefaultDict: built from the config on first use
             return {
                 "lr": float(optims[0][1].param_groups[0]["lr"]) if optims else math.nan,
                 "entropy_coeff": float(ent.get_current_value()) if ent is not None else math.nan,
-                "clip_param": float(learner.config.get_config_for_module(MAIN).clip_param),
+                "clip_param": float(learner.config.get_config_for_module(first).clip_param),
             }
 
         for res in self.learner_group.foreach_learner(read):
@@ -515,7 +588,7 @@ class SpadePPO(PPO):
 
     def save_checkpoint(self, checkpoint_dir):
         """Refuse to write a checkpoint whose trained weights hold NaN/inf."""
-        check_weights({m: self.module_weights(m) for m in learner_module_ids(self.run_config)}, self.iteration)
+        check_weights({m: self.module_weights(m) for m in learner_module_ids(self.run_config, self.env_info)}, self.iteration)
         return super().save_checkpoint(checkpoint_dir)
 
     def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
@@ -556,6 +629,21 @@ def _reapply_config_lr(learner) -> None:
         schedule = learner._optimizer_lr_schedules.get(optimizer)  # noqa: SLF001
         if schedule is not None:
             learner._set_optimizer_lr(optimizer, float(schedule.get_current_value()))  # noqa: SLF001
+
+
+def role_metrics(outcomes: list, prefix: str, opponents: Optional[list] = None) -> dict:
+    """A role main's W/D/L per opponent (`win_rates`) plus its mean return, per opponent and over all
+    (`<prefix>/return_mean`, `<prefix>/episodes`): role games are read by their returns."""
+    out = win_rates(outcomes, prefix)
+    by_opponent: dict[str, list[float]] = {str(o): [] for o in (opponents or [])}
+    for o in outcomes:
+        by_opponent.setdefault(str(o.opponent), []).append(float(o.learner_return))
+    for opp, values in by_opponent.items():
+        out[f"{prefix}/{opp}/return_mean"] = float(np.mean(values)) if values else math.nan
+    every = [float(o.learner_return) for o in outcomes]
+    out[f"{prefix}/return_mean"] = float(np.mean(every)) if every else math.nan
+    out[f"{prefix}/episodes"] = float(len(every))
+    return out
 
 
 def _nest_into(results: dict, flat: dict) -> None:

@@ -48,6 +48,23 @@ class EnvInfo:
     mask_size: int
     window_shape: Optional[tuple] = None  # level games only
     action_space: Any = None  # the game's flat action space (Discrete, or a float32 Box); None: Discrete(num_actions)
+    roles: dict = field(default_factory=dict)  # agent -> role (role games; empty: one "main" plays every agent)
+    role_shapes: dict = field(default_factory=dict)  # role -> (obs size, mask size, number of actions)
+
+    def role_modules(self) -> tuple[str, ...]:
+        """The trained module of each role, ``main_<role>``, in role order (empty without roles)."""
+        from spade_rllib.games.roles import role_module_id  # noqa: PLC0415
+
+        return tuple(role_module_id(r) for r in self.role_shapes)
+
+    def module_shape(self, module_id: str) -> tuple[int, int, int]:
+        """(obs size, mask size, number of actions) of a trained module: its role's, else the env's."""
+        from spade_rllib.games.roles import role_of_module  # noqa: PLC0415
+
+        role = role_of_module(module_id)
+        if role in self.role_shapes:
+            return tuple(self.role_shapes[role])
+        return (self.obs_size, self.mask_size, self.num_actions)
 
 
 @dataclass
@@ -123,7 +140,7 @@ class SelfPlayComponent:
 
 
 def make_self_play_component(cfg: RunConfig, info: EnvInfo) -> Optional[SelfPlayComponent]:
-    if len(info.teams) < 2:
+    if len(info.teams) < 2 and not info.roles:
         return None
     return SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, seed=cfg.experiment.seed)
 

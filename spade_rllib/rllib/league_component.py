@@ -43,11 +43,14 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from spade_rllib.checkpoint_layout import LEAGUE_CORE_KEY, LEAGUE_CSV
+from dataclasses import dataclass
+
+from spade_rllib.checkpoint_layout import LEAGUE_CORE_KEY, LEAGUE_CSV, ROLE_LEAGUES_KEY, role_league_csv
 from spade_rllib.config import ConfigError, RunConfig
+from spade_rllib.games.roles import role_module_id
 from spade_rllib.league.league_config import LeagueConfig
-from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
-from spade_rllib.league.league import League, format_table
+from spade_rllib.league.ids import MAIN, RANDOM, SNAPSHOT_SUFFIX, MemberId, Role
+from spade_rllib.league.league import League, format_table, write_table_rows
 from spade_rllib.league.match_plan import MatchPlan
 from spade_rllib.outcome import EpisodeOutcome
 from spade_rllib.rllib.components import COPLAYER_PRIORITY, DriverContext, EnvInfo
@@ -56,6 +59,8 @@ from spade_rllib.rllib.plan import RANDOM as RUNNER_RANDOM
 
 logger = logging.getLogger(__name__)
 
+MEMBER_METRIC_GROUPS = ("rating", "games_vs", "win_rate_vs", "matchups", "plan")
+"""`league/<group>/<member>` metric keys (the member is renamed outside a role league)."""
 START_ITERATION = 0
 """Iteration the first plan is made for (before any training)."""
 SEED_SALT = 0x1EA6E
@@ -97,11 +102,54 @@ def runner_opponent_id(member: MemberId, slot: Optional[int], learner: MemberId 
     raise ValueError(f"plan entry for {member} has no weight slot and is not random, a learner or a bot")
 
 
-def plan_to_opponent_plan(plan: MatchPlan, version: int) -> OpponentPlan:
-    """The runner-side `OpponentPlan` of a league `MatchPlan` (learners are RLlib module ids)."""
+@dataclass(frozen=True)
+class RoleView:
+    """How one role's league is seen from outside in a role game (two roles): its learner ``main`` is the
+    trained module ``main_<role>``; its pool's snapshots ``main_v<k>`` are snapshots of the other role's
+    main, ``main_<other>_v<k>`` to the runners, outcome records, metrics and checkpoints; its slots are
+    ``slot_offset`` .. ``slot_offset + K - 1`` of the runner."""
+
+    role: str
+    other: str
+    slot_offset: int = 0
+
+    @property
+    def module(self) -> str:
+        return role_module_id(self.role)
+
+    @property
+    def other_module(self) -> str:
+        return role_module_id(self.other)
+
+    def outside(self, member: MemberId) -> str:
+        """The name of a member of this league outside it."""
+        if member == MAIN:
+            return self.module
+        if member.role is Role.SNAPSHOT:
+            return f"{self.other_module}{SNAPSHOT_SUFFIX}{member.generation}"
+        return str(member)
+
+    def inside(self, text: Any) -> Optional[MemberId]:
+        """The member of this league an outside name stands for (None: not one of its members)."""
+        text = str(text)
+        if text == self.module or text == MIRROR:
+            return MAIN
+        prefix = f"{self.other_module}{SNAPSHOT_SUFFIX}"
+        if text.startswith(prefix) and text[len(prefix):].isdigit():
+            return MemberId.snapshot(int(text[len(prefix):]))
+        if text.startswith(LIVE_PREFIX) or text.startswith(SLOT_PREFIX) or text.startswith("main"):
+            return None
+        return league_member_of(text)
+
+
+def plan_to_opponent_plan(plan: MatchPlan, version: int, view: Optional[RoleView] = None) -> OpponentPlan:
+    """The runner-side `OpponentPlan` of a league `MatchPlan` (learners are RLlib module ids; a role
+    league's learner is its role's main and its slots start at the view's offset)."""
     probabilities: dict[tuple[str, str], float] = {}
     for entry in plan.entries:
-        key = (str(entry.learner), runner_opponent_id(entry.opponent, entry.opponent_slot, entry.learner))
+        slot = entry.opponent_slot if view is None or entry.opponent_slot is None else entry.opponent_slot + view.slot_offset
+        learner = str(entry.learner) if view is None else view.module
+        key = (learner, runner_opponent_id(entry.opponent, slot, entry.learner))
         probabilities[key] = probabilities.get(key, 0.0) + entry.probability
     total = sum(probabilities.values())
     return OpponentPlan(entries=tuple((lrn, opp, p / total) for (lrn, opp), p in probabilities.items()),
@@ -122,7 +170,8 @@ class LeagueComponent:
 
     name = "league"
 
-    def __init__(self, config: LeagueConfig, seed: int = 0):
+    def __init__(self, config: LeagueConfig, seed: int = 0, view: Optional[RoleView] = None):
+        self.view = view  # a role game's role league; None: the one league of a symmetric game
         self.league = League(config, seed=seed, start_iteration=START_ITERATION)
         self.seed = int(seed)
         self.num_slots = config.num_opponent_slots
@@ -138,7 +187,7 @@ class LeagueComponent:
     def set_plan(self, plan: MatchPlan) -> None:
         """Use `plan` for the coming episodes (sent to the runners with the next broadcast)."""
         self.plan = MatchPlan.from_dict(plan.to_dict())  # plain floats/ints, as it comes back from a checkpoint
-        self.opponent_plan = plan_to_opponent_plan(plan, self.league.state.counters["plans"])
+        self.opponent_plan = plan_to_opponent_plan(plan, self.league.state.counters["plans"], self.view)
         self._plan_sent = False
 
     def _changed_slots(self) -> list[int]:
@@ -151,12 +200,17 @@ class LeagueComponent:
         if not full and self._plan_sent and not slots:
             return None
         weights: dict[str, Any] = {}
+        offset = 0 if self.view is None else self.view.slot_offset
         for k in slots:
             member = self.plan.slots[k] if k < len(self.plan.slots) else None
             if member is None:
-                weights[slot_id(k)] = None
-            else:
+                weights[slot_id(k + offset)] = None
+            elif self.view is None:
                 weights[slot_id(k)] = {"member": str(member), "weights": self.league.weights(member)}
+                self.slot_loads += 1
+            else:  # a snapshot of the other role's main: built with that module's spaces
+                weights[slot_id(k + offset)] = {"member": self.view.outside(member), "module": self.view.other_module,
+                                                "weights": self.league.weights(member)}
                 self.slot_loads += 1
             self._runner_slots[k] = member
         self._plan_sent = True
@@ -179,8 +233,14 @@ class LeagueComponent:
         """Record the league games among `outcomes`; returns {learner: {opponent member: games}}."""
         counts: dict[MemberId, dict[MemberId, int]] = {}
         for outcome in map(EpisodeOutcome.of, outcomes):
-            member = league_member_of(outcome.opponent) or self._bot_member(outcome.opponent)
-            learner = league_member_of(outcome.learner)
+            if self.view is not None:
+                if outcome.learner != self.view.module:
+                    continue  # another role's game: its own league records it
+                member = self.view.inside(outcome.opponent) or self._bot_member(outcome.opponent)
+                learner = MAIN
+            else:
+                member = league_member_of(outcome.opponent) or self._bot_member(outcome.opponent)
+                learner = league_member_of(outcome.learner)
             if member is None or learner is None or outcome.winner is None or outcome.learner_team is None:
                 self.counters["ignored_games"] += 1
                 continue
@@ -253,6 +313,19 @@ class LeagueComponent:
             for group in ("matchups", "plan"):
                 out[f"league/{group}/{name}"] = 0.0
         self._reported |= current
+        return out if self.view is None else self._outside_keys(out)
+
+    def _outside_keys(self, metrics: dict) -> dict:
+        """A role league's metrics as `league/<role>/...`, its members by their outside names."""
+        out = {}
+        for key, value in metrics.items():
+            parts = key.split("/")[1:]
+            if len(parts) == 2 and parts[0] in MEMBER_METRIC_GROUPS:
+                try:
+                    parts[1] = self.view.outside(MemberId.parse(parts[1]))
+                except ValueError:
+                    pass
+            out["/".join(["league", self.view.role, *parts])] = value
         return out
 
     def initial_metrics(self) -> dict:
@@ -272,27 +345,123 @@ class LeagueComponent:
         self.set_plan(MatchPlan.from_dict(state["plan"]))
 
     def table(self) -> list[dict]:
-        return self.league.table()
+        rows = self.league.table()
+        if self.view is not None:
+            for row in rows:
+                row["member"] = self.view.outside(MemberId.parse(row["member"]))
+        return rows
 
     def finish(self, trial_dir) -> Optional[Path]:
-        """End of run: write `league.csv` into `trial_dir` and log the final table."""
+        """End of run: write `league.csv` (a role league: `league_<role>.csv`) into `trial_dir` and log the final table."""
         if trial_dir is None:
             return None
-        path = Path(trial_dir) / LEAGUE_CSV
+        name = LEAGUE_CSV if self.view is None else role_league_csv(self.view.role)
+        path = Path(trial_dir) / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.league.write_table_csv(path)
+        if self.view is None:
+            self.league.write_table_csv(path)
+        else:
+            write_table_rows(path, self.table())
         logger.info("final league table (%s):\n%s", path, format_table(self.table()))
         return path
 
 
-def make_component(cfg: RunConfig, env_info: EnvInfo) -> Optional[LeagueComponent]:
-    """The league component for `cfg`, or None when `league.enabled` is false."""
+class RoleLeaguesComponent:
+    """A role game's leagues: one `LeagueComponent` per role (see `RoleView`), owning that role main's
+    league: the pool of frozen snapshots of the other role's main it trains against, its ratings, its
+    matchmaking and its snapshot rule. When a role's rule fires, its main's weights join the other role's
+    pool. Each role's main plays an equal share of the episodes; the runners get one merged plan."""
+
+    name = "league"
+
+    def __init__(self, config: LeagueConfig, roles: tuple[str, ...], seed: int = 0):
+        if len(roles) != 2:
+            raise ConfigError(f"league.enabled = true: a league needs a two-role game; this one has roles "
+                              f"{', '.join(roles)}; turn the league off")
+        self.roles = tuple(roles)
+        k = config.num_opponent_slots
+        self.leagues = {role: LeagueComponent(config, seed=int(np.random.SeedSequence([seed, i]).generate_state(1)[0]),
+                                              view=RoleView(role, roles[1 - i], slot_offset=i * k))
+                        for i, role in enumerate(self.roles)}
+
+    @property
+    def opponent_plan(self) -> OpponentPlan:
+        """The runners' plan: every role's entries, each role with an equal share."""
+        plans = [c.opponent_plan for c in self.leagues.values()]
+        entries = tuple((lrn, opp, p / len(plans)) for plan in plans for lrn, opp, p in plan.entries)
+        seed = int(np.random.SeedSequence([int(p.seed) & 0xFFFFFFFF for p in plans]).generate_state(1)[0])
+        return OpponentPlan(entries=entries, seed=seed, version=sum(int(p.version) for p in plans))
+
+    def runner_update(self, full: bool) -> Optional[DriverUpdate]:
+        updates = [c.runner_update(full) for c in self.leagues.values()]
+        if all(u is None for u in updates):
+            return None
+        slots: dict = {}
+        for u in updates:
+            slots.update((u.slot_weights or {}) if u is not None else {})
+        return DriverUpdate(opponent_plan=self.opponent_plan, slot_weights=slots or None)
+
+    def record_outcomes(self, outcomes: list) -> dict:
+        return {role: c.record_outcomes(outcomes) for role, c in self.leagues.items()}
+
+    def update(self, outcomes: list, ctx: DriverContext) -> dict:
+        iteration = int(ctx.iteration)
+        counts = self.record_outcomes(outcomes)
+        before = {r: (c.league.state.counters["snapshots"], c.league.state.counters["evictions"]) for r, c in self.leagues.items()}
+        for role, comp in self.leagues.items():
+            reason = comp.league.snapshot_reason(iteration, MAIN)
+            if reason is None:
+                continue
+            generation = comp.league.note_snapshot(iteration, MAIN)
+            other = self.leagues[comp.view.other]
+            member = other.league.add_frozen(ctx.weights_of(comp.view.module), iteration, generation)
+            logger.info("league: iteration %d: snapshot %s (%s) joins %s's pool", iteration, other.view.outside(member),
+                        reason, comp.view.other)
+        out: dict = {}
+        for role, comp in self.leagues.items():
+            comp.set_plan(comp.league.plan(iteration))
+            counters = comp.league.state.counters
+            out.update(comp.metrics(counts[role], counters["snapshots"] - before[role][0],
+                                    counters["evictions"] - before[role][1]))
+        return out
+
+    def metrics(self) -> dict:
+        out: dict = {}
+        for comp in self.leagues.values():
+            out.update(comp.metrics())
+        return out
+
+    def initial_metrics(self) -> dict:
+        return self.metrics()
+
+    def state_dict(self) -> dict:
+        return {ROLE_LEAGUES_KEY: {role: c.state_dict() for role, c in self.leagues.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        saved = state.get(ROLE_LEAGUES_KEY)
+        if not isinstance(saved, Mapping) or set(saved) != set(self.leagues):
+            raise ValueError(f"league state holds roles {sorted(saved or {})}; this run has roles {sorted(self.leagues)}")
+        for role, comp in self.leagues.items():
+            comp.load_state_dict(saved[role])
+
+    def table(self) -> list[dict]:
+        return [{**row, "role": role} for role, c in self.leagues.items() for row in c.table()]
+
+    def finish(self, trial_dir) -> list:
+        return [c.finish(trial_dir) for c in self.leagues.values()]
+
+
+def make_component(cfg: RunConfig, env_info: EnvInfo):
+    """The league component for `cfg` (`RoleLeaguesComponent` in a role game), or None when `league.enabled` is false."""
     if not cfg.league.enabled:
         return None
+    if env_info.roles:
+        roles = tuple(dict.fromkeys(env_info.roles.values()))
+        return RoleLeaguesComponent(cfg.league.to_core(), roles, seed=int(cfg.experiment.seed) ^ SEED_SALT)
     if len(env_info.teams) < 2:
         raise ConfigError(f"league.enabled = true: env {env_info.env_id!r} has one team, so no opponent; turn the league off")
     return LeagueComponent(cfg.league.to_core(), seed=int(cfg.experiment.seed) ^ SEED_SALT)
 
 
-__all__ = ["LEAGUE_CSV", "LeagueComponent", "league_member_of", "make_component", "plan_to_opponent_plan",
-           "runner_opponent_id"]
+__all__ = ["LEAGUE_CSV", "LeagueComponent", "RoleLeaguesComponent", "RoleView", "league_member_of", "make_component",
+           "plan_to_opponent_plan", "runner_opponent_id"]

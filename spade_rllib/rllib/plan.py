@@ -55,6 +55,8 @@ class RunnerSpec:
     eval_random_opening_plies: int = 0
     learners: tuple[str, ...] = (MAIN,)
     """The trained module ids (main, then any league exploiters)."""
+    roles: dict = field(default_factory=dict)
+    """Role games: agent -> role; agent a is played by `main_<role>` (empty: "main" plays every agent)."""
     opponent_plan: Optional["OpponentPlan"] = None
     """The plan runners start with (the driver re-broadcasts it)."""
     reset_options: Optional[dict] = None
@@ -80,6 +82,7 @@ class RunnerSpec:
         values = dict(raw)
         values["env_kwargs"] = dict(values.get("env_kwargs") or {})
         values["learners"] = tuple(values.get("learners") or (MAIN,))
+        values["roles"] = {str(a): str(r) for a, r in (values.get("roles") or {}).items()}
         for key in ("seed", "level_pool", "random_opening_plies", "eval_random_opening_plies"):
             values[key] = int(values.get(key) or 0)
         values["packed"] = bool(values.get("packed", False))
@@ -143,6 +146,19 @@ class OpponentPlan:
         """Main's team for this episode: alternates between consecutive episodes of an env slot."""
         _, env_index, episode_number = key
         return int(episode_number + env_index) % max(1, num_teams)
+
+    def spread_over(self, learners: tuple[str, ...]) -> "OpponentPlan":
+        """Role games: every entry of learner "main" split evenly over `learners` (the role modules),
+        so a plan made for one main (the config's self-play mix) trains every role's main."""
+        if MAIN not in self.learners():
+            return self
+        entries = []
+        for learner, opp, p in self.entries:
+            if learner == MAIN:
+                entries.extend((module, opp, p / len(learners)) for module in learners)
+            else:
+                entries.append((learner, opp, p))
+        return OpponentPlan(entries=tuple(entries), seed=self.seed, version=self.version)
 
     def probabilities(self, learner: Optional[str] = None) -> dict:
         """{opponent_id: probability} summed over learners, or of one learner's entries only."""

@@ -72,7 +72,7 @@ def check_model_memory(cfg, info, memory: Optional[int] = None) -> None:
     if not memory:
         return
     params = parameter_count(model_config_for(cfg, info), info.obs_size, info.num_actions)
-    copies = len(learner_module_ids(cfg)) * (1 + max(1, cfg.resources.num_learners)) + cfg.training.num_env_runners + 1
+    copies = len(learner_module_ids(cfg, info)) * (1 + max(1, cfg.resources.num_learners)) + cfg.training.num_env_runners + 1
     need = params * BYTES_PER_PARAMETER * copies
     if need > MEMORY_SHARE * memory:
         raise ConfigError(
@@ -104,9 +104,10 @@ def check_resume(cfg, checkpoint: str, info=None) -> None:
     recorded = checkpoint_env_id(ckpt)
     if recorded is not None and canonical_env_id(recorded) != canonical_env_id(cfg.env.id):
         raise ConfigError(f"--resume: {ckpt.path} was trained on {recorded}; the config says env.id = {cfg.env.id!r}")
-    want = _comparable(model_config_for(cfg, info))
-    learners = set(learner_module_ids(cfg))
+    learners = set(learner_module_ids(cfg, info))
     for module_id in ckpt.module_ids:
+        want = _comparable(model_config_for(cfg, info, module_id))
+        obs_size, _, num_actions = info.module_shape(module_id)
         try:
             module = load_module(ckpt, module_id)
         except CheckpointError as e:
@@ -114,9 +115,9 @@ def check_resume(cfg, checkpoint: str, info=None) -> None:
         obs = int(np.prod(module.observation_space.shape or ()))
         space = module.action_space
         n = int(space.n) if hasattr(space, "n") else int(np.prod(getattr(space, "shape", None) or (-1,)))  # Box: its size
-        if module_id in learners and (obs, n) != (info.obs_size, info.num_actions):
+        if module_id in learners and (obs, n) != (obs_size, num_actions):
             raise ConfigError(f"--resume: module {module_id!r} of {ckpt.path} observes {obs} values with {n} actions; "
-                              f"{cfg.env.id} with this config gives {info.obs_size} and {info.num_actions} "
+                              f"{cfg.env.id} with this config gives {obs_size} and {num_actions} "
                               "(env.kwargs or the map changed?)")
         saved = _comparable(dict(getattr(module, "model_config", None) or {}))
         if module_id in learners:

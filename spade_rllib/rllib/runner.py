@@ -70,6 +70,7 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
 from spade_rllib.games.adapter import LEVEL_RESET_KEYS, Game, make_game_factory
+from spade_rllib.games.roles import role_module_id, role_names
 from spade_rllib.rllib.health import env_fault, first_non_finite_row
 from spade_rllib.rllib.packed import PackedEpisodes
 from spade_rllib.rllib.plan import (BOT_PREFIX, LIVE_PREFIX, MIRROR, RANDOM, RUNNER_SPEC_KEY, SLOT_PREFIX, DriverUpdate,
@@ -162,13 +163,18 @@ class _Traj:
 class _Lanes:
     """N env copies stepped in lock-step, each with its own episode bookkeeping."""
 
-    def __init__(self, games: list[Game], record: bool):
+    def __init__(self, games: list[Game], record: bool, roles: Optional[dict] = None):
         self.games = games
         self.n = len(games)
         self.record = record  # keep the learner's transitions (training) or only outcomes (evaluation)
         g0 = games[0]
-        self.team_of = {a: t for t, team in enumerate(g0.teams) for a in team}
-        self.num_teams = len(g0.teams)
+        # Sides of an episode's outcome: the teams, or in a role game the roles (side k = k-th role).
+        if roles:
+            self.sides = tuple(tuple(a for a in g0.agents if roles[a] == r) for r in role_names(roles))
+        else:
+            self.sides = tuple(g0.teams)
+        self.team_of = {a: t for t, team in enumerate(self.sides) for a in team}
+        self.num_teams = len(self.sides)
         self.active = [False] * self.n
         self.episode_number = [-1] * self.n
         self.opponent = [MIRROR] * self.n
@@ -176,6 +182,7 @@ class _Lanes:
         self.learner = [MAIN] * self.n  # the trained module whose experience this episode records
         self.main_team = [0] * self.n  # the learner's team
         self.controller: list[dict] = [{} for _ in range(self.n)]  # agent -> learner module id or opponent id
+        self.recorders: list[frozenset] = [frozenset() for _ in range(self.n)]  # trained modules recording this episode
         self.pending: list[dict] = [{} for _ in range(self.n)]  # agent -> obs to act on now
         self.last_obs: list[dict] = [{} for _ in range(self.n)]
         self.traj: list[dict] = [{} for _ in range(self.n)]  # agent -> _Traj (learning agents)
@@ -218,14 +225,17 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._make_eval_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, spec.eval_random_opening_plies)
         self._base_seed = spec.seed * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
         self._rng = np.random.default_rng([spec.seed, self.worker_index, 17])
-        self.plan: OpponentPlan = spec.opponent_plan or OpponentPlan()
         self.learner_ids: tuple[str, ...] = spec.learners
+        self.roles: dict = dict(spec.roles)  # agent -> role (role games); agent a is played by main_<role>
+        self.module_of_agent: dict = {a: role_module_id(r) for a, r in self.roles.items()}
+        self.plan: OpponentPlan = self._fit_plan(spec.opponent_plan or OpponentPlan())
         self.level_source: Any = None
         self.fixed_reset_options: Optional[dict] = spec.reset_options
         # One PackedEpisodes per sample() instead of SingleAgentEpisodes (needs SpadeGAEConnector).
         self.packed: bool = spec.packed
         self.slot_members: dict[str, str] = {}
         self.slot_modules: dict[str, Any] = {}
+        self._slot_arch: dict[str, str] = {}  # slot -> the trained module whose architecture it holds
         self.driver_extra: dict = {}
         self._bots: dict[str, Any] = {}
         self._warned_empty_slots: set = set()
@@ -244,7 +254,15 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self._obs_space = g0.observation_space()
         self._act_space = g0.action_space()
         self._continuous = bool(g0.continuous)  # Box actions: float vectors, a Gaussian head
-        self.lanes = _Lanes(self.games, record=True)
+        self._module_spaces: dict = {}  # role modules: their role's (obs space, action space)
+        for agent, module_id in self.module_of_agent.items():
+            if module_id not in self._module_spaces:
+                obs_size, _, num_actions = g0.agent_shape(agent)
+                import gymnasium as gym  # noqa: PLC0415
+
+                self._module_spaces[module_id] = (gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32),
+                                                  gym.spaces.Discrete(num_actions))
+        self.lanes = _Lanes(self.games, record=True, roles=self.roles)
         self._seeded = False
         self._level_pool = self._make_level_pool(self.spec.level_pool, g0)
 
@@ -272,12 +290,21 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self.module = spec.build()
         for module_id in self.learner_ids:
             self.module[module_id].eval()
-        self._main_spec = spec.rl_module_specs[MAIN]
+        self._module_specs = dict(spec.rl_module_specs)
+        self._main_spec = self._module_specs[self.learner_ids[0]]
+
+    def spaces_of(self, module_id: str) -> tuple:
+        """(observation space, action space) of a trained module (its role's in a role game)."""
+        return self._module_spaces.get(module_id, (self._obs_space, self._act_space))
 
     def get_spaces(self):
         spaces = {INPUT_ENV_SPACES: (self._obs_space, self._act_space)}
-        spaces.update({module_id: (self._obs_space, self._act_space) for module_id in self.learner_ids})
+        spaces.update({module_id: self.spaces_of(module_id) for module_id in self.learner_ids})
         return spaces
+
+    def _fit_plan(self, plan: OpponentPlan) -> OpponentPlan:
+        """Role games: a plan for "main" (the config's self-play mix) trains every role's main."""
+        return plan.spread_over(self.learner_ids) if self.roles else plan
 
     def assert_healthy(self):
         assert self.games and self.module is not None
@@ -286,7 +313,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
     def apply_driver_update(self, update: DriverUpdate) -> None:
         """Apply one broadcast from the driver (opponent plan, slot weights, level source)."""
         if update.opponent_plan is not None:
-            self.plan = update.opponent_plan
+            self.plan = self._fit_plan(update.opponent_plan)
         for sid, slot in (update.slot_weights or {}).items():
             if not sid.startswith(SLOT_PREFIX):
                 raise ValueError(f"slot id {sid!r} must start with {SLOT_PREFIX!r}")
@@ -295,9 +322,11 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 self.slot_modules.pop(sid, None)
                 continue
             mod = self.slot_modules.get(sid)
-            if mod is None:
-                mod = self._main_spec.build()
+            arch = str(slot.get("module") or self.learner_ids[0])  # the trained module the snapshot was taken of
+            if mod is None or self._slot_arch.get(sid) != arch:
+                mod = self._module_specs[arch].build()
                 mod.eval()
+                self._slot_arch[sid] = arch
                 self.slot_modules[sid] = mod
             mod.set_state(slot["weights"])
             self.slot_members[sid] = str(slot.get("member", sid))
@@ -355,10 +384,14 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             by_module: dict[str, list] = {}
             for module_id, chunk in episodes:
                 by_module.setdefault(module_id, []).append(chunk)
-            dist_size, action_size = ((2 * self._act_space.shape[0], self._act_space.shape[0]) if self._continuous
-                                      else (self._act_space.n, 0))
-            episodes = [PackedEpisodes.build(chunks, self._obs_space.shape[0], dist_size, module_id=module_id,
-                                             action_size=action_size)
+            def sizes(module_id: str) -> tuple[int, int, int]:  # (obs size, dist inputs, action size)
+                obs_space, act_space = self.spaces_of(module_id)
+                if self._continuous:
+                    return obs_space.shape[0], 2 * act_space.shape[0], act_space.shape[0]
+                return obs_space.shape[0], act_space.n, 0
+
+            episodes = [PackedEpisodes.build(chunks, sizes(module_id)[0], sizes(module_id)[1], module_id=module_id,
+                                             action_size=sizes(module_id)[2])
                         for module_id, chunks in by_module.items()]
         self._log_sample_metrics(steps, done_eps, episodes)
         return episodes
@@ -369,7 +402,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         return episodes, self.get_metrics(), self.pop_episode_outcomes()
 
     def _log_sample_metrics(self, env_steps: int, num_eps: int, episodes: list) -> None:
-        module_steps: dict[str, int] = {MAIN: 0}
+        module_steps: dict[str, int] = {self.learner_ids[0]: 0}
         for e in episodes:
             module_steps[e.module_id] = module_steps.get(e.module_id, 0) + len(e)
         m = self.metrics
@@ -394,7 +427,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         spec: {"opponents": [ids], "games": games per opponent (and per level), "greedy": bool,
                "levels": optional list of reset-option dicts (each played `games` times per opponent),
                "share": (k, n) to play only this runner's k-th of n shares}.
-        Main's team alternates between games. A level's extra reset options (`heldout_level`) land in
+        Main's team alternates between games; `spec["learner"]` names the trained module evaluated (a
+        role's main plays its role's agents, the opponent every other agent). A level's extra reset options (`heldout_level`) land in
         the records (`OUTCOME_EXTRA_FIELDS`).
         """
         with _single_thread():
@@ -410,10 +444,14 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         if not jobs:
             return []
         if self._eval_lanes is None:
-            self._eval_lanes = _Lanes([self._make_eval_game() for _ in range(min(self.num_envs, 32))], record=False)
+            self._eval_lanes = _Lanes([self._make_eval_game() for _ in range(min(self.num_envs, 32))], record=False,
+                                      roles=self.roles)
         lanes = self._eval_lanes
         queue = deque(jobs)
         results: list[EpisodeOutcome] = []
+        self._eval_learner = str(spec.get("learner") or self.learner_ids[0])
+        if self._eval_learner not in self.learner_ids:
+            raise ValueError(f"evaluation learner {self._eval_learner!r}; this runner trains {', '.join(self.learner_ids)}")
         saved = (self.plan, self.level_source)
         try:
             lanes.active = [False] * lanes.n
@@ -429,18 +467,26 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
     def _start_eval_episode(self, lanes: _Lanes, i: int, job: tuple, levels: list) -> None:
         opp, li, g = job
         options = levels[li]
-        self._start_episode(lanes, i, seed=int(self._rng.integers(2**31)), opponent=opp, main_team=g % lanes.num_teams,
-                            options=options)
+        learner = self._eval_learner
+        team = g % lanes.num_teams if not self.roles else self._role_side(learner)
+        self._start_episode(lanes, i, seed=int(self._rng.integers(2**31)), opponent=opp, main_team=team,
+                            options=options, learner=learner)
+
+    def _role_side(self, module_id: str) -> int:
+        """A role module's side (the index of its role)."""
+        return [role_module_id(r) for r in role_names(self.roles)].index(module_id)
 
     # ------------------------------------------------------------------ core loop
     def _start_episode(self, lanes: _Lanes, i: int, seed: Optional[int] = None, opponent: Optional[str] = None,
-                       main_team: Optional[int] = None, options: Optional[dict] = None, extras: Optional[dict] = None) -> None:
+                       main_team: Optional[int] = None, options: Optional[dict] = None, extras: Optional[dict] = None,
+                       learner: Optional[str] = None) -> None:
         lanes.episode_number[i] += 1
         key = (self.worker_index, i, lanes.episode_number[i])
-        learner = MAIN
+        learner = learner or MAIN
         if opponent is None:
             learner, opponent = self.plan.pick_matchup(key) if lanes.num_teams > 1 else (MAIN, MIRROR)
-            main_team = OpponentPlan.main_team(key, lanes.num_teams)
+            # A role's main always plays its role; in symmetric games main's team alternates.
+            main_team = self._role_side(learner) if self.roles else OpponentPlan.main_team(key, lanes.num_teams)
             if learner not in self.learner_ids:
                 raise ValueError(f"opponent plan names learner {learner!r}; this runner trains {', '.join(self.learner_ids)}")
         if opponent.startswith(SLOT_PREFIX) and opponent not in self.slot_modules:
@@ -470,13 +516,19 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         lanes.learner[i] = learner
         lanes.main_team[i] = int(main_team or 0)
         ctrl = {}
-        for t, team in enumerate(game.teams):
-            for a in team:
-                ctrl[a] = learner if (t == lanes.main_team[i] or opponent == MIRROR) else opponent
+        if self.roles:  # each agent's own role main, or the opponent where the agent is not the learner's role
+            for a in game.agents:
+                own = self.module_of_agent[a]
+                ctrl[a] = own if (own == learner or opponent == MIRROR) else opponent
+        else:
+            for t, team in enumerate(game.teams):
+                for a in team:
+                    ctrl[a] = learner if (t == lanes.main_team[i] or opponent == MIRROR) else opponent
         lanes.controller[i] = ctrl
+        lanes.recorders[i] = frozenset(c for c in ctrl.values() if c in self.learner_ids)
         lanes.pending[i] = obs
         lanes.last_obs[i] = dict(obs)
-        lanes.traj[i] = {a: _Traj() for a, c in ctrl.items() if c == learner} if lanes.record else {}
+        lanes.traj[i] = {a: _Traj() for a, c in ctrl.items() if c in lanes.recorders[i]} if lanes.record else {}
         lanes.agent_return[i] = {a: 0.0 for a in ctrl}
         lanes.length[i] = 0
         lanes.extras[i] = extras
@@ -535,8 +587,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             return sample_gaussian(logits, self._rng, greedy)
         return sample_actions(logits, self._rng, greedy)
 
-    def _random_action(self, game: Game, obs: np.ndarray):
-        return game.random_action(obs, self._rng)
+    def _random_action(self, game: Game, obs: np.ndarray, agent: Optional[str] = None):
+        return game.random_action(obs, self._rng, agent)
 
     def _bot(self, name: str):
         bot = self._bots.get(name)
@@ -568,7 +620,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         for who, members in groups.items():
             if who == RANDOM:
                 for i, agent in members:
-                    actions[i][agent] = self._random_action(lanes.games[i], lanes.pending[i][agent])
+                    actions[i][agent] = self._random_action(lanes.games[i], lanes.pending[i][agent], agent)
             elif who.startswith(BOT_PREFIX):
                 bot = self._bot(who[len(BOT_PREFIX):])
                 for i, agent in members:
@@ -597,7 +649,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                     actions[i][agent] = a
                     if rec is not None:
                         lanes.prev_action[i][agent] = a
-                    if lanes.record and who == lanes.learner[i]:
+                    if lanes.record and who in lanes.recorders[i]:
                         learner_out[(i, agent)] = (obs[j], a, float(logp[row]), logits[j],
                                                    None if rec is None else (rec[0][j], rec[1][j] if self._continuous else int(rec[1][j]),
                                                                                  float(rec[2][j])))
@@ -648,32 +700,40 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 finished += 1
                 if res.final_obs:
                     lanes.last_obs[i].update(res.final_obs)
-                record = self._finish_episode(lanes, i, res, episodes)
+                records = self._finish_episode(lanes, i, res, episodes)
                 lanes.active[i] = False
                 if eval_queue is None:
-                    self._outcomes.append(record)
+                    self._outcomes.extend(records)
                     self._start_episode(lanes, i)
                 else:
                     queue, levels, results = eval_queue
-                    results.append(record)
+                    results.extend(records)
                     if queue:
                         self._start_eval_episode(lanes, i, queue.popleft(), levels)
         return env_steps, finished
 
-    def _finish_episode(self, lanes: _Lanes, i: int, res, episodes: Optional[list]) -> EpisodeOutcome:
+    def _finish_episode(self, lanes: _Lanes, i: int, res, episodes: Optional[list]) -> list[EpisodeOutcome]:
+        """The episode's outcome records: one, of its learner; in a role game's mirror episode one per
+        role main (each main learned from its own role's agents)."""
         if lanes.record and episodes is not None:
             for agent, tr in lanes.traj[i].items():
                 if tr.actions:
                     tr.obs.append(lanes.last_obs[i].get(agent, tr.obs[-1]))
                     if tr.states:
                         tr.boot_state = lanes.state[i].get(agent)
-                    episodes.append(self._make_episode(lanes.learner[i], agent, tr, terminated=not res.truncated,
+                    episodes.append(self._make_episode(lanes.controller[i][agent], agent, tr, terminated=not res.truncated,
                                                        truncated=res.truncated, level=_curriculum_level(lanes, i)))
             lanes.traj[i] = {}
-        game = lanes.games[i]
-        team_returns = [float(np.mean([lanes.agent_return[i][a] for a in team])) for team in game.teams]
+        if self.roles and lanes.opponent[i] == MIRROR:
+            learners = [role_module_id(r) for r in role_names(self.roles)]
+        else:
+            learners = [lanes.learner[i]]
+        return [self._outcome(lanes, i, res, learner) for learner in learners]
+
+    def _outcome(self, lanes: _Lanes, i: int, res, learner: str) -> EpisodeOutcome:
+        team_returns = [float(np.mean([lanes.agent_return[i][a] for a in team])) for team in lanes.sides]
         info = res.info or {}
-        main_team = lanes.main_team[i]
+        main_team = self._role_side(learner) if self.roles else lanes.main_team[i]
         opponent = lanes.opponent[i]
         member = lanes.member[i]
         swapped = self._member_of(opponent) != member  # slot reloaded with another member mid-episode
@@ -682,13 +742,13 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         if lanes.num_teams >= 2:
             record = EpisodeOutcome.from_final_info(
                 info, team_returns=tuple(team_returns), length=lanes.length[i], truncated=res.truncated,
-                learner_team=main_team, learner=lanes.learner[i], opponent=member,
+                learner_team=main_team, learner=learner, opponent=member,
                 opponent_swapped=swapped,  # two policies played that seat: the league ignores it
                 **fields)
         else:  # one team: nobody to win against, no opponent
             record = EpisodeOutcome(winner=None, reason="timeout" if res.truncated else "terminal",
-                                    length=lanes.length[i], learner=lanes.learner[i], returns=(team_returns[0],), **fields)
-        if lanes.record and lanes.learner[i] == MAIN:  # RLlib's episode metrics describe main
+                                    length=lanes.length[i], learner=learner, returns=(team_returns[0],), **fields)
+        if lanes.record and learner == self.learner_ids[0]:  # RLlib's episode metrics describe main (the first role's)
             self._log_episode_metrics(record, member)
         return record
 
@@ -731,8 +791,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             truncated=truncated,
             len_lookback_buffer=lookback,
             t_started=lookback,
-            observation_space=self._obs_space,
-            action_space=self._act_space,
+            observation_space=self.spaces_of(module_id)[0],
+            action_space=self.spaces_of(module_id)[1],
             agent_id=agent,
             module_id=module_id,
             multi_agent_episode_id=uuid.uuid4().hex,  # unique per chunk: the learner batches by this key
@@ -762,7 +822,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             chunk.obs = tr.obs + [nxt]
             if tr.states:
                 chunk.boot_state = lanes.state[i].get(agent)
-            episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True,
+            episodes.append(self._make_episode(lanes.controller[i][agent], agent, chunk, terminated=False, truncated=True,
                                                level=_curriculum_level(lanes, i)))
             lanes.traj[i][agent] = _Traj()
             return
@@ -772,7 +832,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         chunk.obs = tr.obs
         if tr.states:
             chunk.boot_state = tr.states[-1]  # the bootstrap row is the kept step's obs: its state
-        episodes.append(self._make_episode(lanes.learner[i], agent, chunk, terminated=False, truncated=True,
+        episodes.append(self._make_episode(lanes.controller[i][agent], agent, chunk, terminated=False, truncated=True,
                                            level=_curriculum_level(lanes, i)))
         lanes.traj[i][agent] = tr.tail(1)
 
