@@ -13,9 +13,7 @@ from __future__ import annotations
 import inspect
 import os
 from pathlib import Path
-from typing import Optional
-
-import numpy as np
+from typing import Any, Optional
 
 from spade_rllib.games import EnvIdError, find_game, resolve_env
 from spade_rllib.validation import ConfigError, did_you_mean
@@ -31,7 +29,6 @@ def check_config(cfg) -> None:
     resolve_env_id(cfg.env.id)
     check_experiment_name(cfg.experiment.name)
     check_env(cfg)
-    check_roles(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
 
@@ -110,8 +107,9 @@ def check_env(cfg) -> None:
     if factory is None:
         plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
         key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
-        check_foreign_env(env.id, env.kwargs, plies, plies_key=key)
+        check_foreign_env(env.id, env.kwargs, plies, plies_key=key, roles=env.roles)
         return
+    check_roles(cfg)
     kwargs = dict(env.kwargs)
     if level is not None:
         kwargs["level"] = level
@@ -127,18 +125,20 @@ def check_env(cfg) -> None:
 
 
 def check_roles(cfg) -> None:
-    """`env.roles` names only agents of the env and leaves none without a role where the agents' spaces
-    differ (`spade_rllib.games.roles`); the env is built once for it."""
+    """`env.roles` of a catalog game names only its agents and leaves none without a role where the agents'
+    spaces differ (`spade_rllib.games.roles`; a foreign env is checked by `check_foreign_env`)."""
     from spade_rllib.games.roles import env_roles  # noqa: PLC0415
 
     env_roles(cfg.env.id, cfg.env.kwargs, cfg.env.roles)
 
 
 def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: str = "env.id",
-                      plies_key: str = "env.random_opening_plies") -> None:
+                      plies_key: str = "env.random_opening_plies", roles: Any = None) -> None:
     """Build the env once through the game-loop adapter, as every env runner will, then one reset and one
-    step with a legal action: unsupported spaces (`spade_rllib.games.spaces`), constructor arguments the
+    step with a legal action: unsupported spaces (`spade_rllib.games.spaces`), agents whose spaces differ
+    without roles to tell them apart (`env.roles`, `spade_rllib.games.roles`), constructor arguments the
     env refuses and envs that fail on their first step are one-line `ConfigError`s before Ray starts."""
+    from spade_rllib.games.roles import game_roles  # noqa: PLC0415
     from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
     from spade_rllib.games.spaces import UnsupportedSpace  # noqa: PLC0415
 
@@ -152,10 +152,10 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
         except Exception as e:  # noqa: BLE001 - a missing optional dependency (ImportError, DependencyNotInstalled)
             raise ConfigError(f"{key} = {env_id!r}: the env cannot be built here ({e.__class__.__name__}: "
                               f"{_one_line(e)})") from e
-        check_one_module_fits(game)
+        game_roles(game, roles, env_id)  # one trained module per role: agents of a role share their spaces
         obs = game.reset(seed=0)
         if obs:
-            actions = {agent: _first_legal(game, o) for agent, o in obs.items()}
+            actions = {agent: _first_legal(game, o, agent) for agent, o in obs.items()}
             game.step(actions)
     except ConfigError:
         raise
@@ -180,35 +180,10 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
                 pass
 
 
-def check_one_module_fits(game) -> None:
-    """One trained module acts for every agent, so every agent's observation and action sizes must be
-    those of the first agent; `UnsupportedSpace` naming the first agent that differs."""
-    from spade_rllib.games.adapter import _flat_obs_space  # noqa: PLC0415
-    from spade_rllib.games.spaces import UnsupportedSpace  # noqa: PLC0415
-
-    env = game.raw_env
-    agents = list(getattr(env, "possible_agents", ()) or ())
-    if len(agents) < 2:
-        return
-
-    def sizes(agent):
-        feat, mask, _ = _flat_obs_space(env.observation_space(agent))
-        space = env.action_space(agent)
-        return feat + mask, int(getattr(space, "n", None) or np.prod(getattr(space, "shape", None) or (0,)))
-
-    first = sizes(agents[0])
-    for agent in agents[1:]:
-        other = sizes(agent)
-        if other != first:
-            raise UnsupportedSpace(
-                f"agents differ: {agents[0]!r} observes {first[0]} values with {first[1]} actions, {agent!r} "
-                f"{other[0]} with {other[1]}; one trained module needs every agent to have the same spaces")
-
-
-def _first_legal(game, obs):
+def _first_legal(game, obs, agent=None):
     if game.continuous:  # Box: the zero vector (the game clips it into the bounds)
         return [0.0] * game.num_actions
-    legal = game.legal_actions(obs)
+    legal = game.legal_actions(obs, agent)
     return int(legal[0]) if len(legal) else 0
 
 
