@@ -80,7 +80,7 @@ class ModelConfig:
     use_lstm: bool = setting(False, help="Recurrent policy: an LSTM after the encoder (MLP or CNN); policy and value heads share encoder and LSTM (one hidden state per agent, vf_share_layers is then not used). RLlib's DefaultModelConfig naming.")
     lstm_cell_size: int = setting(256, help="use_lstm only: LSTM hidden size.", min=1, max=8192)
     max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
-    lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action (one-hot) to the LSTM.")
+    lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action to the LSTM (one-hot; Box actions: the action vector).")
     lstm_use_prev_reward: bool = setting(False, help="use_lstm only: feed the agent's previous reward to the LSTM.")
     log_std_init: float = setting(0.0, help="Box (continuous) actions only: initial log standard deviation of the Gaussian policy (one learned, state-independent value per action dimension); -1.0 starts at std 0.37.", min=-20.0, max=2.0)
     train_bf16: bool = setting(False, help="The learner's forward and backward pass under torch.autocast bfloat16 (CPUs with AVX512-BF16/AMX; acting and inference stay float32).")
