@@ -302,6 +302,20 @@ def wrap_text(text: str, width: int = WIDTH) -> list[str]:
     return textwrap.wrap(text, width=width, subsequent_indent="  ", break_on_hyphens=False) or [""]
 
 
+def team_line(final: dict, games: int, greedy: bool, prefix: str = "final") -> str:
+    """A cooperative game's final evaluation in one line: the team's mean return with its 95%
+    interval, and the success rate where the env reports one (no win rate, no target)."""
+    key = f"{prefix}/team"
+    mean, ci = _num(final.get(f"{key}/return_mean")), _num(final.get(f"{key}/return_ci95"))
+    text = f"final evaluation ({games} episodes, {'argmax' if greedy else 'sampled'} actions): team return "
+    text += "n/a" if mean is None else f"{mean:.3f}" + ("" if ci is None or ci != ci else f" +- {ci:.3f}")
+    success = _num(final.get(f"{key}/success_rate"))
+    if success is not None:
+        text += f", success rate {success:.2f}"
+    length = _num(final.get(f"{key}/mean_length"))
+    return text + ("" if length is None else f", mean length {length:.0f}")
+
+
 def final_table(opponents: Sequence[str], final: dict, verdicts: Sequence, mirror: str = "mirror",
                 prefix: str = "final") -> list[str]:
     """The final evaluation as a fixed-width table: score, W/D/L and the target's verdict per opponent."""
