@@ -282,3 +282,13 @@ def test_pistonball_continuous_trains_checkpoints_and_exports(ray_session, tmp_p
     path = export_onnx(policy, tmp_path / "pistonball.onnx")
     x = np.stack(list(obs.values())).astype(np.float32)
     np.testing.assert_allclose(onnx_logits(path, x), torch_logits(policy, x), atol=1e-5)
+
+
+def test_random_evaluation_player_draws_within_a_box():
+    from spade_rllib.evaluation.players import PlayerSpec, RandomPlayer
+
+    player = RandomPlayer(PlayerSpec("random", "bot", "random"), num_actions=1)
+    env = gym.make(PENDULUM)
+    draws = np.stack([player.act(env, "agent_0", None, None, np.random.default_rng(k)) for k in range(100)])
+    assert draws.dtype == np.float32 and draws.shape == (100, 1)
+    assert draws.min() >= -2.0 and draws.max() <= 2.0 and draws.std() > 0.5
