@@ -36,7 +36,8 @@ EVAL_SEEDS = range(10_000, 10_005)
 def raw_config(env_id: str, model: dict | None = None, agent: dict | None = None, **sections) -> dict:
     raw = {
         "experiment": {"name": "box", "seed": 0},
-        "env": {"id": env_id, **({"kwargs": dict(PISTON_KWARGS)} if env_id == PISTONBALL else {})},
+        # pistonball: one shared reward, so one team (the cooperative mode: team return, no W/D/L)
+        "env": {"id": env_id, **({"kwargs": dict(PISTON_KWARGS), "mode": "cooperative"} if env_id == PISTONBALL else {})},
         "agent": {"train_batch_size": 256, "minibatch_size": 128, "epochs": 1, "model": {"hidden": [16]}},
         "training": {"num_envs_per_runner": 4, "num_env_runners": 0},
         "self_play": {"mode": "none" if env_id == PENDULUM else "mirror"},
@@ -290,7 +291,7 @@ def test_pistonball_continuous_team_return_rises_checkpoints_and_exports(ray_ses
         ckpt = Path(algo.save_to_path(str(tmp_path / "ckpt")))
     finally:
         algo.stop()
-    assert np.isfinite(result["env_runners"]["episode_return_mean"])
+    assert np.isfinite(result["env_runners"]["episode_return_mean"])  # the team's return (cooperative mode)
     policy = load_policy(ckpt)
     assert policy.continuous and policy.num_actions == 1
     after = _greedy_team_return(policy)
