@@ -237,7 +237,7 @@ def wrap_command(words: Sequence[str], width: int = WIDTH, indent: str = "    ")
 
 
 def ready_commands(trial: Path, checkpoint: str, difficulty: Optional[float], report: Optional[Path],
-                   level_game: bool = True) -> list[str]:
+                   level_game: bool = True, playable: bool = True) -> list[str]:
     """The summary's last lines: evaluate (training-like levels, held-out maps), play, report."""
     t, ck = rel(trial), rel(checkpoint)
     out = []
@@ -252,9 +252,10 @@ def ready_commands(trial: Path, checkpoint: str, difficulty: Optional[float], re
     else:
         out += ["# evaluate against the game's bots (argmax actions; --stochastic samples):",
                 *wrap_command(["python", "-m", "spade_rllib.evaluate", "--checkpoint", t, "--out", f"{t}/eval"])]
-    out += ["# play against it in the terminal:",
-            *wrap_command(["python", "-m", "spade_rllib.play", "--checkpoint", ck]),
-            "# the report again (evaluations written inside the trial dir join it):",
+    if playable:
+        out += ["# play against it in the terminal:",
+                *wrap_command(["python", "-m", "spade_rllib.play", "--checkpoint", ck])]
+    out += ["# the report again (evaluations written inside the trial dir join it):",
             *wrap_command(["python", "-m", "spade_rllib.report", t])]
     if report is not None:
         out.append(f"# open {rel(report)} in a browser")

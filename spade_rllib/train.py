@@ -526,8 +526,20 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
 
             for line in ready_commands(Path(trial_path or ckpt), ckpt, cfg.env.difficulty, report,
-                                       level_game=env_kind(cfg.env.id) == LEVEL_KIND):
+                                       level_game=env_kind(cfg.env.id) == LEVEL_KIND, playable=_playable(cfg.env.id)):
                 print(line)
+
+def _playable(env_id: str) -> bool:
+    """`play` can show this env in the terminal (a game of the catalog, or a two-team env rendering ansi)."""
+    from spade_rllib.play import check_playable  # noqa: PLC0415
+    from spade_rllib.policy import PolicyLoadError  # noqa: PLC0415
+
+    try:
+        check_playable(env_id)
+    except (PolicyLoadError, Exception):  # noqa: BLE001 - only decides whether the hint is printed
+        return False
+    return True
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -219,8 +219,8 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
         for agent, action in chosen.items():
             if game.mask_size and obs[agent][game.obs_size - game.mask_size + int(action)] <= 0.5:
                 raise RuntimeError(f"{names[seat_of[agent]]} chose illegal {action_name(action)} in game {spec.index}")
-        (agent0, action0), = chosen.items() if turn_based else ((None, None),)
-        out.actions.append((agent0, action0) if turn_based else chosen)
+        mover = next(iter(chosen.items())) if turn_based else None  # (agent, action): one mover per turn
+        out.actions.append(mover if turn_based else chosen)
         result = game.step(chosen)
         for agent, r in result.rewards.items():
             if agent in seat_of:
@@ -228,7 +228,7 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
         step += 1
         if record is not None:
             if turn_based:
-                text = f"move {step}: {names[seat_of[agent0]]} plays {action_name(action0)}"
+                text = f"move {step}: {names[seat_of[mover[0]]]} plays {action_name(mover[1])}"
             else:
                 text = f"step {step}: " + ", ".join(f"{a} ({names[seat_of[a]]}) {action_name(x)}" for a, x in chosen.items())
             _capture(out, game.raw_env, record, render_ascii, header=text, caption=caption)
