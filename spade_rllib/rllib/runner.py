@@ -266,7 +266,14 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                                                   gym.spaces.Discrete(num_actions))
         self.lanes = _Lanes(self.games, record=True, roles=self.roles)
         self._seeded = False
-        self._level_pool = self._make_level_pool(self.spec.level_pool, g0)
+        self._level_pool: Optional[list] = None  # built by the first training reset that draws from it
+
+    def _training_level_pool(self) -> list:
+        """The level pool, generated on first use: a runner that only evaluates, or whose levels come from a
+        level source (the curriculum), never pays for it. Its levels depend on the seed and worker index alone."""
+        if self._level_pool is None:
+            self._level_pool = self._make_level_pool(self.spec.level_pool, self.games[0]) or []
+        return self._level_pool
 
     def _make_level_pool(self, size: int, game: Game) -> Optional[list]:
         """Pre-generated levels (the game's own generator) for training resets without a level source (saves the
@@ -505,8 +512,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                     options = self.level_source.reset_options(key, opponent=self._member_of(opponent)) or options
                 else:
                     options = self.level_source.reset_options(key) or options
-            elif options is None and self._level_pool and lanes.record:
-                options = {"level": self._level_pool[int(self._rng.integers(len(self._level_pool)))]}
+            elif options is None and lanes.record and (pool := self._training_level_pool()):
+                options = {"level": pool[int(self._rng.integers(len(pool)))]}
         env_options = None
         if options:
             env_options = {k: v for k, v in options.items() if k in LEVEL_RESET_KEYS} or None
