@@ -37,7 +37,8 @@ def test_training_run_is_read_back_from_mlflow_and_wandb(tmp_path):
            "--set", f"experiment.storage_path={tmp_path}", "--set", "agent.train_batch_size=256",
            "--set", "agent.minibatch_size=128", "--set", "agent.epochs=1", "--set", "training.num_envs_per_runner=4",
            "--set", "evaluation.interval=1", "--set", "evaluation.games=2", "--set", "resources.num_cpus=2",
-           "--set", "training.stop.iterations=2", "--final-eval-games", "0", "--logger", "mlflow", "--logger", "wandb"]
+           "--set", "training.stop.iterations=2", "--set", "training.num_env_runners=0",  # no runner actor to start
+           "--final-eval-games", "0", "--logger", "mlflow", "--logger", "wandb"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 

@@ -207,6 +207,7 @@ def test_train_cli_smoke_and_resume(tmp_path):
             "--set", f"experiment.storage_path={tmp_path}", "--set", "agent.train_batch_size=256",
             "--set", "agent.minibatch_size=128", "--set", "agent.epochs=1", "--set", "training.num_envs_per_runner=4",
             "--set", "evaluation.interval=1", "--set", "evaluation.games=2", "--set", "resources.num_cpus=2",
+            "--set", "training.num_env_runners=0",  # no runner actor to start twice (remote runners: tests below, c4 learning)
             "--final-eval-games", "4"]
     proc = subprocess.run(base + ["--set", "training.stop.iterations=2"], capture_output=True, text=True, timeout=240, cwd=ROOT, env=env, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
