@@ -60,8 +60,16 @@ def ladder_of(env_id: str) -> dict[str, str]:
     return {name: f"bot:{name}" for name in bot_names(env_id)}
 
 
-def heldout_paths(env_id: str) -> list[str]:
-    return [str(heldout_dir(env_id))]
+def heldout_paths(env_id: str, max_size: int = 0) -> list[str]:
+    """The env's shipped held-out maps with at most `max_size` rows and columns (0 = every map)."""
+    from spade_rllib.curriculum.heldout_levels import load_heldout_specs
+
+    specs = load_heldout_specs([heldout_dir(env_id)])
+    rows = {name: spec.ascii.splitlines() for name, spec in specs.items()}
+    fits = [name for name, r in rows.items() if not max_size or max(len(r), max(map(len, r))) <= max_size]
+    if not fits:
+        raise SystemExit(f"--max-map-size {max_size}: no held-out map of {env_id} is that small")
+    return [str(heldout_dir(env_id) / f"{name}.txt") for name in sorted(fits)]
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -124,7 +132,7 @@ def make_runner(algo_config: Any, weights: Mapping[str, Any]):
 
 
 def ladder_scores(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int,
-                  greedy: bool = False) -> dict[str, float]:
+                  greedy: bool = False, max_size: int = 0) -> dict[str, float]:
     """Main's held-out score (win + draw/2, mean over the held-out maps, `games` per map and seat) against each
     ladder bot. Sampled actions by default: a memoryless CTF policy acting by argmax loops forever on maps it
     does not know (measured: every setup scored exactly 0.5 vs random, no capture at all), as in training."""
@@ -132,12 +140,12 @@ def ladder_scores(algo_config: Any, weights: Mapping[str, Any], env_id: str, gam
 
     ladder = ladder_of(env_id)
     # play_heldout's games are per map, seats alternating: 2 * games = `games` from each seat
-    out = play_heldout(algo_config, weights, heldout_paths(env_id), games=2 * games, greedy=greedy, opponents=ladder)
+    out = play_heldout(algo_config, weights, heldout_paths(env_id, max_size), games=2 * games, greedy=greedy, opponents=ladder)
     return {name: float(out[f"heldout/{name}/score"]) for name in ladder}
 
 
 def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, seed: int = 0,
-                          greedy: bool = False) -> float:
+                          greedy: bool = False, max_size: int = 0) -> float:
     """Share of held-out games main wins alone: the other team idles (NOOP) every step, so winning is
     pure navigation (MazeRace: reach the flag; CTF: capture the idle team's flag). `games` per map and
     seat; a timeout is a failure."""
@@ -145,7 +153,7 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
 
     runner = make_runner(algo_config, weights)
     try:
-        levels = heldout_reset_options(heldout_paths(env_id), agents_per_team=len(runner.games[0].teams[0]))
+        levels = heldout_reset_options(heldout_paths(env_id, max_size), agents_per_team=len(runner.games[0].teams[0]))
         results = still_team_results(runner, levels, games, greedy, np.random.default_rng(seed))
         return results.count("win") / max(1, len(results))
     finally:
@@ -153,7 +161,7 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
 
 
 def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapping[str, Any], env_id: str,
-                 games: int, greedy: bool = False) -> list[float]:
+                 games: int, greedy: bool = False, max_size: int = 0) -> list[float]:
     """Scores of A (1 win, 0.5 draw, 0 loss) against B on every held-out map, `games` per map and seat
     (both sample their actions unless `greedy`)."""
     from spade_rllib.rllib.frozen_opponent import FROZEN_SLOT
@@ -162,21 +170,21 @@ def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapp
     runner = make_runner(algo_config, weights_a)
     try:
         runner.apply_driver_update(DriverUpdate(slot_weights={FROZEN_SLOT: {"member": "b", "weights": dict(weights_b)}}))
-        levels = heldout_reset_options(heldout_paths(env_id), agents_per_team=len(runner.games[0].teams[0]))
+        levels = heldout_reset_options(heldout_paths(env_id, max_size), agents_per_team=len(runner.games[0].teams[0]))
         records = runner.evaluate_main({"opponents": [FROZEN_SLOT], "games": 2 * games, "greedy": greedy, "levels": levels})
     finally:
         runner.stop()
     return [float(r.learner_score) for r in records if r.learner_score is not None]
 
 
-def ladder_and_navigation(run: dict, env_id: str, games: int, seed: int, greedy: bool) -> None:
+def ladder_and_navigation(run: dict, env_id: str, games: int, seed: int, greedy: bool, max_size: int = 0) -> None:
     """Put main's held-out `ladder` scores and its `navigation` solve rate into `run` (from `train`)."""
-    run["ladder"] = ladder_scores(run["algo_config"], run["weights"], env_id, games, greedy)
-    run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], env_id, games, seed, greedy)
+    run["ladder"] = ladder_scores(run["algo_config"], run["weights"], env_id, games, greedy, max_size)
+    run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], env_id, games, seed, greedy, max_size)
 
 
 def exploitability(target_weights: Mapping[str, Any], exploiter_raw: dict, env_id: str, seed: int, minutes: float,
-                   env_steps: Optional[int], games: int, greedy: bool = False) -> tuple[float, float]:
+                   env_steps: Optional[int], games: int, greedy: bool = False, max_size: int = 0) -> tuple[float, float]:
     """(score of a fresh learner, configured by `exploiter_raw`, trained `minutes` with every game against
     the frozen `target_weights`, then played against them on the held-out maps; its training games
     against the target in its last iteration, the proof that it trained against it)."""
@@ -188,11 +196,12 @@ def exploitability(target_weights: Mapping[str, Any], exploiter_raw: dict, env_i
 
     exploiter = train(exploiter_raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install,
                       keep=["train/target/games"])
-    scores = head_to_head(exploiter["algo_config"], exploiter["weights"], target_weights, env_id, games, greedy)
+    scores = head_to_head(exploiter["algo_config"], exploiter["weights"], target_weights, env_id, games, greedy, max_size)
     return (float(np.mean(scores)) if scores else math.nan), exploiter["history"]["train/target/games"][-1]
 
 
-def round_robin(mains: Sequence[tuple[str, dict]], env_id: str, games: int, greedy: bool = False) -> dict:
+def round_robin(mains: Sequence[tuple[str, dict]], env_id: str, games: int, greedy: bool = False,
+                max_size: int = 0) -> dict:
     """Every pair of final mains on the held-out maps; Bradley-Terry Elo with bootstrap intervals:
     {main: {elo, low, high}} plus "_games", the number of games."""
     from spade_rllib.ratings import bootstrap_bradley_terry_elo
@@ -200,7 +209,7 @@ def round_robin(mains: Sequence[tuple[str, dict]], env_id: str, games: int, gree
     a, b, score = [], [], []
     for i, j in itertools.combinations(range(len(mains)), 2):
         ri, rj = mains[i][1], mains[j][1]
-        for s in head_to_head(ri["algo_config"], ri["weights"], rj["weights"], env_id, games, greedy):
+        for s in head_to_head(ri["algo_config"], ri["weights"], rj["weights"], env_id, games, greedy, max_size):
             a.append(i)
             b.append(j)
             score.append(s)
@@ -288,6 +297,8 @@ def ablation_parser(doc: str, *, kind: str, names: Sequence[str], seeds: int, mi
     if greedy:
         ap.add_argument("--greedy", action="store_true", help="evaluate by argmax instead of sampled actions (the default)")
     ap.add_argument("--env-steps", type=int, default=None, help=env_steps_help)
+    ap.add_argument("--max-map-size", type=int, default=0,
+                    help="evaluate on the held-out maps with at most this many rows and columns (0 = every map)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="config override for every run (repeatable), e.g. agent.model.hidden=[64,64]")
     ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / out_dir, help=out_help)
@@ -302,8 +313,9 @@ def parse_ablation_args(ap: argparse.ArgumentParser, argv: Optional[Sequence[str
     chosen = [s.strip() for s in getattr(args, kind).split(",") if s.strip()]
     bad = [s for s in chosen if s not in names]
     exploit = getattr(args, "exploit_minutes", 1.0)
-    if bad or not chosen or args.seeds < 1 or args.minutes <= 0 or exploit <= 0 or args.games < 1:
-        ap.error(f"--{kind} takes {', '.join(names)} (got {bad or chosen}); --seeds >= 1; minutes > 0; --games >= 1")
+    if bad or not chosen or args.seeds < 1 or args.minutes <= 0 or exploit <= 0 or args.games < 1 or args.max_map_size < 0:
+        ap.error(f"--{kind} takes {', '.join(names)} (got {bad or chosen}); --seeds >= 1; minutes > 0; --games >= 1; "
+                 "--max-map-size >= 0")
     for item in args.overrides:
         if "=" not in item:
             ap.error(f"--set {item!r}: expected KEY=VALUE")
@@ -319,7 +331,7 @@ def ladder_runs(args: argparse.Namespace, setups: Sequence[str], make_config: Ca
         for seed, setup in each_run(setups, args.seeds):
             run = train(make_config(args.env_id, setup, seed), args.minutes, args.env_steps, f"{setup} seed {seed}",
                         keep=keep)
-            ladder_and_navigation(run, args.env_id, args.games, seed, args.greedy)
+            ladder_and_navigation(run, args.env_id, args.games, seed, args.greedy, args.max_map_size)
             runs[setup].append(run)
     return runs
 

@@ -3,7 +3,7 @@ with 95% intervals over seeds.
 
     python bench/curriculum_ablation.py [--seeds 3] [--minutes 3] [--env-id CaptureTheFlag-v0]
         [--setups threshold,plr,accel,learnability,uniform,fixed_hardest] [--games 5] [--env-steps N]
-        [--set KEY=VALUE ...] [--out-dir bench_out/curriculum] [--cpus 2]
+        [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/curriculum] [--cpus 2]
 
 Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play, 10% random and 10%
 rusher opponents in every setup, 128x128 MLP):

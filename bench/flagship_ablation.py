@@ -5,7 +5,7 @@ over seeds.
 
     python bench/flagship_ablation.py [--seeds 3] [--minutes 15] [--exploit-minutes 3] [--arms mirror,pfsp,maestro]
         [--games 5] [--env-steps N] [--exploit-env-steps N] [--set KEY=VALUE ...] [--out-dir bench_out/flagship]
-        [--config tune_configs/flagship.yaml] [--cpus 2]
+        [--config tune_configs/flagship.yaml] [--max-map-size N] [--cpus 2]
 
 Arms (everything else from the flagship config: PLR curriculum scored by positive value loss, model,
 batch, draw reward; every arm gives the fixed references, random and the ladder bots, the same share of
@@ -105,12 +105,12 @@ def bootstrap_over_seeds(values, clip: bool = True, seed: int = 0) -> dict:
             "values": [clean(v) for v in values]}
 
 
-def heldout_scores(run: dict, env_id: str, games: int, seed: int) -> dict[str, float]:
+def heldout_scores(run: dict, env_id: str, games: int, seed: int, max_size: int = 0) -> dict[str, float]:
     """Main's held-out score per opponent: every ladder bot (`bot:<name>` -> `<name>`) and `still`."""
     from spade_rllib.rllib.heldout_line import PREFIX, final_heldout_evaluation
 
     ladder = ladder_of(env_id)
-    out = final_heldout_evaluation(run["algo_config"], run["weights"], heldout_paths(env_id), 0, [STILL, *ladder.values()],
+    out = final_heldout_evaluation(run["algo_config"], run["weights"], heldout_paths(env_id), max_size, [STILL, *ladder.values()],
                                    games, seed=seed)
     scores = {}
     for name, opp in [(STILL, STILL), *ladder.items()]:
@@ -152,13 +152,13 @@ def main(argv=None) -> int:
         for seed, arm in each_run(arms, args.seeds):
             run = train(arm_config(base, arm, seed, overrides, args.out_dir), args.minutes, args.env_steps,
                         f"{arm} seed {seed}", keep=["draws/mirror_draw_rate", "draws/captures_per_game"])
-            run["heldout"] = heldout_scores(run, env_id, args.games, seed)
+            run["heldout"] = heldout_scores(run, env_id, args.games, seed, args.max_map_size)
             run["exploitability"], run["exploiter_games"] = exploitability(
                 run["weights"], exploiter_config(base, seed, overrides, args.out_dir), env_id, seed, args.exploit_minutes,
-                args.exploit_env_steps, args.games)
+                args.exploit_env_steps, args.games, max_size=args.max_map_size)
             runs[arm].append(run)
         mains = [(f"{arm}/seed{k}", r) for arm, rs in runs.items() for k, r in enumerate(rs)]
-        ratings = round_robin(mains, env_id, args.games)
+        ratings = round_robin(mains, env_id, args.games, max_size=args.max_map_size)
 
     summary: dict = {}
     for arm, rs in runs.items():

@@ -3,7 +3,7 @@ all final mains with Bradley-Terry ratings, and exploitability, each with 95% in
 
     python bench/league_ablation.py [--seeds 3] [--minutes 4] [--exploit-minutes 1] [--env-id CaptureTheFlag-v0]
         [--setups mirror,latest,pfsp,pfsp_exploiters] [--games 3] [--env-steps N] [--set KEY=VALUE ...]
-        [--out-dir bench_out/league] [--cpus 2]
+        [--max-map-size N] [--out-dir bench_out/league] [--cpus 2]
 
 Setups (everything else from `ablation_common.base_config`; no curriculum, the env's own levels):
     mirror           plain mirror self-play (main plays itself; no league)
@@ -104,14 +104,16 @@ def main(argv=None) -> int:
             if setup != "mirror" and table.is_file():  # the league's final table, beside the plans
                 args.out_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copy(table, args.out_dir / f"league_{setup}_seed{seed}.csv")
-            run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy)
+            run["ladder"] = ladder_scores(run["algo_config"], run["weights"], args.env_id, args.games, args.greedy,
+                                          args.max_map_size)
             exploiter_raw = setup_config(args.env_id, "mirror", 1000 + seed, overrides)  # a fresh network: another init seed
             run["exploitability"], run["exploiter_games"] = exploitability(
-                run["weights"], exploiter_raw, args.env_id, seed, args.exploit_minutes, args.env_steps, args.games)
+                run["weights"], exploiter_raw, args.env_id, seed, args.exploit_minutes, args.env_steps, args.games,
+                max_size=args.max_map_size)
             runs[setup].append(run)
             plans[setup].append(run["history"])
         mains = [(f"{setup}/seed{k}", r) for setup, rs in runs.items() for k, r in enumerate(rs)]
-        ratings = round_robin(mains, args.env_id, args.games, args.greedy)
+        ratings = round_robin(mains, args.env_id, args.games, args.greedy, args.max_map_size)
 
     summary: dict = {}
     for setup, rs in runs.items():

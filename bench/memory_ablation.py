@@ -2,7 +2,7 @@
 CaptureTheFlag-v0, at equal wall clock, the same curriculum and opponent mix, several seeds.
 
     python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail]
-        [--games 10] [--env-steps N] [--set KEY=VALUE ...] [--out-dir bench_out/memory] [--cpus 2]
+        [--games 10] [--env-steps N] [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/memory] [--cpus 2]
 
 Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play with 10% random,
 10% rusher and 10% raider games, the threshold curriculum, 128x128 MLP trunk; `--set` for more):

@@ -288,8 +288,8 @@ def _env_from_mapping(config: Any) -> str | None:
     return None
 
 
-def _env_from_run_config(directory: Path) -> str | None:
-    """env.id of the resolved `config.yaml` a spade run writes into its trial directory."""
+def _run_config_env(directory: Path) -> Mapping | None:
+    """The `env` section of the resolved `config.yaml` a spade run writes into its trial directory."""
     file = directory / RUN_CONFIG_FILE
     if not file.is_file():
         return None
@@ -300,8 +300,32 @@ def _env_from_run_config(directory: Path) -> str | None:
     except Exception:  # noqa: BLE001 - metadata is best-effort
         return None
     env = data.get("env") if isinstance(data, Mapping) else None
-    env_id = env.get("id") if isinstance(env, Mapping) else None
+    return env if isinstance(env, Mapping) else None
+
+
+def _env_from_run_config(directory: Path) -> str | None:
+    """env.id of the resolved `config.yaml` a spade run writes into its trial directory."""
+    env = _run_config_env(directory)
+    env_id = env.get("id") if env is not None else None
     return env_id if isinstance(env_id, str) else None
+
+
+def checkpoint_env_setup(info: CheckpointInfo) -> dict:
+    """How the run built its env, from its `config.yaml`: the keyword arguments of the game-loop adapter's
+    `make_game_factory` beyond the id (``{"kwargs": env.kwargs, "teams": ..., "mode": ..., "api": ...}``);
+    {} when the run records none. Envs of other packages are evaluated and played with them."""
+    directories = [info.path] + ([info.trial_dir] if info.trial_dir else []) + list(info.path.parents)[:2]
+    for directory in dict.fromkeys(directories):
+        env = _run_config_env(directory)
+        if env is None:
+            continue
+        kwargs = env.get("kwargs")
+        setup: dict = {"kwargs": dict(kwargs) if isinstance(kwargs, Mapping) else {}}
+        for key in ("teams", "mode", "api"):
+            if env.get(key) is not None:
+                setup[key] = env[key]
+        return setup
+    return {}
 
 
 def checkpoint_env_id(info: CheckpointInfo) -> str | None:

@@ -65,6 +65,9 @@ class EnvConfig:
     level_pool: int = setting(512, help="Level games without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)
     roles: Any = setting(None, help="Role games (predator/prey, attacker/defender): one trained module main_<role> per role, each with its own league and evaluation. A mapping {agent_or_prefix: role} (prefix: the agent name minus its trailing _<n>) or a 'pkg.module:function' path (agent -> role); None: inferred from the agent names (adversary_0 -> adversary) when the agents' spaces differ, else one 'main' plays every agent.")
     random_opening_plies: int = setting(0, help="Turn-based PettingZoo games (AEC, e.g. connect_four_v3) only: every training episode starts after k ~ U{0..N} uniformly random legal moves, so main also trains on positions its own openings never reach (0 = off).", min=0, max=100)
+    teams: Any = setting(None, help="Multi-agent envs: who plays with whom, a mapping {team name: [agent ids]} covering every agent once, or a function path 'pkg.mod:fn' (agent id -> team); null = the env's team_of, else every agent its own team.")
+    mode: str = setting("auto", help="'auto': teams from env.teams / the env; 'free_for_all': every agent its own team; 'cooperative': all agents one team (main plays them all; reported as team return, no win/draw/loss).", choices=("auto", "free_for_all", "cooperative"))
+    api: str = setting("auto", help="PettingZoo modules with both: 'aec' builds env() (turn by turn), 'parallel' builds parallel_env() (all agents act at once, one forward pass for all); 'auto' = env() when there is one.", choices=("auto", "aec", "parallel"))
 
 
 @dataclass
@@ -77,7 +80,7 @@ class ModelConfig:
     use_lstm: bool = setting(False, help="Recurrent policy: an LSTM after the encoder (MLP or CNN); policy and value heads share encoder and LSTM (one hidden state per agent, vf_share_layers is then not used). RLlib's DefaultModelConfig naming.")
     lstm_cell_size: int = setting(256, help="use_lstm only: LSTM hidden size.", min=1, max=8192)
     max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
-    lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action (one-hot) to the LSTM.")
+    lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action to the LSTM (one-hot; Box actions: the action vector).")
     lstm_use_prev_reward: bool = setting(False, help="use_lstm only: feed the agent's previous reward to the LSTM.")
     log_std_init: float = setting(0.0, help="Box (continuous) actions only: initial log standard deviation of the Gaussian policy (one learned, state-independent value per action dimension); -1.0 starts at std 0.37.", min=-20.0, max=2.0)
     train_bf16: bool = setting(False, help="The learner's forward and backward pass under torch.autocast bfloat16 (CPUs with AVX512-BF16/AMX; acting and inference stay float32).")
@@ -205,8 +208,8 @@ class EvaluationConfig:
     opponents: list[str] = setting(help="Opponents: 'random', 'mirror', or 'bot:<name>' (a scripted bot of the env: spade_rllib.games.bot_names(env_id), e.g. CTF's ladder, MazeRace's racers, connect four's).", factory=lambda: ["random"])
     greedy: bool = setting(False, help="Evaluate with argmax actions instead of sampling.")
     random_opening_plies: int = setting(0, help="Turn-based PettingZoo games only: evaluation games start after k ~ U{0..N} random legal moves (0 = from the empty board).", min=0, max=100)
-    target_win_rate: float = setting(0.9, help="Without `targets`: the summary reports whether main reached this win rate vs 'random'.", min=0.0, max=1.0)
-    targets: dict = setting(help="Verdicts of the summary and the report: evaluation opponent -> the least score (win + draw/2) main must reach in the final evaluation, e.g. {random: 0.9, 'bot:rusher': 0.75}; opponents not in `opponents` get no verdict; empty = `target_win_rate` vs random.", factory=dict)
+    target_win_rate: Optional[float] = setting(None, help="Without `targets`: the summary reports whether main reached this win rate vs 'random' (null = no verdict).", min=0.0, max=1.0)
+    targets: dict = setting(help="Verdicts of the summary and the report: evaluation opponent -> the least score (win + draw/2) main must reach in the final evaluation, e.g. {random: 0.9, 'bot:rusher': 0.75}; opponents not in `opponents` get no verdict; empty = `target_win_rate` vs random, if set; neither = no verdict.", factory=dict)
     heldout_levels: list[str] = setting(help="Held-out ASCII maps of the game (files or directories of *.txt, e.g. spade_rllib/levels/heldout_ctf for CTF, spade_rllib/levels/heldout for MazeRace): every `interval` iterations main plays each vs the game's held-out opponents (CTF: every ladder bot; MazeRace: rusher, rusher_tagger) and itself, both seats, in a Ray task (heldout/<level>/<opponent>/win_rate); empty = off.", factory=list, path=True)
     heldout_games: int = setting(10, help="Held-out evaluation: games per level and opponent (seats alternate).", min=1, max=10_000)
     final_heldout_levels: list[str] = setting(help="Level games: after training, the summary's held-out line plays main on these ASCII maps (files or directories, e.g. spade_rllib/levels/heldout_ctf) against `final_heldout_opponents`, with verdicts from `final_heldout_targets`; empty = no line.", factory=list, path=True)
@@ -359,6 +362,18 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
         for name in ("level_file", "difficulty"):
             if getattr(cfg.env, name) is not None:
                 raise ConfigError(f"env.{name} = {getattr(cfg.env, name)!r}: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
+    teams = cfg.env.teams
+    if teams is not None:
+        if kind == "gymnasium":
+            raise ConfigError(f"env.teams = {teams!r}: only allowed with a multi-agent env (env.id is {cfg.env.id!r})")
+        if cfg.env.mode != "auto":
+            raise ConfigError(f"env.teams = {teams!r}: only with env.mode 'auto' (env.mode is {cfg.env.mode!r}, which sets the teams itself)")
+        if isinstance(teams, dict):
+            for name, group in teams.items():
+                if isinstance(group, str) or not isinstance(group, list) or not all(isinstance(a, str) for a in group):
+                    raise ConfigError(f"env.teams.{name} = {group!r}: wrong type, expected a list of agent ids")
+        elif not isinstance(teams, str) or not teams:
+            raise ConfigError(f"env.teams = {teams!r}: wrong type, expected a mapping {{team: [agent ids]}} or a function path 'pkg.mod:fn'")
     if kind == "gymnasium" and cfg.self_play.mode != "none":
         # Single-agent envs have no opponent; quietly accept 'mirror' default but make it explicit.
         cfg.self_play.mode = "none"

@@ -237,7 +237,7 @@ def wrap_command(words: Sequence[str], width: int = WIDTH, indent: str = "    ")
 
 
 def ready_commands(trial: Path, checkpoint: str, difficulty: Optional[float], report: Optional[Path],
-                   level_game: bool = True) -> list[str]:
+                   level_game: bool = True, playable: bool = True) -> list[str]:
     """The summary's last lines: evaluate (training-like levels, held-out maps), play, report."""
     t, ck = rel(trial), rel(checkpoint)
     out = []
@@ -252,9 +252,10 @@ def ready_commands(trial: Path, checkpoint: str, difficulty: Optional[float], re
     else:
         out += ["# evaluate against the game's bots (argmax actions; --stochastic samples):",
                 *wrap_command(["python", "-m", "spade_rllib.evaluate", "--checkpoint", t, "--out", f"{t}/eval"])]
-    out += ["# play against it in the terminal:",
-            *wrap_command(["python", "-m", "spade_rllib.play", "--checkpoint", ck]),
-            "# the report again (evaluations written inside the trial dir join it):",
+    if playable:
+        out += ["# play against it in the terminal:",
+                *wrap_command(["python", "-m", "spade_rllib.play", "--checkpoint", ck])]
+    out += ["# the report again (evaluations written inside the trial dir join it):",
             *wrap_command(["python", "-m", "spade_rllib.report", t])]
     if report is not None:
         out.append(f"# open {rel(report)} in a browser")
@@ -299,6 +300,20 @@ def wrap_text(text: str, width: int = WIDTH) -> list[str]:
     import textwrap  # noqa: PLC0415
 
     return textwrap.wrap(text, width=width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+
+
+def team_line(final: dict, games: int, greedy: bool, prefix: str = "final") -> str:
+    """A cooperative game's final evaluation in one line: the team's mean return with its 95%
+    interval, and the success rate where the env reports one (no win rate, no target)."""
+    key = f"{prefix}/team"
+    mean, ci = _num(final.get(f"{key}/return_mean")), _num(final.get(f"{key}/return_ci95"))
+    text = f"final evaluation ({games} episodes, {'argmax' if greedy else 'sampled'} actions): team return "
+    text += "n/a" if mean is None else f"{mean:.3f}" + ("" if ci is None or ci != ci else f" +- {ci:.3f}")
+    success = _num(final.get(f"{key}/success_rate"))
+    if success is not None:
+        text += f", success rate {success:.2f}"
+    length = _num(final.get(f"{key}/mean_length"))
+    return text + ("" if length is None else f", mean length {length:.0f}")
 
 
 def final_table(opponents: Sequence[str], final: dict, verdicts: Sequence, mirror: str = "mirror",

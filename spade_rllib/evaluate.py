@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from spade_rllib.atomic_io import write_text
-from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
+from spade_rllib.checkpoint_layout import checkpoint_env_id, checkpoint_env_setup, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.games import canonical_env_id, game_ids
 from spade_rllib.policy import (
@@ -79,6 +79,8 @@ class EvalConfig:
     """The env every player plays (resolved)."""
     main_id: str = ""
     """Player id of the first checkpoint's main (levels.csv and replays are about it)."""
+    env_setup: dict = field(default_factory=dict)
+    """How the first run built an env of another package (its config.yaml's env.kwargs, teams, mode, api)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
@@ -179,8 +181,12 @@ def build_pool(cfg: EvalConfig):
             raise PolicyLoadError(f"--vs-checkpoint {info.path} has no 'main' module; available: "
                                   f"{', '.join(info.module_ids) or 'none'}")
         entries.append((info, [DEFAULT_MODULE_ID], True))
+    recorded = checkpoint_env_id(entries[0][0])
+    setup = checkpoint_env_setup(entries[0][0])
     env_id = playable_env_id(cfg.env, [info for info, _, _ in entries],
-                             lambda: load_policy(entries[0][0].path, entries[0][1][0]))
+                             lambda: load_policy(entries[0][0].path, entries[0][1][0]),
+                             setup=setup if cfg.env is None or canonical_env_id(cfg.env) == recorded else {})
+    cfg.env_setup = setup if recorded is not None and canonical_env_id(recorded) == env_id else {}
     multi = len(entries) > 1
     taken: set[str] = set()
     specs: dict[str, PlayerSpec] = {}
@@ -207,7 +213,7 @@ def build_pool(cfg: EvalConfig):
     return specs, legend
 
 
-def playable_env_id(override: str | None, infos: Sequence, first_policy) -> str:
+def playable_env_id(override: str | None, infos: Sequence, first_policy, setup: dict | None = None) -> str:
     """The env the checkpoints were trained on: `override` (``--env``), else the id their run records
     (`config.yaml`, `spade_meta.json`, ...), else the catalog game whose spaces fit `first_policy()`.
     `PolicyLoadError` (one line) for an id that names nothing, runs of different envs, or an env the
@@ -237,7 +243,7 @@ def playable_env_id(override: str | None, infos: Sequence, first_policy) -> str:
             raise PolicyLoadError(f"cannot tell which env {infos[0].path} was trained on: {said}, and its spaces fit "
                                   f"no game of {', '.join(game_ids())}; pass --env")
     try:
-        check_two_teams(env_id)
+        check_two_teams(env_id, setup=setup)
     except MatchError as e:
         raise PolicyLoadError(str(e)) from e
     return env_id
@@ -262,7 +268,8 @@ def evaluate(cfg: EvalConfig) -> dict:
                           max_round_robin=cfg.max_round_robin, sampled_opponents=cfg.sampled_opponents)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = run_schedule(cfg.env_id, specs, levels, games, workers=cfg.workers, progress=cfg.progress)
+    results = run_schedule(cfg.env_id, specs, levels, games, workers=cfg.workers, progress=cfg.progress,
+                           setup=cfg.env_setup)
     play_s = time.perf_counter() - started
 
     payoff = report.payoff_from_results(players, results)
@@ -282,7 +289,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     progress_csv = first.trial_dir / "progress.csv" if first.trial_dir else None
     if progress_csv is not None and progress_csv.is_file():
         plots.update(report.plot_progress(progress_csv, out))
-    replays = write_replays(cfg.env_id, specs, levels, results, cfg.main_id, cfg.replays, out) if cfg.replays else []
+    replays = write_replays(cfg.env_id, specs, levels, results, cfg.main_id, cfg.replays, out,
+                            setup=cfg.env_setup) if cfg.replays else []
     summary = {
         "env": cfg.env_id,
         "players": len(players),

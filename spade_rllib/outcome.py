@@ -26,8 +26,34 @@ SLOT_PREFIX = "slot_"
 """``slot_<k>``: frozen weights in the env runner's opponent slot k."""
 LIVE_PREFIX = "live:"
 """``live:<module>``: another trained module at its current weights; acts, not recorded."""
-TEAM_LETTERS = ("A", "B", "C", "D")
-"""Team index -> the letter envs report as `winner` (MazeRace and CaptureTheFlag use the first two)."""
+
+
+def team_letter(t: int) -> str:
+    """Team index -> its label, the letter envs report as `winner`: 0 -> "A", 25 -> "Z", 26 -> "AA", ...
+    (spreadsheet columns; MazeRace and CaptureTheFlag use the first two). Any number of teams."""
+    t = int(t)
+    if t < 0:
+        raise ValueError(f"team index {t} is negative")
+    out = ""
+    t += 1
+    while t:
+        t, r = divmod(t - 1, 26)
+        out = chr(ord("A") + r) + out
+    return out
+
+
+def team_index(label: object) -> Optional[int]:
+    """The index of a team label ("A" -> 0, "AA" -> 26); None when `label` is not one."""
+    if not isinstance(label, str) or not label or not label.isascii() or not label.isalpha() or not label.isupper():
+        return None
+    n = 0
+    for ch in label:
+        n = n * 26 + (ord(ch) - ord("A") + 1)
+    return n - 1
+
+
+TEAM_LETTERS = tuple(team_letter(t) for t in range(26))
+"""The first 26 team labels ("A".."Z"); `team_letter` names any team index."""
 DRAW = "draw"
 COUNTER_NAMES = ("tags", "flag_pickups", "captures")
 """Per-team integer counters an env may report in its final info, each a dict team letter -> int."""
@@ -39,7 +65,8 @@ SCORES = {"win": 1.0, "draw": 0.5, "loss": 0.0}
 class EpisodeOutcome:
     """One finished episode, seen from its learner (the trained module whose experience it recorded).
 
-    winner:        "A" | "B" | "draw"; None for single-team envs (nobody to win against).
+    winner:        the winning team's label ("A", "B", ..., `team_letter`) | "draw"; None for single-team
+                   envs and cooperative games (nobody to win against).
     reason:        why it ended ("flag", "both_flag", "timeout", "terminal", "unknown", ...).
     length:        env steps.
     learner_team:  the learner's team index; None when no learner sat at the table (a curriculum
@@ -55,6 +82,7 @@ class EpisodeOutcome:
     heldout_level: name of the held-out map played (held-out evaluation), else None.
     returns:       mean per-agent return of each team, by team index.
     counters:      counter name (COUNTER_NAMES) -> per-team ints, by team index; only those the env reported.
+    success:       the env's own success flag of the episode (final info `success` / `is_success`), else None.
     positive_value_loss: PLR's score of the episode, when the glue computed one.
     """
 
@@ -71,18 +99,24 @@ class EpisodeOutcome:
     returns: tuple[float, ...] = ()
     counters: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     positive_value_loss: Optional[float] = None
+    success: Optional[bool] = None
 
     def __post_init__(self):
-        if self.winner is not None and self.winner != DRAW and self.winner not in TEAM_LETTERS:
-            raise ValueError(f"outcome winner = {self.winner!r} is not valid; allowed: 'A', 'B', 'draw' or None")
-        if self.learner_team is not None and not 0 <= int(self.learner_team) < len(TEAM_LETTERS):
-            raise ValueError(f"outcome learner_team = {self.learner_team!r} is not valid; allowed: 0..{len(TEAM_LETTERS) - 1} or None")
+        if self.winner is not None and self.winner != DRAW and team_index(self.winner) is None:
+            raise ValueError(f"outcome winner = {self.winner!r} is not valid; allowed: a team letter ('A', 'B', ...), 'draw' or None")
+        if self.learner_team is not None and not 0 <= int(self.learner_team):
+            raise ValueError(f"outcome learner_team = {self.learner_team!r} is not valid; allowed: a team index >= 0 or None")
+        n = len(self.returns)
+        if n and self.winner not in (None, DRAW) and team_index(self.winner) >= n:
+            raise ValueError(f"outcome winner = {self.winner!r} is not valid for {n} teams; allowed: {team_letter(0)}..{team_letter(n - 1)} or 'draw'")
+        if n and self.learner_team is not None and int(self.learner_team) >= n:
+            raise ValueError(f"outcome learner_team = {self.learner_team!r} is not valid for {n} teams; allowed: 0..{n - 1} or None")
 
     # ------------------------------------------------------------------ the learner's view
     @property
     def learner_letter(self) -> str:
         """The learner's team letter (team A when no learner sat at the table)."""
-        return TEAM_LETTERS[self.learner_team or 0]
+        return team_letter(self.learner_team or 0)
 
     @property
     def learner_result(self) -> Optional[str]:
@@ -134,10 +168,15 @@ class EpisodeOutcome:
         info = info or {}
         returns = tuple(float(r) for r in team_returns)
         winner = info.get("winner")
+        if winner is not None and winner != DRAW and team_index(winner) is None:
+            winner = None  # a foreign env's own "winner" (an agent id, a bool): the team returns decide
         if winner is None and len(returns) >= 2:
             winner = winner_from_returns(returns)
-        counters = {name: tuple(int(value.get(letter, 0)) for letter in TEAM_LETTERS[: max(2, len(returns))])
+        counters = {name: tuple(int(value.get(team_letter(t), 0)) for t in range(max(2, len(returns))))
                     for name in COUNTER_NAMES if isinstance(value := info.get(name), Mapping)}
+        success = info.get("success", info.get("is_success"))
+        if success is not None and "success" not in fields:
+            fields["success"] = bool(success)
         level = dict(info.get("level") or {})
         spec = fields.get("level_spec")
         if spec:  # the curriculum's id and difficulty, when the env did not report them
@@ -161,8 +200,8 @@ class EpisodeOutcome:
         team = None if team is None else int(team)
         raw_returns = record.get("returns") or {}
         if isinstance(raw_returns, Mapping):
-            n = max([TEAM_LETTERS.index(k) + 1 for k in raw_returns if k in TEAM_LETTERS] or [0])
-            returns = [float(raw_returns.get(TEAM_LETTERS[t], math.nan)) for t in range(n)]
+            n = max([team_index(k) + 1 for k in raw_returns if team_index(k) is not None] or [0])
+            returns = [float(raw_returns.get(team_letter(t), math.nan)) for t in range(n)]
         else:
             returns = [float(r) for r in raw_returns]
         if record.get("return") is not None:  # the learner's own return wins over the team table
@@ -198,7 +237,8 @@ def winner_from_returns(team_returns: tuple[float, ...]) -> str:
     """The winner letter by highest team return, "draw" on a tie at the top."""
     best = max(team_returns)
     leaders = [t for t, r in enumerate(team_returns) if r == best]
-    return TEAM_LETTERS[leaders[0]] if len(leaders) == 1 else DRAW
+    return team_letter(leaders[0]) if len(leaders) == 1 else DRAW
 
 
-__all__ = ["COUNTER_NAMES", "DRAW", "EpisodeOutcome", "MAIN", "RESULTS", "SCORES", "TEAM_LETTERS", "winner_from_returns"]
+__all__ = ["COUNTER_NAMES", "DRAW", "EpisodeOutcome", "MAIN", "RESULTS", "SCORES", "TEAM_LETTERS", "team_index", "team_letter",
+           "winner_from_returns"]

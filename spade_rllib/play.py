@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from spade_rllib.checkpoint_layout import checkpoint_env_id, resolve_checkpoint
+from spade_rllib.checkpoint_layout import checkpoint_env_id, checkpoint_env_setup, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.evaluation.match_engine import make_game_env, render_modes
 from spade_rllib.games import canonical_env_id, find_game, game_ids, make_bot
@@ -117,7 +117,8 @@ def _say_result(write: Writer, result: str) -> None:
 
 
 def play_simultaneous(policy: Policy, read: Reader, write: Writer, *, env_id: str, level=None,
-                      difficulty: float = 3.0, seed: int = 0, human_seat: int = 0) -> PlayResult:
+                      difficulty: float = 3.0, seed: int = 0, human_seat: int = 0,
+                      setup: dict | None = None) -> PlayResult:
     """One game of a simultaneous-move game (a level game, or a two-team PettingZoo ParallelEnv that
     renders ``ansi``), through the game-loop adapter. Level games: in 2v2 the human's teammate is the
     game's `rusher` bot (its first bot when it has no rusher); other envs: the policy plays the human's
@@ -131,7 +132,7 @@ def play_simultaneous(policy: Policy, read: Reader, write: Writer, *, env_id: st
         except ValueError as e:  # e.g. a MazeRace map for CaptureTheFlag
             raise PolicyLoadError(f"{env_id}: {e}") from e
     else:
-        game = make_game_env(env_id, render_mode="ansi")
+        game = make_game_env(env_id, render_mode="ansi", setup=setup)
     seat_of = {agent: i for i, team in enumerate(game.teams) for agent in team}
     obs = game.reset(seed=seed)
     human_agent = next(a for a in obs if seat_of[a] == human_seat)
@@ -187,11 +188,11 @@ def play_simultaneous(policy: Policy, read: Reader, write: Writer, *, env_id: st
 
 
 def play_alternating(policy: Policy, read: Reader, write: Writer, *, env_id: str, seed: int = 0,
-                     human_seat: int = 0) -> PlayResult:
+                     human_seat: int = 0, setup: dict | None = None) -> PlayResult:
     """One game of a turn-based game (connect_four, or a two-team PettingZoo AEC env that renders
     ``ansi``), through the game-loop adapter: the human types an action index."""
     spec = find_game(env_id)
-    game = make_game_env(env_id, render_mode=None if spec is not None else "ansi")
+    game = make_game_env(env_id, render_mode=None if spec is not None else "ansi", setup=setup)
     seat_of = {agent: i for i, team in enumerate(game.teams) for agent in team}
     obs = game.reset(seed=seed)
     human_agent = game.teams[human_seat][0]
@@ -240,8 +241,8 @@ def play_game(policy: Policy, env_id: str, read: Reader = input, write: Writer =
     A game of the catalog, or any two-team env that renders ``ansi`` (else `PolicyLoadError`, one line)."""
     spec = find_game(env_id)
     if spec is None:
-        check_playable(env_id)
-        turn_based = isinstance(make_game_env(env_id), AECGame)
+        check_playable(env_id, kwargs.get("setup"))
+        turn_based = isinstance(make_game_env(env_id, setup=kwargs.get("setup")), AECGame)
     else:
         turn_based = spec.turns != "simultaneous"
     if not turn_based:
@@ -251,19 +252,19 @@ def play_game(policy: Policy, env_id: str, read: Reader = input, write: Writer =
     return play_alternating(policy, read, write, env_id=env_id, **kwargs)
 
 
-def check_playable(env_id: str) -> None:
+def check_playable(env_id: str, setup: dict | None = None) -> None:
     """`play` shows the board as text: an env outside the catalog must render ``ansi`` and have two teams."""
     if find_game(env_id) is not None:
         return
     from spade_rllib.evaluation.match_engine import MatchError, check_two_teams  # noqa: PLC0415
 
-    modes = render_modes(env_id)
+    modes = render_modes(env_id, setup)
     if "ansi" not in modes:
         raise PolicyLoadError(f"play shows the board as text, and {env_id} does not render 'ansi' (its render modes: "
                               f"{', '.join(modes) or 'none'}); evaluate it instead: python -m spade_rllib.evaluate "
                               "--checkpoint PATH (GIF replays where it renders 'rgb_array')")
     try:
-        check_two_teams(env_id)
+        check_two_teams(env_id, setup=setup)
     except MatchError as e:
         raise PolicyLoadError(str(e)) from e
 
@@ -285,9 +286,11 @@ def main(argv: Sequence[str] | None = None, read: Reader = input, write: Writer 
         return 2
     try:
         info = resolve_checkpoint(args.checkpoint)
-        env_id = canonical_env_id(args.env) or known_env_id(checkpoint_env_id(info))
+        recorded = known_env_id(checkpoint_env_id(info))
+        env_id = canonical_env_id(args.env) or recorded
+        setup = checkpoint_env_setup(info) if env_id is not None and env_id == recorded else {}
         if env_id is not None:
-            check_playable(env_id)  # before the checkpoint loads
+            check_playable(env_id, setup)  # before the checkpoint loads
         policy = load_policy(info.path, args.module, env_id=env_id)
         env_id = env_id or infer_env_id(policy)
         if env_id is None:
@@ -304,7 +307,7 @@ def main(argv: Sequence[str] | None = None, read: Reader = input, write: Writer 
                 level = Level.from_ascii(path.read_text())
             except ValueError as e:
                 raise PolicyLoadError(f"--level {path}: {e}") from e
-        play_game(policy, env_id, read, write, level=level, difficulty=args.difficulty, seed=args.seed,
+        play_game(policy, env_id, read, write, level=level, difficulty=args.difficulty, seed=args.seed, setup=setup,
                   human_seat=args.human_seat)
     except PolicyLoadError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -46,6 +46,7 @@ from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loa
     CheckpointInfo,
     PolicyLoadError,
     checkpoint_env_id,
+    checkpoint_env_setup,
     member_module,
     league_member_states,
     natural_key,
@@ -429,12 +430,15 @@ class Policy:
         return f"Policy(module_id={self.module_id!r}, env_id={self.env_id!r}, checkpoint={str(self.checkpoint)!r})"
 
 
-def _env_sizes(env_id: str) -> tuple[int, int]:
+def _env_sizes(env_id: str, setup: Mapping | None = None) -> tuple[int, int]:
     """(observation features without the action mask, number of actions) of `env_id`, as the trainer
-    sees them (the game-loop adapter's `Game`), for compatibility checks."""
+    sees them (the game-loop adapter's `Game`, built with the run's `setup`: `checkpoint_env_setup`), for
+    compatibility checks."""
+    from spade_rllib.games import find_game  # noqa: PLC0415
     from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
 
-    game = make_game_factory(env_id)()
+    setup = dict(setup or {}) if find_game(env_id) is None else {}  # the catalog's games: their defaults
+    game = make_game_factory(env_id, setup.pop("kwargs", None), **setup)()
     try:
         return int(game.obs_size - game.mask_size), int(game.num_actions)
     finally:
@@ -476,7 +480,8 @@ def _check_env(policy: Policy, info: CheckpointInfo, env_id: str) -> None:
     if recorded is not None and canonical_env_id(recorded) != wanted:
         raise PolicyLoadError(f"checkpoint {info.path} was trained on {recorded}, not on {wanted}")
     try:
-        features, env_n = _env_sizes(wanted)
+        setup = checkpoint_env_setup(info) if recorded is not None and canonical_env_id(recorded) == wanted else {}
+        features, env_n = _env_sizes(wanted, setup)
     except ImportError:
         return
     except Exception as e:  # noqa: BLE001

@@ -29,6 +29,7 @@ def check_config(cfg) -> None:
     resolve_env_id(cfg.env.id)
     check_experiment_name(cfg.experiment.name)
     check_env(cfg)
+    check_teams(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
 
@@ -107,7 +108,8 @@ def check_env(cfg) -> None:
     if factory is None:
         plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
         key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
-        check_foreign_env(env.id, env.kwargs, plies, plies_key=key, roles=env.roles)
+        check_foreign_env(env.id, env.kwargs, plies, plies_key=key, roles=env.roles, teams=env.teams, mode=env.mode,
+                          api=env.api)
         return
     check_roles(cfg)
     kwargs = dict(env.kwargs)
@@ -124,6 +126,28 @@ def check_env(cfg) -> None:
                           f"{' '.join(str(e).split())})") from e
 
 
+def check_teams(cfg) -> None:
+    """`env.teams` / `env.mode` of a level game fit its agents (each agent in exactly one team): builds one
+    env copy, only when the config sets either (`check_foreign_env` checks them for other envs)."""
+    env = cfg.env
+    if env_factory(env.id) is None or (env.teams is None and env.mode == "auto" and env.api == "auto"):
+        return
+    from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
+    from spade_rllib.games.teams import TeamError  # noqa: PLC0415
+
+    try:
+        game = make_game_factory(env.id, env.kwargs, teams=env.teams, mode=env.mode, api=env.api)()
+    except TeamError as e:
+        raise ConfigError(str(e)) from e
+    except ValueError as e:
+        if "env.api" in str(e):
+            raise ConfigError(str(e)) from e
+        raise
+    close = getattr(game.raw_env, "close", None)
+    if close:
+        close()
+
+
 def check_roles(cfg) -> None:
     """`env.roles` of a catalog game names only its agents and leaves none without a role where the agents'
     spaces differ (`spade_rllib.games.roles`; a foreign env is checked by `check_foreign_env`)."""
@@ -133,7 +157,8 @@ def check_roles(cfg) -> None:
 
 
 def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: str = "env.id",
-                      plies_key: str = "env.random_opening_plies", roles: Any = None) -> None:
+                      plies_key: str = "env.random_opening_plies", roles: Any = None, *, teams=None,
+                      mode: str = "auto", api: str = "auto") -> None:
     """Build the env once through the game-loop adapter, as every env runner will, then one reset and one
     step with a legal action: unsupported spaces (`spade_rllib.games.spaces`), agents whose spaces differ
     without roles to tell them apart (`env.roles`, `spade_rllib.games.roles`), constructor arguments the
@@ -141,10 +166,11 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
     from spade_rllib.games.roles import game_roles  # noqa: PLC0415
     from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
     from spade_rllib.games.spaces import UnsupportedSpace  # noqa: PLC0415
+    from spade_rllib.games.teams import TeamError  # noqa: PLC0415
 
     game = None
     try:
-        make = make_game_factory(env_id, kwargs, opening_plies=opening_plies)
+        make = make_game_factory(env_id, kwargs, opening_plies=opening_plies, teams=teams, mode=mode, api=api)
         try:
             game = make()
         except (UnsupportedSpace, ValueError, TypeError):
@@ -159,11 +185,15 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
             game.step(actions)
     except ConfigError:
         raise
+    except TeamError as e:  # env.teams / env.mode against the env's agents
+        raise ConfigError(str(e)) from e
     except UnsupportedSpace as e:
         raise ConfigError(f"{key} = {env_id!r}: {e}") from e
     except ValueError as e:
         if "opening plies" in str(e):
             raise ConfigError(f"{plies_key} = {opening_plies}: {e}") from e
+        if str(e).startswith("env.api"):
+            raise ConfigError(_one_line(e)) from e
         raise ConfigError(f"{key} = {env_id!r}: the env fails before training ({e.__class__.__name__}: "
                           f"{_one_line(e)})" + (f" with env.kwargs = {kwargs!r}" if kwargs else "")) from e
     except TypeError as e:
@@ -444,7 +474,7 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_config", "check_env", "check_env_kwargs", "check_foreign_env", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
+__all__ = ["check_config", "check_env", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
            "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]

@@ -2,9 +2,11 @@
 
 `evaluation.targets` maps an evaluation opponent to the least score (win + draw/2) main must reach
 against it in the final evaluation, e.g. `{random: 0.9, "bot:rusher": 0.75}`. A config without
-targets keeps the older rule: a win rate of at least `evaluation.target_win_rate` against `random`
-(when `random` is an evaluation opponent). Both the console summary and the HTML report take their
-PASS / BELOW from here, so a verdict always names its opponent, its metric and its bar.
+targets but with `evaluation.target_win_rate` keeps the older rule: a win rate of at least that against
+`random` (when `random` is an evaluation opponent). A config with neither has no verdict: no target
+is assumed (a game's optimum vs random need not be a win, e.g. 0.5 in rock-paper-scissors), and a
+cooperative game (one team) has no win rate at all. Both the console summary and the HTML report
+take their PASS / BELOW from here, so a verdict always names its opponent, its metric and its bar.
 """
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ def configured_targets(config: Mapping[str, Any]) -> list[tuple[str, str, float]
     targets = ev.get("targets") or {}
     if targets:
         return [(str(opp), SCORE, float(t)) for opp, t in targets.items()]
-    if "random" in (ev.get("opponents") or ["random"]):
-        return [("random", WIN_RATE, float(ev.get("target_win_rate", 0.9)))]
+    if ev.get("target_win_rate") is not None and "random" in (ev.get("opponents") or ["random"]):
+        return [("random", WIN_RATE, float(ev["target_win_rate"]))]
     return []
 
 

@@ -235,11 +235,18 @@ def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[di
 
     algo_config = build_algo_config(cfg)
     runner = SpadeEnvRunner(config=algo_config, worker_index=0, num_workers=0)
-    if len(runner.games[0].teams) < 2:
-        return None
     module = load_module(resolve_checkpoint(checkpoint), MAIN)  # weights checked against the module
     runner.module[MAIN].set_state(module.get_state())
     ev = cfg.evaluation
+    if len(runner.games[0].teams) < 2:  # one team (cooperative, single agent): its return, no W/D/L
+        if not runner.games[0].cooperative:
+            runner.stop()
+            return None
+        from spade_rllib.rllib.components import team_returns  # noqa: PLC0415
+
+        out = team_returns(runner.evaluate_main({"opponents": [MIRROR], "games": games, "greedy": ev.greedy}), "final")
+        runner.stop()
+        return out
     opponents = [*ev.opponents, *([] if MIRROR in ev.opponents else [MIRROR])]  # mirror: how often self-play draws
     outcomes = runner.evaluate_main({"opponents": opponents, "games": games, "greedy": ev.greedy})
     out = placeholder_win_rates(opponents, "final")
@@ -418,7 +425,8 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
           f"({steps / max(ttot, 1e-9):,.0f}/s); wall {wall:.0f} s")
     ret = result_value(last, "env_runners/episode_return_mean")
-    print(f"mean return (training episodes): {ret:.3f}" if isinstance(ret, float) else f"mean return: {ret}")
+    what = "mean team return" if cfg.env.mode == "cooperative" else "mean return"
+    print(f"{what} (training episodes): {ret:.3f}" if isinstance(ret, float) else f"{what}: {ret}")
     stop = cfg.training.stop
     if stop.metric is not None:
         value = result_value(last, stop.metric)
@@ -430,7 +438,11 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             final = final_evaluation(cfg, ckpt, final_games)
         except Exception as e:  # noqa: BLE001 - the summary must still print
             print(f"final evaluation skipped: {e.__class__.__name__}: {e}")
-    if final:
+    if final and "final/team/return_mean" in final:  # a cooperative game: the team's return, no W/D/L
+        from spade_rllib.console import team_line  # noqa: PLC0415
+
+        print(team_line(final, final_games, cfg.evaluation.greedy))
+    elif final:
         from spade_rllib.console import final_table, wrap_text  # noqa: PLC0415
         from spade_rllib.targets import target_verdicts  # noqa: PLC0415
 
@@ -514,8 +526,20 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
 
             for line in ready_commands(Path(trial_path or ckpt), ckpt, cfg.env.difficulty, report,
-                                       level_game=env_kind(cfg.env.id) == LEVEL_KIND):
+                                       level_game=env_kind(cfg.env.id) == LEVEL_KIND, playable=_playable(cfg.env.id)):
                 print(line)
+
+def _playable(env_id: str) -> bool:
+    """`play` can show this env in the terminal (a game of the catalog, or a two-team env rendering ansi)."""
+    from spade_rllib.play import check_playable  # noqa: PLC0415
+    from spade_rllib.policy import PolicyLoadError  # noqa: PLC0415
+
+    try:
+        check_playable(env_id)
+    except (PolicyLoadError, Exception):  # noqa: BLE001 - only decides whether the hint is printed
+        return False
+    return True
+
 
 if __name__ == "__main__":
     sys.exit(main())

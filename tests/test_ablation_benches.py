@@ -1,6 +1,6 @@
-"""Both ablation benches end to end at a smoke size (MazeRace, tiny MLP, seconds per run), as a user
-runs them: by subprocess, checking the last JSON line's keys and that every interval is the
-Student-t interval of the per-seed values it reports."""
+"""The ablation benches end to end at a smoke size (tiny MLP, seconds per run, evaluated on the three
+smallest held-out maps: `--max-map-size`), as a user runs them: by subprocess, checking the last JSON
+line's keys and that every interval is the Student-t interval of the per-seed values it reports."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,10 @@ from spade_rllib.sweeps.stats import seed_interval
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
-TINY = ["--env-id", "MazeRace-v0", "--seeds", "2", "--games", "1",
+SMALL_MAPS = 3
+"""Held-out maps of at most 15 rows and columns: MazeRace's open_room, pillars, bottleneck; CTF's
+open_field, twin_rooms, crossroads (`--max-map-size 15`)."""
+TINY = ["--env-id", "MazeRace-v0", "--seeds", "2", "--games", "1", "--max-map-size", "15",
         "--set", "agent.train_batch_size=512", "--set", "agent.minibatch_size=256",
         "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8"]
 
@@ -62,7 +65,7 @@ def test_league_ablation_smoke(tmp_path):
         for stat in [*setup["ladder"].values(), setup["exploitability"], setup["rating"]]:
             assert_interval_from_seeds(stat, 2)
         assert all(g > 0 for g in setup["exploiter_games_last_iter"])  # the exploiter played the frozen main
-    assert len(out["mains"]) == 4 and out["round_robin_games"] == 6 * 6 * 2  # 6 pairs x 6 maps x 2 seats
+    assert len(out["mains"]) == 4 and out["round_robin_games"] == 6 * SMALL_MAPS * 2  # 6 pairs x maps x 2 seats
     for m in out["mains"].values():
         assert m["low"] <= m["elo"] <= m["high"]
     ratings = [out["mains"][f"{s}/seed{k}"]["elo"] for s in ("mirror", "pfsp") for k in range(2)]
@@ -71,15 +74,16 @@ def test_league_ablation_smoke(tmp_path):
     assert not any(math.isnan(v) for v in ratings)
 
 
-FLAGSHIP_TINY = ["--seeds", "2", "--games", "1", "--minutes", "0.01", "--exploit-minutes", "0.01",
+FLAGSHIP_TINY = ["--seeds", "2", "--games", "1", "--minutes", "0.01", "--exploit-minutes", "0.01", "--max-map-size", "15",
                  "--set", "agent.train_batch_size=512", "--set", "agent.minibatch_size=256",
                  "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8",
                  "--set", "curriculum.plr.capacity=8", "--set", "curriculum.maestro.capacity=4",
-                 "--set", "curriculum.uniform.size=[7, 9]"]
+                 "--set", "curriculum.uniform.size=[7, 9]",
+                 "--set", "training.num_env_runners=0"]  # sampling in the bench's process: no runner actor to start per run
 
 
 def test_flagship_ablation_smoke(tmp_path):
-    """The flagship bench (CTF, flagship.yaml with a tiny model and one iteration per run): every arm's
+    """The flagship bench (CTF, flagship.yaml with a tiny model, a local env runner and one iteration per run): every arm's
     held-out scores, exploitability and Elo with bootstrap intervals over seeds in the last JSON line."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "flagship_ablation.py"), *FLAGSHIP_TINY,
@@ -96,7 +100,7 @@ def test_flagship_ablation_smoke(tmp_path):
             assert min(stat["values"]) - 1e-9 <= stat["low"] and stat["high"] <= max(stat["values"]) + 1e-9
         assert arm["rating"]["n"] == 2 and all(g > 0 for g in arm["exploiter_games_last_iter"])
         assert all(i >= 1 for i in arm["iterations"])
-    assert len(out["mains"]) == 4 and out["round_robin_games"] == 6 * 6 * 2  # 6 pairs x 6 maps x 2 seats
+    assert len(out["mains"]) == 4 and out["round_robin_games"] == 6 * SMALL_MAPS * 2  # 6 pairs x maps x 2 seats
     ratings = [out["mains"][f"{a}/seed{k}"]["elo"] for a in ("mirror", "maestro") for k in range(2)]
     assert sum(ratings) / 4 == pytest.approx(1000.0, abs=0.5)
     runs = json.loads((tmp_path / "runs.json").read_text())

@@ -58,7 +58,7 @@ def test_self_timers_are_exclusive_and_keep_staticmethods():
     Work().outer()
     assert Work.helper(1) == 2 and Work().helper(2) == 3
     rep = t.report()
-    assert 0.015 < rep["outer"][0] < 0.028  # its own sleep only, not inner's
+    assert 0.015 < rep["outer"][0] < 0.045  # its own 0.02 s sleep (late wake-ups on a loaded machine), not + inner's 0.03
     assert rep["inner"][0] >= 0.025 and rep["helper"][1] == 2
 
 

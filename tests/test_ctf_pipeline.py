@@ -91,7 +91,8 @@ def _runner(raw: dict):
 def test_runner_pool_bots_and_counters():
     _, runner = _runner(tiny(env={"level_pool": 8, "difficulty": 2.0}))
     try:
-        assert len(runner._level_pool) == 8 and all(level.is_ctf for level in runner._level_pool)
+        pool = runner._training_level_pool()  # generated on first use
+        assert len(pool) == 8 and all(level.is_ctf for level in pool)
         records = runner.evaluate_main({"opponents": ["bot:rusher", "bot:hybrid"], "games": 4, "greedy": False})
     finally:
         runner.stop()

@@ -27,10 +27,31 @@ def test_records_are_frozen_and_checked():
     with pytest.raises(dataclasses.FrozenInstanceError):
         outcome.winner = "B"  # type: ignore[misc]
     assert outcome.with_fields(opponent="main_v1").opponent == "main_v1" and outcome.opponent is None
+    for bad in ("x", "A1", "", "winner"):
+        with pytest.raises(ValueError, match="winner"):
+            EpisodeOutcome(winner=bad)
     with pytest.raises(ValueError, match="winner"):
-        EpisodeOutcome(winner="X")
+        EpisodeOutcome(winner="C", returns=(1.0, 0.0))  # two teams: A or B
     with pytest.raises(ValueError, match="learner_team"):
-        EpisodeOutcome(winner="A", learner_team=7)
+        EpisodeOutcome(winner="A", learner_team=-1)
+    with pytest.raises(ValueError, match="learner_team"):
+        EpisodeOutcome(winner="A", learner_team=7, returns=(1.0, 0.0))
+
+
+def test_any_number_of_teams():
+    """Eight agents, each its own team (pursuit_v5's default): team index 7 and winner 'H' are valid."""
+    from spade_rllib.outcome import team_index, team_letter
+
+    returns = tuple(float(r) for r in (0, 1, 2, 3, 4, 5, 6, 9))
+    outcome = EpisodeOutcome.from_final_info({}, team_returns=returns, learner_team=7)
+    assert (outcome.winner, outcome.learner_result, outcome.learner_return) == ("H", "win", 9.0)
+    assert EpisodeOutcome.from_final_info({}, team_returns=returns, learner_team=4).learner_result == "loss"
+    assert [team_letter(t) for t in (0, 25, 26, 27, 701, 702)] == ["A", "Z", "AA", "AB", "ZZ", "AAA"]
+    assert all(team_index(team_letter(t)) == t for t in range(800))
+    assert team_index("draw") is None and team_index("a") is None
+    # a foreign env's own "winner" (an agent id) does not break the record: the returns decide
+    assert EpisodeOutcome.from_final_info({"winner": "pursuer_3"}, team_returns=(1.0, 2.0)).winner == "B"
+    assert EpisodeOutcome.from_final_info({"success": True}, team_returns=(1.0,)).success is True
 
 
 def test_from_final_info_reads_the_env_contract_and_counters():

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from spade_rllib.outcome import TEAM_LETTERS, EpisodeOutcome
+from spade_rllib.outcome import DRAW, EpisodeOutcome
 
 COMPLETED_REASONS = frozenset({"flag", "both_flag", "capture"})  # MazeRace; CaptureTheFlag
 
@@ -186,7 +186,7 @@ def outcome_completed(outcome: EpisodeOutcome) -> bool:
     """Some team captured the flag before timeout."""
     if outcome.reason not in (None, "unknown"):
         return outcome.reason in COMPLETED_REASONS
-    return outcome.winner in TEAM_LETTERS
+    return outcome.winner not in (None, DRAW)
 
 
 def outcome_spec(outcome: EpisodeOutcome) -> LevelSpec | None:

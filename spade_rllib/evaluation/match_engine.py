@@ -114,9 +114,10 @@ class MatchError(ValueError):
     """An env the match engine cannot play (not two teams); one-line message."""
 
 
-def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None) -> Game:
+def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None, setup: dict | None = None) -> Game:
     """A fresh `Game` of `env_id` playing `level` (level games), its env built with `render_mode` when
-    the env has that mode (None otherwise: `Game.raw_env.render_mode` says which it got)."""
+    the env has that mode (None otherwise: `Game.raw_env.render_mode` says which it got). `setup`: how
+    the run built an env of another package (`checkpoint_env_setup`: env kwargs, teams, mode, api)."""
     spec = find_game(env_id)
     if spec is not None:
         # level games render both modes; connect_four's text board is the catalog's renderer
@@ -125,17 +126,19 @@ def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None
         if level is not None and spec.is_level_game:
             kwargs["level"] = level
         return wrap_env(spec.make_env(**kwargs), is_level_game=spec.is_level_game)
-    if render_mode is not None and render_mode in render_modes(env_id):
-        return make_game_factory(env_id, {"render_mode": render_mode})()
-    return make_game_factory(env_id)()
+    setup = dict(setup or {})
+    kwargs = dict(setup.pop("kwargs", None) or {})
+    if render_mode is not None and render_mode in render_modes(env_id, {"kwargs": kwargs, **setup}):
+        kwargs["render_mode"] = render_mode
+    return make_game_factory(env_id, kwargs, **setup)()
 
 
-def render_modes(env_id: str) -> tuple[str, ...]:
+def render_modes(env_id: str, setup: dict | None = None) -> tuple[str, ...]:
     """The render modes an env declares (its `metadata["render_modes"]`)."""
     spec = find_game(env_id)
     if spec is not None:
         return ("ansi", "rgb_array")
-    env = make_game_factory(env_id)().raw_env
+    env = make_game_env(env_id, setup=setup).raw_env
     modes = (getattr(env, "metadata", None) or {}).get("render_modes") or ()
     close = getattr(env, "close", None)
     if callable(close):
@@ -143,13 +146,13 @@ def render_modes(env_id: str) -> tuple[str, ...]:
     return tuple(str(m) for m in modes)
 
 
-def num_actions(env_id: str) -> int:
-    return int(make_game_env(env_id).num_actions)
+def num_actions(env_id: str, setup: dict | None = None) -> int:
+    return int(make_game_env(env_id, setup=setup).num_actions)
 
 
-def check_two_teams(env_id: str, game: Game | None = None) -> Game:
+def check_two_teams(env_id: str, game: Game | None = None, setup: dict | None = None) -> Game:
     """The `Game` of `env_id` when it has exactly two teams (the two seats); `MatchError` otherwise."""
-    game = game if game is not None else make_game_env(env_id)
+    game = game if game is not None else make_game_env(env_id, setup=setup)
     if len(game.teams) != 2:
         raise MatchError(f"env {env_id!r} has {len(game.teams)} teams ({', '.join('+'.join(t) for t in game.teams)}); "
                          "evaluation plays games of two teams (two seats)")
@@ -176,12 +179,13 @@ def _outcome(game: Game, result, returns: list[float], spec) -> tuple[int, str]:
 
 
 def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env: Game | None = None,
-              record: str | None = None, actions: list | None = None) -> GameRecord:
+              record: str | None = None, actions: list | None = None, setup: dict | None = None) -> GameRecord:
     """Play (or, with `actions`, re-enact) one game. `env`: a `Game` of `env_id` to reuse between games
-    (not when recording). `record`: None, "rgb_array" (frames) or "ansi" (a text board per step)."""
+    (not when recording). `record`: None, "rgb_array" (frames) or "ansi" (a text board per step).
+    `setup`: see `make_game_env`."""
     game_spec = find_game(env_id)
     if env is None or record is not None:
-        env = make_game_env(env_id, entry.level, render_mode=record)
+        env = make_game_env(env_id, entry.level, render_mode=record, setup=setup)
     game = check_two_teams(env_id, env)
     seat_of = {agent: seat for seat, team in enumerate(game.teams) for agent in team}
     turn_based = isinstance(game, AECGame)
@@ -219,8 +223,8 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
         for agent, action in chosen.items():
             if game.mask_size and obs[agent][game.obs_size - game.mask_size + int(action)] <= 0.5:
                 raise RuntimeError(f"{names[seat_of[agent]]} chose illegal {action_name(action)} in game {spec.index}")
-        (agent0, action0), = chosen.items() if turn_based else ((None, None),)
-        out.actions.append((agent0, action0) if turn_based else chosen)
+        mover = next(iter(chosen.items())) if turn_based else None  # (agent, action): one mover per turn
+        out.actions.append(mover if turn_based else chosen)
         result = game.step(chosen)
         for agent, r in result.rewards.items():
             if agent in seat_of:
@@ -228,7 +232,7 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
         step += 1
         if record is not None:
             if turn_based:
-                text = f"move {step}: {names[seat_of[agent0]]} plays {action_name(action0)}"
+                text = f"move {step}: {names[seat_of[mover[0]]]} plays {action_name(mover[1])}"
             else:
                 text = f"step {step}: " + ", ".join(f"{a} ({names[seat_of[a]]}) {action_name(x)}" for a, x in chosen.items())
             _capture(out, game.raw_env, record, render_ascii, header=text, caption=caption)

@@ -4,7 +4,8 @@ A `PlayerSpec` is a small picklable description (what Ray tasks receive); `build
 into a `Player` inside the process that plays. Loaded policies are cached per process, so a Ray
 worker loads each checkpoint once however many games it plays.
 
-Every player answers `act(env, agent, obs, action_mask, rng) -> int`:
+Every player answers `act(env, agent, obs, action_mask, rng) -> action` (an int; for a `Box` action
+space a float32 array, clipped to the bounds):
 - `env` is the live env (bots read its full state), `agent` the agent to move;
 - `obs` the agent's own observation; `action_mask` the legal actions or None;
 - `rng` a `numpy.random.Generator` seeded per game and seat (the only randomness used).
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import gymnasium as gym
 import numpy as np
 
 from spade_rllib.games import bot_names, is_level_game, make_bot
@@ -57,7 +59,8 @@ class Player(Protocol):
 
 
 class RandomPlayer:
-    """Uniform over the legal actions (the mask), or over the whole action space."""
+    """Uniform over the legal actions (the mask), or over the whole action space (a `Box` of the live
+    env: uniform within its bounds, standard normal on unbounded entries)."""
 
     def __init__(self, spec: PlayerSpec, num_actions: int):
         self.spec = spec
@@ -66,11 +69,24 @@ class RandomPlayer:
     def new_game(self, seed: int) -> None:
         pass
 
-    def act(self, env, agent, obs, action_mask, rng) -> int:
+    def act(self, env, agent, obs, action_mask, rng):
         if action_mask is not None:
             legal = np.flatnonzero(np.asarray(action_mask) > 0)
             return int(rng.choice(legal))
+        space = _action_space(env, agent)
+        if isinstance(space, gym.spaces.Box):
+            low, high = (np.asarray(x, np.float64).reshape(-1) for x in (space.low, space.high))
+            finite = np.isfinite(low) & np.isfinite(high)
+            draw = np.where(finite, rng.uniform(np.where(finite, low, 0.0), np.where(finite, high, 0.0)),
+                            rng.standard_normal(low.shape))
+            return draw.astype(np.float32)
         return int(rng.integers(self.num_actions))
+
+
+def _action_space(env, agent):
+    """The action space of `agent` in a live env (PettingZoo: `action_space(agent)`; Gymnasium: the attribute)."""
+    space = getattr(env, "action_space", None)
+    return space(agent) if callable(space) else space
 
 
 class BotPlayer:

@@ -93,7 +93,8 @@ def write_gif(frames: Sequence[np.ndarray], path: Path, frame_ms: int = GIF_FRAM
 
 
 def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequence[LevelEntry],
-                  results: Sequence[GameResult], player: str, k: int, out_dir: Path) -> list[dict]:
+                  results: Sequence[GameResult], player: str, k: int, out_dir: Path,
+                  setup: dict | None = None) -> list[dict]:
     """Replay `k` of `player`'s games into `out_dir/replays/`; returns one summary dict per replay."""
     chosen = pick_replays(results, player, k)
     if not chosen:
@@ -101,21 +102,22 @@ def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequ
     replay_dir = out_dir / "replays"
     replay_dir.mkdir(parents=True, exist_ok=True)
     level_index = {entry.level_id: i for i, entry in enumerate(levels)}
-    n_actions = num_actions(env_id)
-    rgb = "rgb_array" in render_modes(env_id)  # GIFs where the env renders frames; transcripts always
+    n_actions = num_actions(env_id, setup)
+    rgb = "rgb_array" in render_modes(env_id, setup)  # GIFs where the env renders frames; transcripts always
     summaries = []
     for result in chosen:
         spec = GameSpec(result.index, result.seat0, result.seat1, level_index[result.level_id], result.seed)
         entry = levels[spec.level_index]
         seats = [build_player(player_specs[result.seat0], env_id, n_actions),
                  build_player(player_specs[result.seat1], env_id, n_actions)]
-        text_record = play_game(env_id, seats, entry, spec, record="ansi")
+        text_record = play_game(env_id, seats, entry, spec, record="ansi", setup=setup)
         if text_record.result != result:
             raise RuntimeError(f"replay of game {result.index} differs from the evaluated game: "
                                f"{text_record.result} != {result}")
         frames = []
         if rgb:
-            frame_record = play_game(env_id, seats, entry, spec, record="rgb_array", actions=text_record.actions)
+            frame_record = play_game(env_id, seats, entry, spec, record="rgb_array", actions=text_record.actions,
+                                     setup=setup)
             frames, captions = frame_record.frames, frame_record.captions
         outcome = outcome_for(result, player)
         opponent = result.seat1 if result.seat0 == player else result.seat0

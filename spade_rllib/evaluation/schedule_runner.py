@@ -18,12 +18,13 @@ CHUNKS_PER_WORKER = 4
 
 
 def play_chunk(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequence[LevelEntry],
-               games: Sequence[GameSpec]) -> list[GameResult]:
-    """Play `games` in this process and return their results (in the given order)."""
+               games: Sequence[GameSpec], setup: dict | None = None) -> list[GameResult]:
+    """Play `games` in this process and return their results (in the given order); `setup`: how the
+    run built its env (`match_engine.make_game_env`)."""
     import torch
 
     torch.set_num_threads(1)
-    n_actions = num_actions(env_id)
+    n_actions = num_actions(env_id, setup)
     players = {}
     results = []
     envs: dict[int, object] = {}
@@ -36,7 +37,7 @@ def play_chunk(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequenc
         entry = levels[spec.level_index]
         env = envs.get(spec.level_index)
         if env is None:
-            env = envs[spec.level_index] = make_game_env(env_id, entry.level)
+            env = envs[spec.level_index] = make_game_env(env_id, entry.level, setup=setup)
         results.append(play_game(env_id, seats, entry, spec, env=env).result)
     return results
 
@@ -48,7 +49,7 @@ def _chunks(games: Sequence[GameSpec], n_chunks: int) -> list[list[GameSpec]]:
 
 def run_schedule(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequence[LevelEntry],
                  games: Sequence[GameSpec], workers: int = 0, progress: bool = True,
-                 on_progress: Callable[[int, int], None] | None = None) -> list[GameResult]:
+                 on_progress: Callable[[int, int], None] | None = None, setup: dict | None = None) -> list[GameResult]:
     """Play every game; `workers=0` plays here, `workers>0` uses that many Ray tasks at a time."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -60,7 +61,7 @@ def run_schedule(env_id: str, player_specs: dict[str, PlayerSpec], levels: Seque
         task = bar.add_task("games", total=len(games))
         if workers <= 0:
             for chunk in _chunks(games, max(1, len(games) // 8)):
-                results.extend(play_chunk(env_id, player_specs, levels, chunk))
+                results.extend(play_chunk(env_id, player_specs, levels, chunk, setup))
                 bar.update(task, advance=len(chunk))
                 if on_progress:
                     on_progress(len(results), len(games))
@@ -76,7 +77,7 @@ def run_schedule(env_id: str, player_specs: dict[str, PlayerSpec], levels: Seque
             levels_ref = ray.put(list(levels))
             pending = {}
             for chunk in _chunks(games, workers * CHUNKS_PER_WORKER):
-                ref = remote.remote(env_id, specs_ref, levels_ref, chunk)
+                ref = remote.remote(env_id, specs_ref, levels_ref, chunk, setup)
                 pending[ref] = len(chunk)
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)

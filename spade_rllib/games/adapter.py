@@ -15,10 +15,16 @@ Observations come out as flat float32 vectors. When the env has an action mask (
 vector of `num_actions` = the Box's size; `action_box` is that flat Box). The game clips a Box action
 to the space's bounds and reshapes it before the env sees it, so callers may pass an unclipped
 Gaussian sample. Teams: `game.teams` is a tuple of agent tuples, index 0
-= team A. Gymnasium envs have one team of one agent; PettingZoo envs without `team_of` get one team
-per agent.
+= team A, resolved by `spade_rllib.games.teams.resolve_teams` from the config's `env.teams` /
+`env.mode`, else the env's `team_of`, else one team per agent; any number of agents and teams.
+Gymnasium envs have one team of one agent.
 
-`make_game_factory(env_id, kwargs, opening_plies)` returns a zero-argument callable that builds one
+Agents may end before the episode does (PettingZoo: an agent terminated or truncated while others
+play on) and may join late (an agent of `possible_agents` first seen mid-episode): `StepResult.ended`
+names the agents whose own episode ended at that step, with their last obs in `final_obs`; they
+no longer act. The AEC adapter steps such agents with `None`, as PettingZoo requires.
+
+`make_game_factory(env_id, kwargs, opening_plies, teams=, mode=)` returns a zero-argument callable that builds one
 `Game`; the runner calls it once per env copy. `opening_plies > 0` (turn-based games only) starts
 every episode after a uniform number in [0, opening_plies] of uniformly random legal moves. No Ray,
 no torch.
@@ -32,8 +38,9 @@ import gymnasium as gym
 import numpy as np
 
 from spade_rllib.games.catalog import make_env
-from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, make_raw_env
+from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, import_module, make_raw_env, resolve_env
 from spade_rllib.games.spaces import UnsupportedSpace, check_action_space, check_env_action_spaces
+from spade_rllib.games.teams import Teams, resolve_teams
 
 SINGLE_AGENT_ID = "agent_0"
 # Level games' reset options; any other key a level source returns goes into the outcome record.
@@ -46,8 +53,9 @@ class StepResult:
     rewards: dict  # agent -> reward received since the previous step
     done: bool  # the episode is over (terminated or truncated)
     truncated: bool  # ended by a time limit rather than a terminal state
-    final_obs: dict = field(default_factory=dict)  # agent -> last obs, when done
+    final_obs: dict = field(default_factory=dict)  # agent -> last obs, when done (and for `ended` agents)
     info: dict = field(default_factory=dict)  # final info (level games: winner, reason, level, counters, ...)
+    ended: dict = field(default_factory=dict)  # agent -> truncated?, agents whose own episode ended this step while others play on
 
 
 def _flat_obs_space(space: gym.Space) -> tuple[int, int, Callable[[Any], np.ndarray]]:
@@ -102,9 +110,11 @@ def action_codec(space: gym.Space) -> tuple[int, Optional[gym.spaces.Box], Calla
 
 class Game:
     """Base: subclasses set `teams`, `obs_size`, `mask_size`, `num_actions`, `raw_env` (and
-    `action_box`, `_to_env` through `_set_action_space`)."""
+    `action_box`, `_to_env` through `_set_action_space`; `team_names`, `cooperative`)."""
 
     teams: tuple[tuple[str, ...], ...]
+    team_names: tuple[str, ...] = ()
+    cooperative: bool = False  # every agent in one team: the learner plays them all, nobody wins
     obs_size: int
     mask_size: int
     num_actions: int
@@ -189,14 +199,17 @@ class GymGame(Game):
         )
 
 
-def _teams_of(env: Any, agents: list[str]) -> tuple[tuple[str, ...], ...]:
-    team_of = getattr(env, "team_of", None) or getattr(getattr(env, "unwrapped", None), "team_of", None)
-    if team_of is None:
-        return tuple((a,) for a in agents)
-    by_team: dict[int, list[str]] = {}
-    for a in agents:
-        by_team.setdefault(int(team_of(a)), []).append(a)
-    return tuple(tuple(by_team[k]) for k in sorted(by_team))
+def _set_teams(game: Game, env: Any, agents: list[str], teams: Any, mode: str) -> None:
+    resolved: Teams = resolve_teams(agents, teams, mode, env)
+    game.teams, game.team_names, game.cooperative = resolved.members, resolved.names, resolved.cooperative
+
+
+def _info_of(infos: dict) -> dict:
+    """The final info to report: the one naming a `winner`, else the first agent's."""
+    info = next((infos[a] for a in infos if isinstance(infos[a], dict) and "winner" in infos[a]), None)
+    if info is None:
+        info = next(iter(infos.values()), {}) if infos else {}
+    return info if isinstance(info, dict) else {}
 
 
 def _agent_spaces(game: Game, env: Any, agents: list[str]) -> dict[str, Callable[[Any], np.ndarray]]:
@@ -215,11 +228,11 @@ def _agent_spaces(game: Game, env: Any, agents: list[str]) -> dict[str, Callable
 class ParallelGame(Game):
     """A PettingZoo ParallelEnv; every live agent acts each step."""
 
-    def __init__(self, env: Any, is_level_game: bool = False):
+    def __init__(self, env: Any, is_level_game: bool = False, teams: Any = None, mode: str = "auto"):
         self.raw_env = env
         self.is_level_game = is_level_game
         agents = list(env.possible_agents)
-        self.teams = _teams_of(env, agents)
+        _set_teams(self, env, agents, teams, mode)
         check_env_action_spaces(env)
         self._flatten_of = _agent_spaces(self, env, agents)
         self._set_action_space(env.action_space(agents[0]))  # agents of one role share it
@@ -235,14 +248,16 @@ class ParallelGame(Game):
         flat = {a: self._flatten_of[a](o) for a, o in obs.items()}
         self._last_obs.update(flat)
         live = [a for a in flat if not (term.get(a, False) or trunc.get(a, False))]
+        rewards = {a: float(r) for a, r in rew.items()}
         done = not live or not self.raw_env.agents
         if done:
             any_term = any(term.values())
-            info = next((infos[a] for a in infos if "winner" in infos[a]), None)
-            if info is None:
-                info = next(iter(infos.values()), {}) if infos else {}
-            return StepResult({}, {a: float(r) for a, r in rew.items()}, True, not any_term, dict(self._last_obs), info)
-        return StepResult({a: flat[a] for a in live}, {a: float(r) for a, r in rew.items()}, False, False)
+            return StepResult({}, rewards, True, not any_term, dict(self._last_obs), _info_of(infos))
+        # Agents that stopped while others play on: their own episode ends here (PettingZoo drops
+        # them from `env.agents`; they get no further obs).
+        ended = {a: not term.get(a, False) for a in actions if a not in live}
+        return StepResult({a: flat[a] for a in live}, rewards, False, False,
+                          final_obs={a: self._last_obs[a] for a in ended if a in self._last_obs}, ended=ended)
 
 
 class AECGame(Game):
@@ -254,14 +269,15 @@ class AECGame(Game):
     trained otherwise (docs/connect_four.md). The moves come from the game's own RNG, seeded by `reset(seed)`.
     """
 
-    def __init__(self, env: Any, opening_plies: int = 0):
+    def __init__(self, env: Any, opening_plies: int = 0, teams: Any = None, mode: str = "auto"):
         if isinstance(opening_plies, bool) or not isinstance(opening_plies, int) or opening_plies < 0:
             raise ValueError(f"opening_plies must be an int >= 0, got {opening_plies!r}")
         self.opening_plies = opening_plies
         self._rng = np.random.default_rng()
         self.raw_env = env
         agents = list(env.possible_agents)
-        self.teams = _teams_of(env, agents)
+        _set_teams(self, env, agents, teams, mode)
+        self._ended: set = set()  # agents whose own episode already ended (stepped with None)
         check_env_action_spaces(env)
         self._flatten_of = _agent_spaces(self, env, agents)
         self._set_action_space(env.action_space(agents[0]))  # agents of one role share it
@@ -272,6 +288,7 @@ class AECGame(Game):
         self.raw_env.reset(seed=seed, options=options)
         while self.opening_plies and not self._play_opening():
             self.raw_env.reset(options=options)
+        self._ended = set()
         a = self.raw_env.agent_selection
         return {a: self._flatten_of[a](self.raw_env.observe(a))}
 
@@ -287,24 +304,79 @@ class AECGame(Game):
                 return False
         return True
 
+    def _is_over(self, agent: str) -> bool:
+        env = self.raw_env
+        return bool(env.terminations.get(agent, False) or env.truncations.get(agent, False))
+
     def step(self, actions):
         env = self.raw_env
         (agent, action), = actions.items()
         env.step(self._to_env(action))
-        rewards = {a: float(r) for a, r in env.rewards.items() if r}
-        done = not env.agents or all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
+        rewards: dict = {}
+        for a, r in env.rewards.items():
+            if r:
+                rewards[a] = float(r)
+        ended: dict = {}
+        final: dict = {}
+        # Dead agents: PettingZoo accepts only `step(None)` from them; their own episode ends here.
+        while env.agents and self._is_over(env.agent_selection) and not all(self._is_over(a) for a in env.agents):
+            dead = env.agent_selection
+            if dead not in self._ended:
+                self._ended.add(dead)
+                ended[dead] = not env.terminations.get(dead, False)
+                final[dead] = self._flatten_of[dead](env.observe(dead))
+            env.step(None)
+            for a, r in env.rewards.items():
+                if r and a in env.agents:
+                    rewards[a] = rewards.get(a, 0.0) + float(r)
+        done = not env.agents or all(self._is_over(a) for a in env.agents)
         if done:
             any_term = any(env.terminations.values())
-            final = {a: self._flatten_of[a](env.observe(a)) for a in env.possible_agents if a in env.observation_spaces}
-            return StepResult({}, rewards, True, not any_term, final, {})
+            final = {a: self._flatten_of[a](env.observe(a)) for a in env.possible_agents
+                     if a in env.observation_spaces and a not in self._ended}
+            return StepResult({}, rewards, True, not any_term, final, _info_of(dict(env.infos)))
         nxt = env.agent_selection
-        return StepResult({nxt: self._flatten_of[nxt](env.observe(nxt))}, rewards, False, False)
+        return StepResult({nxt: self._flatten_of[nxt](env.observe(nxt))}, rewards, False, False, final_obs=final, ended=ended)
 
 
-def wrap_env(env: Any, is_level_game: bool = False, opening_plies: int = 0, env_id: str = "the env") -> Game:
-    """The `Game` over a built env, by its API (Gymnasium, PettingZoo Parallel or AEC)."""
+API_CHOICES = ("auto", "aec", "parallel")
+
+
+def _build_raw(env_id: str, kwargs: dict, api: str) -> Any:
+    """The raw env of `env_id`; `api` "parallel" / "aec" picks a PettingZoo module's `parallel_env()` /
+    `env()` (a ParallelEnv is wrapped turn by turn for "aec"), "auto" builds what the id names."""
+    if api == "auto":
+        return make_raw_env(env_id, kwargs)
+    entry = resolve_env(env_id)
+    if api == "parallel" and entry.api == "aec" and entry.ref.form == "module":
+        mod = import_module(entry.ref.module)
+        target = mod
+        if entry.ref.attr:
+            try:
+                target = getattr(mod, entry.ref.attr)
+            except AttributeError:
+                target = import_module(f"{entry.ref.module}.{entry.ref.attr}")
+        fn = getattr(target, "parallel_env", None)
+        if not callable(fn):
+            raise ValueError(f"env.api = 'parallel': {env_id} has no parallel_env(); use env.api: aec")
+        return fn(**kwargs)
+    env = entry.make(**kwargs)
+    built = env_api(env)
+    if api == "aec" and built == "parallel":
+        from pettingzoo.utils.conversions import parallel_to_aec  # noqa: PLC0415
+
+        return parallel_to_aec(env)
+    if api == "parallel" and built != "parallel":
+        raise ValueError(f"env.api = 'parallel': {env_id} builds a {built} env, not a ParallelEnv; use env.api: auto")
+    return env
+
+
+def wrap_env(env: Any, is_level_game: bool = False, opening_plies: int = 0, env_id: str = "the env", *,
+             teams: Any = None, mode: str = "auto") -> Game:
+    """The `Game` over a built env, by its API (Gymnasium, PettingZoo Parallel or AEC); `teams`, `mode`:
+    the config's `env.teams` / `env.mode` (`spade_rllib.games.teams`)."""
     if is_level_game:
-        return ParallelGame(env, is_level_game=True)
+        return ParallelGame(env, is_level_game=True, teams=teams, mode=mode)
     api = env_api(env)
     if api == "gymnasium":
         if opening_plies:
@@ -313,29 +385,43 @@ def wrap_env(env: Any, is_level_game: bool = False, opening_plies: int = 0, env_
     if api == "parallel":
         if opening_plies:
             raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a ParallelEnv")
-        return ParallelGame(env)
+        return ParallelGame(env, teams=teams, mode=mode)
     if api != "aec":
         raise ValueError(f"{env_id} built a {type(env).__name__}, which is neither a PettingZoo AEC/Parallel env "
                          "nor a Gymnasium env")
-    return AECGame(env, opening_plies)
+    return AECGame(env, opening_plies, teams=teams, mode=mode)
 
 
-def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0) -> Game:
+def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0, teams: Any = None, mode: str = "auto",
+                  api: str = "auto") -> Game:
     """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory)."""
-    return wrap_env(make_raw_env(env_id, kwargs), opening_plies=opening_plies, env_id=env_id)
+    return wrap_env(_build_raw(env_id, kwargs, api), opening_plies=opening_plies, env_id=env_id, teams=teams, mode=mode)
 
 
-def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies: int = 0) -> Callable[[], Game]:
+def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies: int = 0, *, teams: Any = None,
+                      mode: str = "auto", api: str = "auto") -> Callable[[], Game]:
     """A zero-argument callable building one `Game` for this env id and constructor kwargs
-    (`opening_plies`: random opening moves per episode, turn-based PettingZoo games only)."""
+    (`opening_plies`: random opening moves per episode, turn-based PettingZoo games only; `teams`,
+    `mode`: the config's `env.teams` / `env.mode`, see `spade_rllib.games.teams`; `api`: a PettingZoo
+    module's "aec" `env()` or "parallel" `parallel_env()`, "auto" = what the id names)."""
     kwargs = dict(kwargs or {})
     kind = env_kind(env_id)
     if opening_plies and kind != "pettingzoo":
         raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a {kind} env")
+    if api not in API_CHOICES:
+        raise ValueError(f"env.api = {api!r} is not valid; allowed: {', '.join(API_CHOICES)}")
     if kind == LEVEL_KIND:
 
         def make() -> Game:
-            return ParallelGame(make_env(env_id, **kwargs), is_level_game=True)
+            return ParallelGame(make_env(env_id, **kwargs), is_level_game=True, teams=teams, mode=mode)
 
         return make
-    return lambda: _make_foreign(env_id, kwargs, opening_plies)
+    return lambda: _make_foreign(env_id, kwargs, opening_plies, teams, mode, api)
+
+
+def game_factory_for(env_id: str, kwargs: Optional[dict], env_section: Optional[dict], opening_plies: int = 0
+                     ) -> Callable[[], Game]:
+    """`make_game_factory` with the teams, mode and api of a resolved config's `env:` section (a dict)."""
+    env_section = env_section or {}
+    return make_game_factory(env_id, kwargs, opening_plies, teams=env_section.get("teams") or None,
+                             mode=env_section.get("mode") or "auto", api=env_section.get("api") or "auto")

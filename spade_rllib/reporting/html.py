@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Optional, Sequence
 
+from spade_rllib.games import is_level_game
 from spade_rllib.reporting import figures as fig
 from spade_rllib.reporting.run_data import EVAL, TRAIN, RunData, unique_labels
 
@@ -127,7 +128,7 @@ def training_levels(run: RunData) -> str:
     if env.get("difficulty") is not None:
         return f"generated at difficulty {env['difficulty']:g} (a pool of {env.get('level_pool', 512)} levels per env runner)"
     env_id = str(env.get("id", ""))
-    if env_id and env_id not in ("MazeRace-v0", "CaptureTheFlag-v0"):
+    if env_id and not is_level_game(env_id):
         plies = env.get("random_opening_plies")
         return "the game's start position" + (f" after 0-{plies} random opening moves" if plies else "")
     return "the env's default levels"

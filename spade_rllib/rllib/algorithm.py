@@ -61,7 +61,7 @@ from spade_rllib.rllib.components import (
     placeholder_win_rates,
     win_rates,
 )
-from spade_rllib.games.adapter import make_game_factory
+from spade_rllib.games.adapter import game_factory_for
 from spade_rllib.rllib.health import check_losses, check_weights, trained_now
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
@@ -123,7 +123,7 @@ def env_kwargs_for(cfg: RunConfig) -> dict:
 
 def describe_env(cfg: RunConfig) -> EnvInfo:
     """Build one env copy on the driver to learn spaces, teams and the mask size."""
-    game = make_game_factory(cfg.env.id, env_kwargs_for(cfg))()
+    game = game_factory_for(cfg.env.id, env_kwargs_for(cfg), cfg.to_dict()["env"])()
     window = None
     kind = env_kind(cfg.env.id)
     if kind == LEVEL_KIND:

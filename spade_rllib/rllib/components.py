@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Protocol, runtime_checkable
 
+import numpy as np
+
 from spade_rllib.config import RunConfig
 from spade_rllib.outcome import BOT_PREFIX
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
@@ -172,6 +174,26 @@ def win_rates(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
         out[f"{prefix}/{opp}/games"] = w + d + l
         ls = lengths.get(opp, [])
         out[f"{prefix}/{opp}/mean_length"] = sum(ls) / len(ls) if ls else math.nan
+    return out
+
+
+TEAM = "team"
+"""Metric key of a one-team (cooperative or single-agent) game's evaluation: `<prefix>/team/...`."""
+
+
+def team_returns(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
+    """A one-team game's evaluation as flat metrics {prefix/team/return_mean, return_ci95, games,
+    mean_length, success_rate (only when the env reported success)}: no winner, no W/D/L."""
+    outcomes = [EpisodeOutcome.of(o) for o in outcomes]
+    returns = np.asarray([o.learner_return for o in outcomes], np.float64)
+    n = len(returns)
+    out: dict[str, Any] = {f"{prefix}/{TEAM}/games": n}
+    out[f"{prefix}/{TEAM}/return_mean"] = float(returns.mean()) if n else math.nan
+    out[f"{prefix}/{TEAM}/return_ci95"] = float(1.96 * returns.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    out[f"{prefix}/{TEAM}/mean_length"] = float(np.mean([o.length for o in outcomes])) if n else math.nan
+    flags = [o.success for o in outcomes if o.success is not None]
+    if flags:
+        out[f"{prefix}/{TEAM}/success_rate"] = sum(flags) / len(flags)
     return out
 
 

@@ -196,8 +196,7 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         else:
             h0, c0 = state["h"].float().unsqueeze(0), state["c"].float().unsqueeze(0)
         out, (h, c) = self.lstm(self._lstm_inputs(feats, prev), (h0, c0))
-        logits = self._mask(self.pi_head(out.reshape(b * t, -1)), flat)
-        logits = logits.reshape(b, t, -1)
+        logits = self._mask(self.pi_head(out.reshape(b * t, -1)), flat).reshape(b, t, -1)
         if not timed:
             logits, out = logits[:, 0], out[:, 0]
         return logits, out, {"h": h[0], "c": c[0]}

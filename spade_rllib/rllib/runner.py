@@ -69,7 +69,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
-from spade_rllib.games.adapter import LEVEL_RESET_KEYS, Game, make_game_factory
+from spade_rllib.games.adapter import LEVEL_RESET_KEYS, Game, game_factory_for
 from spade_rllib.games.roles import role_module_id, role_names
 from spade_rllib.rllib.health import env_fault, first_non_finite_row
 from spade_rllib.rllib.packed import PackedEpisodes
@@ -221,8 +221,10 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self.num_envs = int(self.config.num_envs_per_env_runner)
         spec = self.spec
         env_id, env_kwargs = spec.env_id, spec.env_kwargs
-        self._make_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, spec.random_opening_plies)
-        self._make_eval_game: Callable[[], Game] = make_game_factory(env_id, env_kwargs, spec.eval_random_opening_plies)
+        env_section = (spec.run_config or {}).get("env")  # teams, mode, api
+        self._make_game: Callable[[], Game] = game_factory_for(env_id, env_kwargs, env_section, spec.random_opening_plies)
+        self._make_eval_game: Callable[[], Game] = game_factory_for(env_id, env_kwargs, env_section,
+                                                                    spec.eval_random_opening_plies)
         self._base_seed = spec.seed * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
         self._rng = np.random.default_rng([spec.seed, self.worker_index, 17])
         self.learner_ids: tuple[str, ...] = spec.learners
@@ -264,7 +266,14 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                                                   gym.spaces.Discrete(num_actions))
         self.lanes = _Lanes(self.games, record=True, roles=self.roles)
         self._seeded = False
-        self._level_pool = self._make_level_pool(self.spec.level_pool, g0)
+        self._level_pool: Optional[list] = None  # built by the first training reset that draws from it
+
+    def _training_level_pool(self) -> list:
+        """The level pool, generated on first use: a runner that only evaluates, or whose levels come from a
+        level source (the curriculum), never pays for it. Its levels depend on the seed and worker index alone."""
+        if self._level_pool is None:
+            self._level_pool = self._make_level_pool(self.spec.level_pool, self.games[0]) or []
+        return self._level_pool
 
     def _make_level_pool(self, size: int, game: Game) -> Optional[list]:
         """Pre-generated levels (the game's own generator) for training resets without a level source (saves the
@@ -503,8 +512,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                     options = self.level_source.reset_options(key, opponent=self._member_of(opponent)) or options
                 else:
                     options = self.level_source.reset_options(key) or options
-            elif options is None and self._level_pool and lanes.record:
-                options = {"level": self._level_pool[int(self._rng.integers(len(self._level_pool)))]}
+            elif options is None and lanes.record and (pool := self._training_level_pool()):
+                options = {"level": pool[int(self._rng.integers(len(pool)))]}
         env_options = None
         if options:
             env_options = {k: v for k, v in options.items() if k in LEVEL_RESET_KEYS} or None
@@ -663,6 +672,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 trajs = lanes.traj[i]
                 for agent in actions[i]:
                     tr = trajs.get(agent)
+                    if tr is None and lanes.controller[i].get(agent) in lanes.recorders[i]:
+                        tr = trajs[agent] = _Traj()  # an agent that joined (or came back) mid-episode
                     if tr is not None:
                         o, a, lp, lg, rec = learner_out[(i, agent)]
                         tr.obs.append(o)
@@ -696,6 +707,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                         tr.rewards[-1] += r
             lanes.pending[i] = res.obs
             lanes.last_obs[i].update(res.obs)
+            if res.ended and not res.done:
+                self._end_agents(lanes, i, res, episodes)
             if res.done:
                 finished += 1
                 if res.final_obs:
@@ -711,6 +724,23 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                     if queue:
                         self._start_eval_episode(lanes, i, queue.popleft(), levels)
         return env_steps, finished
+
+    def _end_agents(self, lanes: _Lanes, i: int, res, episodes: Optional[list]) -> None:
+        """Agents whose own episode ended while the others play on (dead, or out of time): emit the
+        learner's transitions of each, terminated (no bootstrap) or truncated (bootstrap from its last obs)."""
+        lanes.last_obs[i].update(res.final_obs)
+        for agent, truncated in res.ended.items():
+            state = lanes.state[i].pop(agent, None)  # a seat that comes back starts a fresh memory
+            lanes.prev_action[i].pop(agent, None)
+            lanes.prev_reward[i].pop(agent, None)
+            tr = lanes.traj[i].pop(agent, None) if lanes.record else None
+            if tr is None or not tr.actions or episodes is None:
+                continue
+            tr.obs.append(lanes.last_obs[i].get(agent, tr.obs[-1]))
+            if tr.states:
+                tr.boot_state = state if state is not None else np.zeros_like(tr.states[-1])
+            episodes.append(self._make_episode(lanes.controller[i][agent], agent, tr, terminated=not truncated,
+                                               truncated=bool(truncated), level=_curriculum_level(lanes, i)))
 
     def _finish_episode(self, lanes: _Lanes, i: int, res, episodes: Optional[list]) -> list[EpisodeOutcome]:
         """The episode's outcome records: one, of its learner; in a role game's mirror episode one per
@@ -746,8 +776,10 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                 opponent_swapped=swapped,  # two policies played that seat: the league ignores it
                 **fields)
         else:  # one team: nobody to win against, no opponent
+            success = info.get("success", info.get("is_success"))
             record = EpisodeOutcome(winner=None, reason="timeout" if res.truncated else "terminal",
-                                    length=lanes.length[i], learner=learner, returns=(team_returns[0],), **fields)
+                                    length=lanes.length[i], learner=learner, returns=(team_returns[0],),
+                                    success=None if success is None else bool(success), **fields)
         if lanes.record and learner == self.learner_ids[0]:  # RLlib's episode metrics describe main (the first role's)
             self._log_episode_metrics(record, member)
         return record
