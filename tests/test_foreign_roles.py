@@ -272,7 +272,7 @@ def test_simple_tag_predators_mean_return_rises(ray_session):
 
     cfg = parse_config({
         "experiment": {"seed": 0},
-        "env": {"id": "mpe2.simple_tag_v3:parallel_env", "kwargs": {"max_cycles": 25}, "roles": TAG_ROLES},
+        "env": {"id": TAG, "api": "parallel", "kwargs": {"max_cycles": 25}, "roles": TAG_ROLES},
         "agent": {"lr": 1e-3, "train_batch_size": 2000, "minibatch_size": 500, "epochs": 4, "model": {"hidden": [64, 64]}},
         # half of each main's games against the fixed reference (random), the rest mirror and snapshots
         "league": {"enabled": True, "every_n_iterations": 4, "win_rate_threshold": None, "self_play_ratio": 0.3,
