@@ -311,3 +311,26 @@ def test_random_evaluation_player_draws_within_a_box():
     draws = np.stack([player.act(env, "agent_0", None, None, np.random.default_rng(k)) for k in range(100)])
     assert draws.dtype == np.float32 and draws.shape == (100, 1)
     assert draws.min() >= -2.0 and draws.max() <= 2.0 and draws.std() > 0.5
+
+
+def test_a_two_team_box_env_evaluates(monkeypatch, tmp_path, capsys):
+    """Evaluation of a Box-action game (a user's two-player env): main acts with float vectors,
+    `random` draws within the Box, the match engine clips and plays every game."""
+    from test_foreign_envs import USER_ENVS, evaluate_dir, read_csv, write_run_config
+
+    from spade_rllib.games import resolve_env
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
+
+    monkeypatch.syspath_prepend(str(USER_ENVS))
+    try:
+        trial = tmp_path / "run"
+        save_tiny_checkpoint(trial, "myenv:BoxMatching", hidden=(8,))
+        write_run_config(trial, "myenv:BoxMatching", {"rounds": 4})
+        out = tmp_path / "eval"
+        assert evaluate_dir(trial, out, "--games-per-pair", "4") == 0, capsys.readouterr().err
+        games = read_csv(out / "games.csv")
+        assert len(games) == 4 and all(g["length"] == "4" for g in games)
+        assert {g["seat0"] for g in games} | {g["seat1"] for g in games} == {"main", "random"}
+    finally:
+        resolve_env.cache_clear()
+        sys.modules.pop("myenv", None)
