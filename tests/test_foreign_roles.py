@@ -3,7 +3,9 @@
 Fast tests (no Ray): the role mapping (`spade_rllib.games.roles`), its one-line errors before Ray,
 the per-role leagues (`RoleLeaguesComponent`) and the runner's plan for roles. Slow tests train
 MPE's `simple_tag_v3` (3 predators, 1 prey: observations of 16 and 14 values) with a predator and a
-prey main, each with a league; checkpoint, resume, load each role; and the predators learn.
+prey main, each with a league; checkpoint, resume, load each role. Whether the predators learn is
+measured over seeds by bench/roles_learning.py (docs/training.md, "Role games"): one 80k-step run is not
+reliable enough for a test.
 """
 from __future__ import annotations
 
@@ -260,34 +262,3 @@ def test_simple_tag_trains_a_predator_and_a_prey_main_with_leagues_checkpoints_a
     finally:
         again.stop()
 
-
-@pytest.mark.slow
-def test_simple_tag_predators_mean_return_rises(ray_session):
-    """The predator main's mean return against a uniformly random prey, 256 games each: before training
-    and after 80k env steps (Parallel API: one step = every agent acts) of self-play with leagues.
-    Measured: seed 0 4.53 -> 9.88, seed 1 5.35 -> 13.01 (docs/training.md, "Role games"). About 140 s at
-    load average 15; slow."""
-    from spade_rllib.config import parse_config
-    from spade_rllib.rllib.algorithm import build_algo_config
-
-    cfg = parse_config({
-        "experiment": {"seed": 0},
-        "env": {"id": TAG, "api": "parallel", "kwargs": {"max_cycles": 25}, "roles": TAG_ROLES},
-        "agent": {"lr": 1e-3, "train_batch_size": 2000, "minibatch_size": 500, "epochs": 4, "model": {"hidden": [64, 64]}},
-        # half of each main's games against the fixed reference (random), the rest mirror and snapshots
-        "league": {"enabled": True, "every_n_iterations": 4, "win_rate_threshold": None, "self_play_ratio": 0.3,
-                   "reference_floor": 0.5},
-        "training": {"num_env_runners": 0, "num_envs_per_runner": 16, "stop": {"iterations": 1}},
-        "evaluation": {"interval": 0, "opponents": ["random"]},
-    })
-    algo = build_algo_config(cfg).build_algo()
-    try:
-        before = algo.evaluate_main(["random"], 256)["eval/predator/random/return_mean"]
-        for _ in range(40):
-            result = algo.train()
-        after = algo.evaluate_main(["random"], 256)["eval/predator/random/return_mean"]
-    finally:
-        algo.stop()
-    assert result["num_env_steps_sampled_lifetime"] >= 80_000
-    assert result["league"]["prey"]["snapshots"] >= 9.0  # the prey main trained against predator snapshots
-    assert after > before + 2.0, (before, after)
