@@ -328,6 +328,18 @@ def checkpoint_env_setup(info: CheckpointInfo) -> dict:
     return {}
 
 
+def checkpoint_env_roles(info: CheckpointInfo):
+    """The run's `env.roles` setting from its `config.yaml` (a mapping, a function path, or None:
+    inferred from the agent names, `spade_rllib.games.roles`)."""
+    directories = [info.path] + ([info.trial_dir] if info.trial_dir else []) + list(info.path.parents)[:2]
+    for directory in dict.fromkeys(directories):
+        env = _run_config_env(directory)
+        if env is not None:
+            roles = env.get("roles")
+            return dict(roles) if isinstance(roles, Mapping) else roles
+    return None
+
+
 def checkpoint_env_id(info: CheckpointInfo) -> str | None:
     """The env id the checkpoint was trained on, from run metadata; None when nothing records it.
 

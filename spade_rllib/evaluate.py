@@ -4,7 +4,9 @@ Builds a pool (every league member stored in each checkpoint, the scripted bots,
 `--vs-checkpoint` other runs' main), plays a round-robin (or sampled) schedule with seats swapped
 equally on the chosen levels, in parallel Ray tasks or in this process (`--workers 0`), and writes
 to `--out`: games.csv, payoff.csv, ratings.csv, levels.csv, PNG plots, report.md and replays.
-Deterministic given `--seed`. See docs/evaluation.md.
+Deterministic given `--seed`. A role game's run (modules `main_<role>`, two roles) is evaluated per role:
+each role's main plays the other role's main, snapshots and bots, seated by role, with payoff and
+ratings tables per role. A free-for-all of more than two teams is not evaluated. See docs/evaluation.md.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from spade_rllib.atomic_io import write_text
 from spade_rllib.checkpoint_layout import checkpoint_env_id, checkpoint_env_setup, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.games import canonical_env_id, game_ids
+from spade_rllib.games.roles import role_module_id, role_names, role_of_module
 from spade_rllib.policy import (
     DEFAULT_MODULE_ID,
     PolicyLoadError,
@@ -80,7 +83,10 @@ class EvalConfig:
     main_id: str = ""
     """Player id of the first checkpoint's main (levels.csv and replays are about it)."""
     env_setup: dict = field(default_factory=dict)
-    """How the first run built an env of another package (its config.yaml's env.kwargs, teams, mode, api)."""
+    """How the first run built an env of another package (its config.yaml's env.kwargs, teams, mode, api;
+    in a role game also "roles": {agent: role})."""
+    player_roles: dict = field(default_factory=dict)
+    """Role games: {player_id: role}; empty for a game of two teams."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
@@ -175,6 +181,12 @@ def build_pool(cfg: EvalConfig):
     for path in cfg.checkpoints:
         info = resolve_checkpoint(path)
         entries.append((info, _members(info, cfg.league), False))
+    if is_role_run(entries[0][0]):
+        if len(entries) > 1 or cfg.vs_checkpoints:
+            raise PolicyLoadError(f"{entries[0][0].path} is a role game's run (modules "
+                                  f"{', '.join(entries[0][0].module_ids)}): evaluate it alone, without "
+                                  "--vs-checkpoint or a second --checkpoint")
+        return build_role_pool(cfg, entries[0][0])
     for path in cfg.vs_checkpoints:
         info = resolve_checkpoint(path)
         if DEFAULT_MODULE_ID not in info.module_ids:
@@ -213,11 +225,80 @@ def build_pool(cfg: EvalConfig):
     return specs, legend
 
 
-def playable_env_id(override: str | None, infos: Sequence, first_policy, setup: dict | None = None) -> str:
+def is_role_run(info) -> bool:
+    """A role game's checkpoint: modules ``main_<role>`` and no ``main``."""
+    return DEFAULT_MODULE_ID not in info.module_ids and any(role_of_module(m) for m in info.module_ids)
+
+
+def build_role_pool(cfg: EvalConfig, info):
+    """The pool of a role game's run: per role its main, its frozen snapshots (with `cfg.league`) and the
+    bots (``<bot>_<role>``). Fills `cfg.env_id`, `cfg.env_setup` (with "roles"), `cfg.player_roles`,
+    `cfg.main_id` (the first role's main). Returns ({player_id: PlayerSpec}, legend)."""
+    from spade_rllib.checkpoint_layout import checkpoint_env_roles, member_module  # noqa: PLC0415
+    from spade_rllib.evaluation.match_engine import make_game_env  # noqa: PLC0415
+    from spade_rllib.evaluation.players import BOT_KIND, MODULE_KIND, PlayerSpec, bots_for_env  # noqa: PLC0415
+    from spade_rllib.games.roles import game_roles  # noqa: PLC0415
+    from spade_rllib.validation import ConfigError  # noqa: PLC0415
+
+    mains = [m for m in info.module_ids if role_of_module(m)]
+    recorded = checkpoint_env_id(info)
+    setup = checkpoint_env_setup(info)
+    env_id = playable_env_id(cfg.env, [info], lambda: load_policy(info.path, mains[0]), seats_by_role=True)
+    if recorded is None or canonical_env_id(recorded) != env_id:
+        setup = {}
+    game = make_game_env(env_id, setup=setup)
+    try:
+        agent_roles = game_roles(game, checkpoint_env_roles(info) if setup else None, env_id)
+    except ConfigError as e:
+        raise PolicyLoadError(f"{info.path}: {e}") from e
+    names = role_names(agent_roles)
+    if sorted(role_module_id(r) for r in names) != sorted(mains):
+        raise PolicyLoadError(f"{info.path} holds {', '.join(mains)}, but {env_id} has "
+                              f"{'roles ' + ', '.join(names) if names else 'no roles'}; pass the run's --env")
+    if len(names) != 2:
+        raise PolicyLoadError(f"{env_id} has roles {', '.join(names)}; evaluation plays role games of two roles "
+                              "(two seats)")
+    valid_bots = bots_for_env(env_id)
+    bots = list(valid_bots) if cfg.bots is None else cfg.bots
+    for bot in bots:
+        if bot not in valid_bots:
+            raise PolicyLoadError(f"--bots: {bot!r} does not play {env_id}; available: {', '.join(valid_bots)}")
+    label = (info.trial_dir.name if info.trial_dir else info.path.name) or "run"
+    specs: dict[str, PlayerSpec] = {}
+    player_roles: dict[str, str] = {}
+    for role in names:
+        main = role_module_id(role)
+        agent = next(a for a in game.agents if agent_roles[a] == role)
+        features, _, actions = game.agent_shape(agent)
+        members = [main] + ([m for m in info.league_ids if member_module(m) == main] if cfg.league else [])
+        for member in members:
+            policy = load_policy(info.path, member)  # validates now: one-line errors before any game
+            if (policy.feature_size, policy.num_actions) != (features, actions):
+                raise PolicyLoadError(f"{member} of {info.path} observes {policy.feature_size} features with "
+                                      f"{policy.num_actions} actions; role {role!r} of {env_id} has {features} and {actions}")
+            specs[member] = PlayerSpec(member, MODULE_KIND, member, checkpoint=str(info.path), run=label,
+                                       deterministic=not cfg.stochastic)
+            player_roles[member] = role
+        for bot in bots:
+            pid = f"{bot}_{role}"
+            specs[pid] = PlayerSpec(pid, BOT_KIND, bot)
+            player_roles[pid] = role
+    close = getattr(game.raw_env, "close", None)
+    if callable(close):
+        close()
+    cfg.env_id = env_id
+    cfg.env_setup = {**setup, "roles": dict(agent_roles)}
+    cfg.player_roles = player_roles
+    cfg.main_id = role_module_id(names[0])
+    return specs, {label: str(info.path)}
+
+
+def playable_env_id(override: str | None, infos: Sequence, first_policy, setup: dict | None = None,
+                    seats_by_role: bool = False) -> str:
     """The env the checkpoints were trained on: `override` (``--env``), else the id their run records
     (`config.yaml`, `spade_meta.json`, ...), else the catalog game whose spaces fit `first_policy()`.
     `PolicyLoadError` (one line) for an id that names nothing, runs of different envs, or an env the
-    match engine cannot seat (not two teams)."""
+    match engine cannot seat (not two teams; `seats_by_role`: a role game, seated by role, not by team)."""
     from spade_rllib.evaluation.match_engine import MatchError, check_two_teams  # noqa: PLC0415
     from spade_rllib.games import EnvIdError, resolve_env  # noqa: PLC0415
 
@@ -242,10 +323,13 @@ def playable_env_id(override: str | None, infos: Sequence, first_policy, setup: 
                 else "its run records no env id"
             raise PolicyLoadError(f"cannot tell which env {infos[0].path} was trained on: {said}, and its spaces fit "
                                   f"no game of {', '.join(game_ids())}; pass --env")
+    if seats_by_role:
+        return env_id
     try:
         check_two_teams(env_id, setup=setup)
     except MatchError as e:
-        raise PolicyLoadError(str(e)) from e
+        raise PolicyLoadError(f"{e}; a free-for-all of more than two teams is not evaluated (train it with "
+                              "env.teams of two teams, or roles)" if "teams" in str(e) else str(e)) from e
     return env_id
 
 
@@ -263,9 +347,16 @@ def evaluate(cfg: EvalConfig) -> dict:
     specs, legend = build_pool(cfg)
     levels = parse_levels(cfg.levels, cfg.env_id, cfg.seed, cfg.agents_per_team)
     players = list(specs)
-    anchors = [p for p, s in specs.items() if s.kind == "bot" or s.name == DEFAULT_MODULE_ID]
-    games = make_schedule(players, levels, cfg.games_per_pair, cfg.seed, anchors=anchors,
-                          max_round_robin=cfg.max_round_robin, sampled_opponents=cfg.sampled_opponents)
+    roles = role_names(cfg.player_roles)
+    if roles:  # seated by role: each role's main against the other role's players
+        from spade_rllib.evaluation.schedule import make_role_schedule  # noqa: PLC0415
+
+        by_role = {r: [p for p in players if cfg.player_roles[p] == r] for r in roles}
+        games = make_role_schedule(by_role, {r: role_module_id(r) for r in roles}, cfg.games_per_pair, cfg.seed)
+    else:
+        anchors = [p for p, s in specs.items() if s.kind == "bot" or s.name == DEFAULT_MODULE_ID]
+        games = make_schedule(players, levels, cfg.games_per_pair, cfg.seed, anchors=anchors,
+                              max_round_robin=cfg.max_round_robin, sampled_opponents=cfg.sampled_opponents)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     results = run_schedule(cfg.env_id, specs, levels, games, workers=cfg.workers, progress=cfg.progress,
@@ -275,22 +366,35 @@ def evaluate(cfg: EvalConfig) -> dict:
     payoff = report.payoff_from_results(players, results)
     ratings = report.fit_ratings(players, results, n_bootstrap=cfg.bootstrap, seed=cfg.seed)
     kinds = {p: ("bot" if s.kind == "bot" else f"module:{s.name}") for p, s in specs.items()}
+    if roles:
+        kinds = {p: f"{k} ({cfg.player_roles[p]})" for p, k in kinds.items()}
     rating_rows = report.ratings_rows(ratings, payoff, kinds)
-    level_rows = report.level_rows(cfg.main_id, levels, results)
+    focal = [role_module_id(r) for r in roles] if roles else [cfg.main_id]
+    level_rows = [row for player in focal for row in report.level_rows(player, levels, results)]
     files = {
         "games": report.write_csv(out / "games.csv", report.GAMES_COLUMNS, (r.to_row() for r in results)),
         "payoff": report.write_csv(out / "payoff.csv", report.PAYOFF_COLUMNS, report.payoff_rows(payoff)),
         "ratings": report.write_csv(out / "ratings.csv", report.RATINGS_COLUMNS, rating_rows),
         "levels": report.write_csv(out / "levels.csv", report.LEVELS_COLUMNS, level_rows),
     }
+    role_tables: dict[str, list[dict]] = {}
+    for role in roles:  # per role: its players' ratings (one fit over every game) and payoffs
+        role_tables[role] = [{**row, "rank": rank} for rank, row in
+                             enumerate((r for r in rating_rows if cfg.player_roles[r["player"]] == role), start=1)]
+        files[f"ratings_{role}"] = report.write_csv(out / f"ratings_{role}.csv", report.RATINGS_COLUMNS,
+                                                    role_tables[role])
+        files[f"payoff_{role}"] = report.write_csv(out / f"payoff_{role}.csv", report.PAYOFF_COLUMNS,
+                                                   [r for r in report.payoff_rows(payoff)
+                                                    if cfg.player_roles[r["player"]] == role])
     plots = {"payoff_heatmap": report.plot_payoff(payoff, out / "payoff_heatmap.png"),
              "ratings": report.plot_ratings(ratings, out / "ratings.png")}
     first = resolve_checkpoint(cfg.checkpoints[0])
     progress_csv = first.trial_dir / "progress.csv" if first.trial_dir else None
     if progress_csv is not None and progress_csv.is_file():
         plots.update(report.plot_progress(progress_csv, out))
-    replays = write_replays(cfg.env_id, specs, levels, results, cfg.main_id, cfg.replays, out,
-                            setup=cfg.env_setup) if cfg.replays else []
+    replays = [replay for player in focal for replay in
+               write_replays(cfg.env_id, specs, levels, results, player, cfg.replays, out, setup=cfg.env_setup)
+               ] if cfg.replays else []
     summary = {
         "env": cfg.env_id,
         "players": len(players),
@@ -298,21 +402,25 @@ def evaluate(cfg: EvalConfig) -> dict:
         "levels": f"{len(levels)} ({cfg.levels or 'default'})",
         "games per pair": cfg.games_per_pair + cfg.games_per_pair % 2,
         "seed": cfg.seed,
-        "main": cfg.main_id,
+        "main": ", ".join(focal),
+        **({"roles": ", ".join(f"{r} (seat {k}: {', '.join(a for a, x in cfg.env_setup['roles'].items() if x == r)})"
+                               for k, r in enumerate(roles))} if roles else {}),
         "runs": "; ".join(f"{label} = {path}" for label, path in legend.items()),
         "progress.csv": str(progress_csv) if progress_csv is not None and progress_csv.is_file() else "not found",
         "play time (s)": f"{play_s:.1f}",
     }
     files["report"] = report.write_report(out, title="Evaluation report", summary=summary, ratings=rating_rows,
-                                          levels=level_rows, plots=plots, replays=replays)
+                                          levels=level_rows, plots=plots, replays=replays, role_ratings=role_tables)
     write_text(out / "eval_config.json", json.dumps(asdict(cfg), indent=2) + "\n")
     from spade_rllib.report import write_quietly  # noqa: PLC0415
 
     html = write_quietly([out], command="python -m spade_rllib.evaluate")
     if html is not None:
         files["html"] = html
+    console = "\n\n".join(f"role {role}:\n{report.console_table(rows, cfg.top)}" for role, rows in role_tables.items()) \
+        if roles else report.console_table(rating_rows, cfg.top)
     return {"files": files, "plots": plots, "replays": replays, "ratings": rating_rows, "results": results,
-            "players": players, "summary": summary, "console": report.console_table(rating_rows, cfg.top)}
+            "players": players, "summary": summary, "console": console, "role_ratings": role_tables}
 
 
 @cli_entry(user_errors=(PolicyLoadError,))

@@ -109,7 +109,7 @@ def check_env(cfg) -> None:
         plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
         key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
         check_foreign_env(env.id, env.kwargs, plies, plies_key=key, roles=env.roles, teams=env.teams, mode=env.mode,
-                          api=env.api)
+                          api=env.api, league=cfg.league.enabled)
         return
     check_roles(cfg)
     kwargs = dict(env.kwargs)
@@ -143,9 +143,23 @@ def check_teams(cfg) -> None:
         if "env.api" in str(e):
             raise ConfigError(str(e)) from e
         raise
-    close = getattr(game.raw_env, "close", None)
-    if close:
-        close()
+    try:
+        check_league_teams(game, cfg.league.enabled, {}, env.id)
+    finally:
+        close = getattr(game.raw_env, "close", None)
+        if close:
+            close()
+
+
+def check_league_teams(game, league: bool, roles: dict, env_id: str) -> None:
+    """A league records two-sided results (main's team against the opponent's): with `league` on, a game
+    of more than two teams (a free-for-all) and no roles is a one-line `ConfigError`."""
+    teams = len(game.teams)
+    if not league or roles or teams <= 2:
+        return
+    raise ConfigError(f"league.enabled = true: env.id {env_id!r} has {teams} teams (a free-for-all) and a league "
+                      "records two-team games only; set env.teams with two teams (env.teams: {A: [...], B: [...]}) "
+                      "or league.enabled: false")
 
 
 def check_roles(cfg) -> None:
@@ -158,11 +172,12 @@ def check_roles(cfg) -> None:
 
 def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: str = "env.id",
                       plies_key: str = "env.random_opening_plies", roles: Any = None, *, teams=None,
-                      mode: str = "auto", api: str = "auto") -> None:
+                      mode: str = "auto", api: str = "auto", league: bool = False) -> None:
     """Build the env once through the game-loop adapter, as every env runner will, then one reset and one
     step with a legal action: unsupported spaces (`spade_rllib.games.spaces`), agents whose spaces differ
     without roles to tell them apart (`env.roles`, `spade_rllib.games.roles`), constructor arguments the
-    env refuses and envs that fail on their first step are one-line `ConfigError`s before Ray starts."""
+    env refuses, envs that fail on their first step and (with `league`) a league on more than two teams
+    are one-line `ConfigError`s before Ray starts."""
     from spade_rllib.games.roles import game_roles  # noqa: PLC0415
     from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
     from spade_rllib.games.spaces import UnsupportedSpace  # noqa: PLC0415
@@ -178,7 +193,8 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
         except Exception as e:  # noqa: BLE001 - a missing optional dependency (ImportError, DependencyNotInstalled)
             raise ConfigError(f"{key} = {env_id!r}: the env cannot be built here ({e.__class__.__name__}: "
                               f"{_one_line(e)})") from e
-        game_roles(game, roles, env_id)  # one trained module per role: agents of a role share their spaces
+        resolved = game_roles(game, roles, env_id)  # one trained module per role: agents of a role share their spaces
+        check_league_teams(game, league, resolved, env_id)
         obs = game.reset(seed=0)
         if obs:
             actions = {agent: _first_legal(game, o, agent) for agent, o in obs.items()}
@@ -474,7 +490,7 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_config", "check_env", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
+__all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
            "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]

@@ -382,14 +382,23 @@ def _md_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
 
 
 def write_report(out_dir: Path, *, title: str, summary: dict, ratings: Sequence[dict], levels: Sequence[dict],
-                 plots: dict[str, Path], replays: Sequence[dict]) -> Path:
+                 plots: dict[str, Path], replays: Sequence[dict], role_ratings: dict | None = None) -> Path:
+    """report.md; `role_ratings` ({role: rating rows}, a role game): one ratings table per role."""
     lines = [f"# {title}", ""]
     for key, value in summary.items():
         lines.append(f"- **{key}**: {value}")
-    lines += ["", "## Ratings", "", _md_table(ratings, ["rank", "player", "elo", "elo_low", "elo_high",
-                                                         "openskill_mu", "openskill_sigma", "games", "score"]),
-              "", "Full tables: [ratings.csv](ratings.csv), [payoff.csv](payoff.csv), [levels.csv](levels.csv), "
-              "[games.csv](games.csv).", ""]
+    columns = ["rank", "player", "elo", "elo_low", "elo_high", "openskill_mu", "openskill_sigma", "games", "score"]
+    if role_ratings:
+        lines.append("")
+        for role, rows in role_ratings.items():
+            lines += [f"## Ratings: role {role}", "", _md_table(rows, columns), "",
+                      f"Tables: [ratings_{role}.csv](ratings_{role}.csv), [payoff_{role}.csv](payoff_{role}.csv).", ""]
+        lines += ["Full tables: [ratings.csv](ratings.csv), [payoff.csv](payoff.csv), [levels.csv](levels.csv), "
+                  "[games.csv](games.csv).", ""]
+    else:
+        lines += ["", "## Ratings", "", _md_table(ratings, columns),
+                  "", "Full tables: [ratings.csv](ratings.csv), [payoff.csv](payoff.csv), [levels.csv](levels.csv), "
+                  "[games.csv](games.csv).", ""]
     captions = {"payoff_heatmap": "Payoff heatmap", "ratings": "Ratings with 95% bootstrap intervals",
                 "learning_curves": "Learning curves (from the run's progress.csv)",
                 "curriculum": "Curriculum difficulty over training", "league": "League size and main's rating"}

@@ -2,7 +2,8 @@
 
 Seat 0 is team 0 of the `Game` (level games: team A = `player_0`/`a_*`; a turn-based PettingZoo game
 `possible_agents[0]`, who moves first), seat 1 team 1; every agent of a team is driven by its seat's
-player. A game is a pure function of (players, level, seed): the env is reset with `seed`, bots are
+player. In a role game (``setup["roles"]``: {agent: role}, two roles) seat k is the k-th role instead:
+its player drives every agent of that role, and a seat's return is its agents' mean. A game is a pure function of (players, level, seed): the env is reset with `seed`, bots are
 re-seeded from it and sampling players draw from a per-seat generator derived from it. So any game
 can be replayed later, with rendering on.
 
@@ -23,6 +24,7 @@ import numpy as np
 from spade_rllib.evaluation.players import Player
 from spade_rllib.games import find_game
 from spade_rllib.games.adapter import AECGame, Game, make_game_factory, wrap_env
+from spade_rllib.games.roles import role_names
 
 DRAW = -1
 """`GameResult.winner_seat` of a draw."""
@@ -127,6 +129,7 @@ def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None
             kwargs["level"] = level
         return wrap_env(spec.make_env(**kwargs), is_level_game=spec.is_level_game)
     setup = dict(setup or {})
+    setup.pop("roles", None)  # who plays which agent, not how the env is built
     kwargs = dict(setup.pop("kwargs", None) or {})
     if render_mode is not None and render_mode in render_modes(env_id, {"kwargs": kwargs, **setup}):
         kwargs["render_mode"] = render_mode
@@ -151,8 +154,15 @@ def num_actions(env_id: str, setup: dict | None = None) -> int:
 
 
 def check_two_teams(env_id: str, game: Game | None = None, setup: dict | None = None) -> Game:
-    """The `Game` of `env_id` when it has exactly two teams (the two seats); `MatchError` otherwise."""
+    """The `Game` of `env_id` when it has exactly two teams (the two seats), or (``setup["roles"]``) two
+    roles; `MatchError` otherwise."""
     game = game if game is not None else make_game_env(env_id, setup=setup)
+    roles = (setup or {}).get("roles")
+    if roles:
+        names = role_names(roles)
+        if len(names) != 2:
+            raise MatchError(f"env {env_id!r} has roles {', '.join(names)}; evaluation plays games of two roles (two seats)")
+        return game
     if len(game.teams) != 2:
         raise MatchError(f"env {env_id!r} has {len(game.teams)} teams ({', '.join('+'.join(t) for t in game.teams)}); "
                          "evaluation plays games of two teams (two seats)")
@@ -178,16 +188,27 @@ def _outcome(game: Game, result, returns: list[float], spec) -> tuple[int, str]:
     return DRAW, drawn
 
 
+def seat_sides(game: Game, roles: dict | None = None) -> tuple[tuple[str, ...], ...]:
+    """The agents of each seat: the game's two teams, or in a role game (`roles`: {agent: role}) the
+    agents of each role, in `role_names` order (seat k plays the k-th role)."""
+    if roles:
+        return tuple(tuple(a for a in game.agents if roles[a] == r) for r in role_names(roles))
+    return tuple(game.teams)
+
+
 def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: GameSpec, *, env: Game | None = None,
               record: str | None = None, actions: list | None = None, setup: dict | None = None) -> GameRecord:
     """Play (or, with `actions`, re-enact) one game. `env`: a `Game` of `env_id` to reuse between games
     (not when recording). `record`: None, "rgb_array" (frames) or "ansi" (a text board per step).
-    `setup`: see `make_game_env`."""
+    `setup`: see `make_game_env`; with ``setup["roles"]`` ({agent: role}) seat k's player plays every
+    agent of the k-th role, and a seat's return is the mean of its agents' (as training scores roles)."""
     game_spec = find_game(env_id)
     if env is None or record is not None:
         env = make_game_env(env_id, entry.level, render_mode=record, setup=setup)
-    game = check_two_teams(env_id, env)
-    seat_of = {agent: seat for seat, team in enumerate(game.teams) for agent in team}
+    game = check_two_teams(env_id, env, setup=setup)
+    roles = (setup or {}).get("roles") or None
+    sides = seat_sides(game, roles)
+    seat_of = {agent: seat for seat, team in enumerate(sides) for agent in team}
     turn_based = isinstance(game, AECGame)
     options = {"level": entry.level} if entry.level is not None and game.is_level_game else None
     obs = game.reset(seed=int(spec.seed), options=options)
@@ -201,12 +222,13 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
     caption = game.is_level_game
     if record is not None:
         if turn_based:
-            first = "X" if game_spec is not None and game_spec.render_ascii is not None else "+".join(game.teams[0])
-            second = "O" if first == "X" else "+".join(game.teams[1])
+            first = "X" if game_spec is not None and game_spec.render_ascii is not None else "+".join(sides[0])
+            second = "O" if first == "X" else "+".join(sides[1])
             header = f"seed {spec.seed}: {first} = {spec.seat0}, {second} = {spec.seat1}"
         else:
             where = f"level {entry.level_id}, " if game.is_level_game else ""
-            header = f"{where}seed {spec.seed}: A = {spec.seat0}, B = {spec.seat1}"
+            first, second = role_names(roles) if roles else ("A", "B")
+            header = f"{where}seed {spec.seed}: {first} = {spec.seat0}, {second} = {spec.seat1}"
         _capture(out, game.raw_env, record, render_ascii, header=header, caption=caption)
     returns = [0.0, 0.0]
     step = 0
@@ -241,6 +263,8 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
         obs = result.obs
         if step > SAFETY_STEP_LIMIT:
             raise RuntimeError(f"game {spec.index} did not end after {SAFETY_STEP_LIMIT} steps")
+    if roles:  # a role's return is its agents' mean, as training scores a role game's episode
+        returns = [total / len(side) for total, side in zip(returns, sides)]
     winner, reason = _outcome(game, result, returns, game_spec)
     length = int(result.info.get("episode_length", step)) if isinstance(result.info, dict) else step
     out.result = GameResult(spec.index, spec.seat0, spec.seat1, entry.level_id, int(spec.seed), winner, reason, length)

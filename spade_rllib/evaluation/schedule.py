@@ -16,6 +16,9 @@ levels). When the pool is larger than `max_round_robin`, a sampled schedule keep
 involves an anchor player (each run's main and the bots) and adds `sampled_opponents` random
 opponents for every other player, drawn from a generator seeded by `seed`. Game seeds come from
 `SeedSequence([seed, game_index])` (the two seatings of a level share one), so results do not depend on how games are spread over workers.
+
+Role games (`make_role_schedule`): seats are fixed by role (seat k plays the k-th role), so there is no
+seat swap; each role's main plays `games_per_pair` games against every player of the other role.
 """
 from __future__ import annotations
 
@@ -154,4 +157,27 @@ def make_schedule(players: Sequence[str], levels: Sequence[LevelEntry], games_pe
             index = len(games)
             duo_first = index - (k % 2)  # both seatings of a level share one seed
             games.append(GameSpec(index, seat0, seat1, level_index, game_seed(seed, duo_first)))
+    return games
+
+
+def make_role_schedule(players_by_role: dict[str, Sequence[str]], mains: dict[str, str], games_per_pair: int,
+                       seed: int) -> list[GameSpec]:
+    """A role game's games (see module docstring): `players_by_role` in seat order (two roles), `mains`
+    {role: its main's player id}. Each pair once (the two mains meet in one set of games)."""
+    if games_per_pair < 1:
+        raise ScheduleError(f"--games-per-pair = {games_per_pair}: must be >= 1")
+    roles = list(players_by_role)
+    if len(roles) != 2:
+        raise ScheduleError(f"a role game's schedule needs two roles, got {', '.join(roles)}")
+    pairs: list[tuple[str, str]] = []
+    for k, role in enumerate(roles):
+        for opponent in players_by_role[roles[1 - k]]:
+            pair = (mains[role], opponent) if k == 0 else (opponent, mains[role])
+            if pair not in pairs:
+                pairs.append(pair)
+    games: list[GameSpec] = []
+    for seat0, seat1 in pairs:
+        for _ in range(games_per_pair):
+            index = len(games)
+            games.append(GameSpec(index, seat0, seat1, 0, game_seed(seed, index)))
     return games

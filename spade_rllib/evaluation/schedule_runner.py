@@ -38,7 +38,7 @@ def play_chunk(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequenc
         env = envs.get(spec.level_index)
         if env is None:
             env = envs[spec.level_index] = make_game_env(env_id, entry.level, setup=setup)
-        results.append(play_game(env_id, seats, entry, spec, env=env).result)
+        results.append(play_game(env_id, seats, entry, spec, env=env, setup=setup).result)
     return results
 
 

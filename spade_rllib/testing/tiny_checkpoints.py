@@ -61,15 +61,17 @@ def env_spaces(env_id: str):
     return env.observation_space(agent), env.action_space(agent), 0
 
 
-def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0, model: dict | None = None):
+def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0, model: dict | None = None,
+                 spaces: tuple | None = None):
     """A randomly initialised `SpadeModule` for `env_id` (torch seeded with `seed`); `model`: extra
-    model config keys (e.g. {"use_lstm": True, "lstm_cell_size": 8})."""
+    model config keys (e.g. {"use_lstm": True, "lstm_cell_size": 8}); `spaces`: (observation space,
+    action space, mask size) instead of `env_spaces(env_id)` (one role's, in a role game)."""
     import torch
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     from spade_rllib.rllib.module import SpadeModule
 
-    obs_space, act_space, mask_size = env_spaces(env_id)
+    obs_space, act_space, mask_size = spaces if spaces is not None else env_spaces(env_id)
     torch.manual_seed(seed)
     spec = RLModuleSpec(module_class=SpadeModule, observation_space=obs_space, action_space=act_space,
                         model_config={"kind": "mlp", "hidden": list(hidden), "activation": "tanh",
@@ -120,6 +122,69 @@ def save_tiny_checkpoint(root: str | Path, env_id: str, module_ids: Sequence[str
         pickle.dump({COMPONENTS_STATE_KEY: components}, f)
     if progress_rows:
         write_progress_csv(root / "progress.csv", progress_rows, seed=seed)
+    return ckpt
+
+
+def save_tiny_role_checkpoint(root: str | Path, env_id: str, kwargs: dict | None = None, roles=None,
+                              hidden: Sequence[int] = (16,), seed: int = 0, snapshots: int = 0,
+                              checkpoint_name: str = "checkpoint_000000") -> Path:
+    """A tiny checkpoint of a role game: one random module ``main_<role>`` per role (each with its role's
+    spaces, `spade_rllib.games.roles`), `snapshots` frozen snapshots per role main in the role leagues
+    (role r's league holds the other role's), and the run's ``config.yaml`` env section (id, kwargs,
+    roles) as a training run writes it. Returns the checkpoint directory."""
+    import gymnasium as gym
+    import yaml
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from spade_rllib.checkpoint_layout import RUN_CONFIG_FILE, ROLE_LEAGUES_KEY
+    from spade_rllib.games.adapter import make_game_factory
+    from spade_rllib.games.roles import game_roles, role_module_id, role_names
+
+    root, kwargs = Path(root), dict(kwargs or {})
+    ckpt = root / checkpoint_name
+    game = make_game_factory(env_id, kwargs)()
+    agent_roles = game_roles(game, roles, env_id)
+    if not agent_roles:
+        raise ValueError(f"{env_id} has no roles with env.roles = {roles!r}; use save_tiny_checkpoint")
+    names = role_names(agent_roles)
+    spaces = {}
+    for role in names:
+        agent = next(a for a in game.agents if agent_roles[a] == role)
+        obs, mask, actions = game.agent_shape(agent)
+        spaces[role] = (gym.spaces.Box(-np.inf, np.inf, (obs,), np.float32), gym.spaces.Discrete(actions), mask)
+    modules, specs = {}, {}
+    for k, role in enumerate(names):
+        _, module = build_module(env_id, hidden, seed=seed * 1000 + k, spaces=spaces[role])
+        modules[role_module_id(role)] = module
+        specs[role_module_id(role)] = RLModuleSpec(module_class=type(module), observation_space=module.observation_space,
+                                                   action_space=module.action_space,
+                                                   model_config=dict(module.model_config))
+    with _quiet_deprecations():
+        multi = MultiRLModuleSpec(rl_module_specs=specs).build()
+    for module_id, module in modules.items():
+        multi[module_id].set_state(module.get_state())
+    multi.save_to_path(str(ckpt / RL_MODULE_SUBPATH))
+    (ckpt / "rllib_checkpoint.json").write_text(json.dumps({"checkpoint_version": "2.1", "format": "cloudpickle"}))
+    (root / TUNE_PARAMS_FILE).write_text(json.dumps({"env": env_id}))
+    env_section = {"id": env_id, "kwargs": kwargs, "roles": roles}
+    (root / RUN_CONFIG_FILE).write_text(yaml.safe_dump({"env": env_section}))
+    components: dict = {}
+    if snapshots:
+        leagues = {}
+        for k, role in enumerate(names):
+            other = names[1 - k] if len(names) == 2 else role
+            members = [{"id": "main", "created_at": 0, "weights": None}]
+            for generation in range(1, snapshots + 1):  # snapshots of the other role's main
+                _, snap = build_module(env_id, hidden, seed=seed * 1000 + 100 * (k + 1) + generation,
+                                       spaces=spaces[other])
+                members.append({"id": f"main_v{generation}", "created_at": generation,
+                                "weights": {key: np.asarray(v) for key, v in snap.get_state().items()}})
+            members.append({"id": "random", "created_at": 0, "weights": None})
+            leagues[role] = {LEAGUE_CORE_KEY: {"version": 1, "members": members}}
+        components[LEAGUE_COMPONENT] = {ROLE_LEAGUES_KEY: leagues}
+    with open(ckpt / ALGORITHM_STATE_FILE, "wb") as f:
+        pickle.dump({COMPONENTS_STATE_KEY: components}, f)
     return ckpt
 
 
