@@ -53,7 +53,8 @@ def runner_views(algo) -> list:
 def test_config_section_carries_every_core_key():
     from spade_rllib.curriculum.curriculum_config import CurriculumConfig as Core
 
-    raw = {"curriculum": {"enabled": True, "strategy": "fixed", "families": ["maze"], "metrics_window": 50,
+    raw = {"env": {"id": "MazeRace-v0"},
+           "curriculum": {"enabled": True, "strategy": "fixed", "families": ["maze"], "metrics_window": 50,
                           "threshold": {"up_factor": 1.5}, "plr": {"capacity": 8}, "uniform": {"size": [7, 9]},
                           "fixed": {"difficulty": 7.5}}}
     cfg = parse_config(raw)

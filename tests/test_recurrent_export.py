@@ -116,7 +116,8 @@ def test_every_feed_forward_fixture_still_loads_as_before(tmp_path):
     from spade_rllib.policy import load_policy
 
     fixtures = Path(__file__).resolve().parent / "fixtures"
-    paths = [p for p in fixtures.iterdir() if p.is_dir()]
+    paths = [p for p in fixtures.iterdir() if p.is_dir() and p.name.startswith("checkpoint")]  # not user_envs/
+    assert paths, "no checkpoint fixture found"
     paths.append(save_tiny_checkpoint(tmp_path / "mr", "MazeRace-v0", snapshots=1))
     paths.append(save_tiny_checkpoint(tmp_path / "c4", "connect_four_v3"))
     for path in paths:
