@@ -73,6 +73,16 @@ class Member:
     """Numpy state dict of the frozen policy; None for learners, random and bots."""
 
 
+def _frozen(weights: WeightsDict) -> dict[str, np.ndarray]:
+    """A read-only copy of a numpy state dict (a frozen member's weights)."""
+    frozen = {}
+    for name, value in weights.items():
+        array = np.array(value, copy=True)
+        array.setflags(write=False)
+        frozen[str(name)] = array
+    return frozen
+
+
 @dataclass
 class LeagueState:
     """Everything the league remembers; ``League.state_dict`` serialises exactly this."""
@@ -274,21 +284,10 @@ class League:
     def add_snapshot(self, weights: WeightsDict, iteration: int, learner: MemberId = MAIN) -> MemberId:
         """Freeze ``weights`` (numpy state dict of ``learner``) as a new member; evict if over ``max_size``."""
         state = self.state
-        if learner not in state.recent:
-            raise ValueError(f"{learner} is not a learner of this league; learners: "
-                             f"{', '.join(map(str, self.learners()))}")
-        reason = self.snapshot_reason(iteration, learner) or "requested"
-        generation = state.snapshot_count[learner] + 1
+        reason, generation = self._next_snapshot(iteration, learner)
         member = learner.snapshot_of(generation)
-        frozen = {}
-        for name, value in weights.items():
-            array = np.array(value, copy=True)
-            array.setflags(write=False)
-            frozen[str(name)] = array
-        self._add_member(Member(member, iteration, frozen), rating_from=learner)
-        state.snapshot_count[learner] = generation
-        state.last_snapshot_iteration[learner] = iteration
-        state.recent[learner].clear()
+        self._add_member(Member(member, iteration, _frozen(weights)), rating_from=learner)
+        self._mark_snapshot(iteration, learner, generation)
         state.counters["snapshots"] += 1
         state.events.append({"iteration": iteration, "kind": "snapshot", "member": str(member),
                              "reason": reason})
@@ -298,20 +297,26 @@ class League:
             self._evict(self._eviction_candidate(protect=member), iteration)
         return member
 
+    def _next_snapshot(self, iteration: int, learner: MemberId) -> tuple[str, int]:
+        """(why, generation) of ``learner``'s next snapshot; refuses a member that is not a learner."""
+        if learner not in self.state.recent:
+            raise ValueError(f"{learner} is not a learner of this league; learners: "
+                             f"{', '.join(map(str, self.learners()))}")
+        return self.snapshot_reason(iteration, learner) or "requested", self.state.snapshot_count[learner] + 1
+
+    def _mark_snapshot(self, iteration: int, learner: MemberId, generation: int) -> None:
+        state = self.state
+        state.snapshot_count[learner] = generation
+        state.last_snapshot_iteration[learner] = iteration
+        state.recent[learner].clear()
+
     def note_snapshot(self, iteration: int, learner: MemberId = MAIN) -> int:
         """A snapshot of ``learner`` whose weights join another league (a role game: the other role's pool,
         :meth:`add_frozen`): only the learner's bookkeeping here (generation, last snapshot iteration, its
         window cleared, an event). Returns the snapshot's generation."""
-        state = self.state
-        if learner not in state.recent:
-            raise ValueError(f"{learner} is not a learner of this league; learners: "
-                             f"{', '.join(map(str, self.learners()))}")
-        reason = self.snapshot_reason(iteration, learner) or "requested"
-        generation = state.snapshot_count[learner] + 1
-        state.snapshot_count[learner] = generation
-        state.last_snapshot_iteration[learner] = iteration
-        state.recent[learner].clear()
-        state.events.append({"iteration": iteration, "kind": "snapshot_out",
+        reason, generation = self._next_snapshot(iteration, learner)
+        self._mark_snapshot(iteration, learner, generation)
+        self.state.events.append({"iteration": iteration, "kind": "snapshot_out",
                              "member": str(learner.snapshot_of(generation)), "reason": reason})
         return generation
 
@@ -322,12 +327,7 @@ class League:
         member = MemberId.snapshot(int(generation))
         if member in self.state.members:
             raise ValueError(f"{member} is already a member of this league")
-        frozen = {}
-        for name, value in weights.items():
-            array = np.array(value, copy=True)
-            array.setflags(write=False)
-            frozen[str(name)] = array
-        self._add_member(Member(member, iteration, frozen), rating_from=MAIN)
+        self._add_member(Member(member, iteration, _frozen(weights)), rating_from=MAIN)
         self.state.counters["snapshots"] += 1
         self.state.events.append({"iteration": iteration, "kind": "snapshot", "member": str(member), "reason": "opponent"})
         while len(self.snapshots()) > self.config.max_size:

@@ -84,23 +84,14 @@ def build_module(env_id: str, hidden: Sequence[int] = (16,), seed: int = 0, mode
     return spec, module
 
 
-def save_tiny_checkpoint(root: str | Path, env_id: str, module_ids: Sequence[str] = ("main",),
-                         hidden: Sequence[int] = (16,), seed: int = 0, snapshots: int = 0,
-                         progress_rows: int = 0, checkpoint_name: str = "checkpoint_000000",
-                         model: dict | None = None) -> Path:
-    """Write a tiny checkpoint under `root` (the trial dir) and return the checkpoint directory."""
+def _write_modules(root: Path, ckpt: Path, env_id: str, modules: dict) -> None:
+    """Save `modules` ({module_id: RLModule}) as the checkpoint's MultiRLModule, with the files a Tune trial has."""
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    root = Path(root)
-    ckpt = root / checkpoint_name
-    modules = {}
-    for k, module_id in enumerate(module_ids):
-        _, modules[module_id] = build_module(env_id, hidden, seed=seed * 1000 + k, model=model)
-    specs = {}
-    for module_id, module in modules.items():
-        specs[module_id] = RLModuleSpec(module_class=type(module), observation_space=module.observation_space,
-                                        action_space=module.action_space, model_config=dict(module.model_config))
+    specs = {module_id: RLModuleSpec(module_class=type(m), observation_space=m.observation_space,
+                                     action_space=m.action_space, model_config=dict(m.model_config))
+             for module_id, m in modules.items()}
     with _quiet_deprecations():
         multi = MultiRLModuleSpec(rl_module_specs=specs).build()
     for module_id, module in modules.items():
@@ -108,6 +99,19 @@ def save_tiny_checkpoint(root: str | Path, env_id: str, module_ids: Sequence[str
     multi.save_to_path(str(ckpt / RL_MODULE_SUBPATH))
     (ckpt / "rllib_checkpoint.json").write_text(json.dumps({"checkpoint_version": "2.1", "format": "cloudpickle"}))
     (root / TUNE_PARAMS_FILE).write_text(json.dumps({"env": env_id}))
+
+
+def save_tiny_checkpoint(root: str | Path, env_id: str, module_ids: Sequence[str] = ("main",),
+                         hidden: Sequence[int] = (16,), seed: int = 0, snapshots: int = 0,
+                         progress_rows: int = 0, checkpoint_name: str = "checkpoint_000000",
+                         model: dict | None = None) -> Path:
+    """Write a tiny checkpoint under `root` (the trial dir) and return the checkpoint directory."""
+    root = Path(root)
+    ckpt = root / checkpoint_name
+    modules = {}
+    for k, module_id in enumerate(module_ids):
+        _, modules[module_id] = build_module(env_id, hidden, seed=seed * 1000 + k, model=model)
+    _write_modules(root, ckpt, env_id, modules)
     components: dict = {}
     if snapshots:
         members = []
@@ -134,8 +138,6 @@ def save_tiny_role_checkpoint(root: str | Path, env_id: str, kwargs: dict | None
     roles) as a training run writes it. Returns the checkpoint directory."""
     import gymnasium as gym
     import yaml
-    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     from spade_rllib.checkpoint_layout import RUN_CONFIG_FILE, ROLE_LEAGUES_KEY
     from spade_rllib.games.adapter import make_game_factory
@@ -153,20 +155,10 @@ def save_tiny_role_checkpoint(root: str | Path, env_id: str, kwargs: dict | None
         agent = next(a for a in game.agents if agent_roles[a] == role)
         obs, mask, actions = game.agent_shape(agent)
         spaces[role] = (gym.spaces.Box(-np.inf, np.inf, (obs,), np.float32), gym.spaces.Discrete(actions), mask)
-    modules, specs = {}, {}
+    modules = {}
     for k, role in enumerate(names):
-        _, module = build_module(env_id, hidden, seed=seed * 1000 + k, spaces=spaces[role])
-        modules[role_module_id(role)] = module
-        specs[role_module_id(role)] = RLModuleSpec(module_class=type(module), observation_space=module.observation_space,
-                                                   action_space=module.action_space,
-                                                   model_config=dict(module.model_config))
-    with _quiet_deprecations():
-        multi = MultiRLModuleSpec(rl_module_specs=specs).build()
-    for module_id, module in modules.items():
-        multi[module_id].set_state(module.get_state())
-    multi.save_to_path(str(ckpt / RL_MODULE_SUBPATH))
-    (ckpt / "rllib_checkpoint.json").write_text(json.dumps({"checkpoint_version": "2.1", "format": "cloudpickle"}))
-    (root / TUNE_PARAMS_FILE).write_text(json.dumps({"env": env_id}))
+        _, modules[role_module_id(role)] = build_module(env_id, hidden, seed=seed * 1000 + k, spaces=spaces[role])
+    _write_modules(root, ckpt, env_id, modules)
     env_section = {"id": env_id, "kwargs": kwargs, "roles": roles}
     (root / RUN_CONFIG_FILE).write_text(yaml.safe_dump({"env": env_section}))
     components: dict = {}
