@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+USER_ENVS = Path(__file__).resolve().parent / "fixtures" / "user_envs"
 
 
 @pytest.fixture(scope="session")
@@ -20,6 +24,18 @@ def ray_session(tmp_path_factory):
         )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def user_envs(monkeypatch):
+    """The folder of a user's own `myenv.py` on sys.path (as the working directory would be); its
+    import and the env-id resolver's cache are forgotten afterwards."""
+    from spade_rllib.games import resolve_env
+
+    monkeypatch.syspath_prepend(str(USER_ENVS))
+    yield
+    resolve_env.cache_clear()
+    sys.modules.pop("myenv", None)
 
 
 def pytest_collection_modifyitems(config, items):

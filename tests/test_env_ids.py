@@ -24,15 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_ENVS = Path(__file__).resolve().parent / "fixtures" / "user_envs"
 
 
-@pytest.fixture
-def user_envs(monkeypatch):
-    """The folder of a user's own `myenv.py` on sys.path (as the working directory would be)."""
-    monkeypatch.syspath_prepend(str(USER_ENVS))
-    yield
-    resolve_env.cache_clear()
-    sys.modules.pop("myenv", None)
-
-
 def _err(env_id, **env) -> str:
     with pytest.raises(ConfigError) as e:
         parse_config({"env": {"id": env_id, **env}})

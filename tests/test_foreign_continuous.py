@@ -171,15 +171,10 @@ def test_bad_log_std_init_is_one_line(value, match):
     assert "\n" not in str(e.value)
 
 
-def test_unsupported_action_space_refused_before_ray(monkeypatch):
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent / "fixtures" / "user_envs"))
+def test_unsupported_action_space_refused_before_ray(user_envs):
     with pytest.raises(ConfigError, match=r"env.id = 'myenv:MultiDiscreteMatching'.*MultiDiscrete.*only Discrete and float Box") as e:
         parse_config(raw_config("myenv:MultiDiscreteMatching"))
     assert "\n" not in str(e.value)
-    from spade_rllib.games import resolve_env
-
-    resolve_env.cache_clear()
-    sys.modules.pop("myenv", None)
 
 
 def test_policy_and_onnx_of_a_recurrent_box_module(tmp_path):
@@ -231,22 +226,32 @@ def _greedy_return(policy, seeds=EVAL_SEEDS) -> float:
     return float(np.mean(total))
 
 
-@pytest.mark.slow
-def test_pendulum_return_rises_checkpoints_and_exports(ray_session, tmp_path):
-    from spade_rllib.export import export_onnx, onnx_logits, torch_logits
-    from spade_rllib.policy import Policy, load_policy
+def _train_and_save(cfg, env_steps: int, measure, tmp_path):
+    """Build the algorithm, score its untrained main with `measure(policy)`, train to `env_steps`, save.
+    Returns (score before training, checkpoint path, the last training result)."""
+    from spade_rllib.policy import Policy
     from spade_rllib.rllib.algorithm import build_algo_config
 
-    cfg = parse_config(raw_config(PENDULUM, agent=PENDULUM_AGENT, training={"num_envs_per_runner": 8}))
     algo = build_algo_config(cfg).build_algo()
     try:
-        before = _greedy_return(Policy(algo.get_module("main"), "main"))
+        before = measure(Policy(algo.get_module("main"), "main"))
         steps = 0
-        while steps < PENDULUM_STEPS:
-            steps = int(algo.train()["num_env_steps_sampled_lifetime"])
+        while steps < env_steps:
+            result = algo.train()
+            steps = int(result["num_env_steps_sampled_lifetime"])
         ckpt = Path(algo.save_to_path(str(tmp_path / "ckpt")))
     finally:
         algo.stop()
+    return before, ckpt, result
+
+
+@pytest.mark.slow
+def test_pendulum_return_rises_checkpoints_and_exports(ray_session, tmp_path):
+    from spade_rllib.export import export_onnx, onnx_logits, torch_logits
+    from spade_rllib.policy import load_policy
+
+    cfg = parse_config(raw_config(PENDULUM, agent=PENDULUM_AGENT, training={"num_envs_per_runner": 8}))
+    before, ckpt, _ = _train_and_save(cfg, PENDULUM_STEPS, _greedy_return, tmp_path)
     policy = load_policy(ckpt)
     assert policy.continuous and policy.num_actions == 1
     after = _greedy_return(policy)
@@ -277,20 +282,10 @@ def _greedy_team_return(policy, seeds=EVAL_SEEDS) -> float:
 @pytest.mark.slow
 def test_pistonball_continuous_team_return_rises_checkpoints_and_exports(ray_session, tmp_path):
     from spade_rllib.export import export_onnx, onnx_logits, torch_logits
-    from spade_rllib.policy import Policy, load_policy
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.policy import load_policy
 
     cfg = parse_config(raw_config(PISTONBALL, agent=PISTON_AGENT, training={"num_envs_per_runner": 8}))
-    algo = build_algo_config(cfg).build_algo()
-    try:
-        before = _greedy_team_return(Policy(algo.get_module("main"), "main"))
-        steps = 0
-        while steps < PISTON_STEPS:
-            result = algo.train()
-            steps = int(result["num_env_steps_sampled_lifetime"])
-        ckpt = Path(algo.save_to_path(str(tmp_path / "ckpt")))
-    finally:
-        algo.stop()
+    before, ckpt, result = _train_and_save(cfg, PISTON_STEPS, _greedy_team_return, tmp_path)
     assert np.isfinite(result["env_runners"]["episode_return_mean"])  # the team's return (cooperative mode)
     policy = load_policy(ckpt)
     assert policy.continuous and policy.num_actions == 1
@@ -313,24 +308,18 @@ def test_random_evaluation_player_draws_within_a_box():
     assert draws.min() >= -2.0 and draws.max() <= 2.0 and draws.std() > 0.5
 
 
-def test_a_two_team_box_env_evaluates(monkeypatch, tmp_path, capsys):
+def test_a_two_team_box_env_evaluates(user_envs, tmp_path, capsys):
     """Evaluation of a Box-action game (a user's two-player env): main acts with float vectors,
     `random` draws within the Box, the match engine clips and plays every game."""
-    from test_foreign_envs import USER_ENVS, evaluate_dir, read_csv, write_run_config
+    from test_foreign_envs import evaluate_dir, read_csv, write_run_config
 
-    from spade_rllib.games import resolve_env
     from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
-    monkeypatch.syspath_prepend(str(USER_ENVS))
-    try:
-        trial = tmp_path / "run"
-        save_tiny_checkpoint(trial, "myenv:BoxMatching", hidden=(8,))
-        write_run_config(trial, "myenv:BoxMatching", {"rounds": 4})
-        out = tmp_path / "eval"
-        assert evaluate_dir(trial, out, "--games-per-pair", "4") == 0, capsys.readouterr().err
-        games = read_csv(out / "games.csv")
-        assert len(games) == 4 and all(g["length"] == "4" for g in games)
-        assert {g["seat0"] for g in games} | {g["seat1"] for g in games} == {"main", "random"}
-    finally:
-        resolve_env.cache_clear()
-        sys.modules.pop("myenv", None)
+    trial = tmp_path / "run"
+    save_tiny_checkpoint(trial, "myenv:BoxMatching", hidden=(8,))
+    write_run_config(trial, "myenv:BoxMatching", {"rounds": 4})
+    out = tmp_path / "eval"
+    assert evaluate_dir(trial, out, "--games-per-pair", "4") == 0, capsys.readouterr().err
+    games = read_csv(out / "games.csv")
+    assert len(games) == 4 and all(g["length"] == "4" for g in games)
+    assert {g["seat0"] for g in games} | {g["seat1"] for g in games} == {"main", "random"}

@@ -23,7 +23,6 @@ import pytest
 from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-USER_ENVS = Path(__file__).resolve().parent / "fixtures" / "user_envs"
 BOARD = ROOT / "tune_configs" / "pettingzoo_board.yaml"
 
 
@@ -74,16 +73,6 @@ def evaluate_dir(trial: Path, out: Path, *extra: str) -> int:
     from spade_rllib.evaluate import main
 
     return main(["--checkpoint", str(trial), "--out", str(out), "--workers", "0", "--no-progress", *extra])
-
-
-@pytest.fixture
-def user_envs(monkeypatch):
-    monkeypatch.syspath_prepend(str(USER_ENVS))
-    yield
-    from spade_rllib.games import resolve_env
-
-    resolve_env.cache_clear()
-    sys.modules.pop("myenv", None)
 
 
 # ------------------------------------------------------------------------------------------ fast rows
