@@ -230,6 +230,8 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
         self.learner_ids: tuple[str, ...] = spec.learners
         self.roles: dict = dict(spec.roles)  # agent -> role (role games); agent a is played by main_<role>
         self.module_of_agent: dict = {a: role_module_id(r) for a, r in self.roles.items()}
+        # a role module's side of an outcome: the index of its role (the _Lanes' sides follow role_names)
+        self._side_of_module: dict = {role_module_id(r): k for k, r in enumerate(role_names(self.roles))}
         self.plan: OpponentPlan = self._fit_plan(spec.opponent_plan or OpponentPlan())
         self.level_source: Any = None
         self.fixed_reset_options: Optional[dict] = spec.reset_options
@@ -393,15 +395,15 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
             by_module: dict[str, list] = {}
             for module_id, chunk in episodes:
                 by_module.setdefault(module_id, []).append(chunk)
-            def sizes(module_id: str) -> tuple[int, int, int]:  # (obs size, dist inputs, action size)
+            episodes = []
+            for module_id, chunks in by_module.items():
                 obs_space, act_space = self.spaces_of(module_id)
-                if self._continuous:
-                    return obs_space.shape[0], 2 * act_space.shape[0], act_space.shape[0]
-                return obs_space.shape[0], act_space.n, 0
-
-            episodes = [PackedEpisodes.build(chunks, sizes(module_id)[0], sizes(module_id)[1], module_id=module_id,
-                                             action_size=sizes(module_id)[2])
-                        for module_id, chunks in by_module.items()]
+                if self._continuous:  # dist inputs: [mean, log_std]; float actions of that size
+                    dist_size, action_size = 2 * act_space.shape[0], act_space.shape[0]
+                else:
+                    dist_size, action_size = act_space.n, 0
+                episodes.append(PackedEpisodes.build(chunks, obs_space.shape[0], dist_size, module_id=module_id,
+                                                     action_size=action_size))
         self._log_sample_metrics(steps, done_eps, episodes)
         return episodes
 
@@ -483,7 +485,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
 
     def _role_side(self, module_id: str) -> int:
         """A role module's side (the index of its role)."""
-        return [role_module_id(r) for r in role_names(self.roles)].index(module_id)
+        return self._side_of_module[module_id]
 
     # ------------------------------------------------------------------ core loop
     def _start_episode(self, lanes: _Lanes, i: int, seed: Optional[int] = None, opponent: Optional[str] = None,
