@@ -38,7 +38,7 @@ import gymnasium as gym
 import numpy as np
 
 from spade_rllib.games.catalog import make_env
-from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, import_module, make_raw_env, resolve_env
+from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, make_raw_env, module_object, resolve_env
 from spade_rllib.games.spaces import UnsupportedSpace, check_action_space, check_env_action_spaces
 from spade_rllib.games.teams import Teams, resolve_teams
 
@@ -349,14 +349,7 @@ def _build_raw(env_id: str, kwargs: dict, api: str) -> Any:
         return make_raw_env(env_id, kwargs)
     entry = resolve_env(env_id)
     if api == "parallel" and entry.api == "aec" and entry.ref.form == "module":
-        mod = import_module(entry.ref.module)
-        target = mod
-        if entry.ref.attr:
-            try:
-                target = getattr(mod, entry.ref.attr)
-            except AttributeError:
-                target = import_module(f"{entry.ref.module}.{entry.ref.attr}")
-        fn = getattr(target, "parallel_env", None)
+        fn = getattr(module_object(entry.ref.module, entry.ref.attr), "parallel_env", None)
         if not callable(fn):
             raise ValueError(f"env.api = 'parallel': {env_id} has no parallel_env(); use env.api: aec")
         return fn(**kwargs)

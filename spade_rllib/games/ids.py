@@ -185,6 +185,13 @@ def import_env_module(env_id: str) -> Any:
     return _attribute(import_module(path.module), path.module, path.attr)
 
 
+def module_object(module: str, attr: str = "") -> Any:
+    """The module ``module``, or what ``module:attr`` names in it (its submodule ``module.attr`` where the
+    package does not import it)."""
+    mod = import_module(module)
+    return _attribute(mod, module, attr) if attr else mod
+
+
 def _attribute(mod: Any, mod_name: str, attr: str) -> Any:
     """`mod.attr`, importing the submodule ``mod_name.attr`` when there is one (`import_module` caches
     it; PettingZoo's own `__getattr__` would build a fresh module object on every access)."""
@@ -417,4 +424,4 @@ def canonical_env_id(env_id: Optional[str]) -> Optional[str]:
 
 __all__ = ["ALLOWED_FORMS", "LEVEL_KIND", "EnvEntry", "EnvForm", "EnvIdError", "EnvKind", "EnvPath", "EnvRef",
            "allowed_forms", "canonical_env_id", "env_api", "env_kind", "import_env_module", "import_module",
-           "is_level_game", "make_raw_env", "parse_env_id", "parse_env_path", "resolve_env", "spade_env_ids"]
+           "is_level_game", "make_raw_env", "module_object", "parse_env_id", "parse_env_path", "resolve_env", "spade_env_ids"]
