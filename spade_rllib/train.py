@@ -462,13 +462,16 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
                                   + ", ".join(f"{o} {s:.2f}" for o, s in scores.items())):
                 print(line)
         if cfg.evaluation.final_heldout_levels:  # the held-out line: main on maps it never trained on
-            from spade_rllib.rllib.heldout_line import heldout_line, run_final_heldout  # noqa: PLC0415
+            from spade_rllib.rllib.heldout_line import heldout_line, navigation_line, run_final_heldout  # noqa: PLC0415
 
             try:
                 held = run_final_heldout(cfg, ckpt) or {}
                 ev = cfg.evaluation
                 for line in wrap_text(heldout_line(held, ev.final_heldout_opponents, ev.final_heldout_targets,
                                                    ev.final_heldout_max_size)):
+                    print(line)
+                nav = None if ev.final_heldout_navigation_target is None else navigation_line(held, ev.final_heldout_navigation_target)
+                for line in wrap_text(nav) if nav else []:
                     print(line)
                 final.update(held)
             except Exception as e:  # noqa: BLE001 - the summary must still print

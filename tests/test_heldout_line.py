@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
-from spade_rllib.rllib.heldout_line import PREFIX, heldout_levels_up_to, heldout_line
+from spade_rllib.rllib.heldout_line import ALL_PREFIX, PREFIX, heldout_levels_up_to, heldout_line, navigation_line
 
 CTF_MAPS = "spade_rllib/levels/heldout_ctf"
 
@@ -24,6 +24,14 @@ def test_line_with_verdicts_from_the_targets():
                     "bot:rusher 0.60 BELOW TARGET (>= 0.7)")
 
 
+def test_navigation_line_on_every_map():
+    final = {f"{ALL_PREFIX}/levels": ["crossroads", "open_field"], f"{ALL_PREFIX}/still/win_rate": 0.5,
+             f"{ALL_PREFIX}/still/draw_rate": 0.5}
+    assert navigation_line(final, 0.8) == ("every held-out map (crossroads, open_field): main's navigation "
+                                           "(the other team never moves) 0.75 BELOW TARGET (>= 0.8)")
+    assert navigation_line({}, 0.8) is None  # not played: no line
+
+
 def test_config():
     cfg = parse_config({"env": {"id": "CaptureTheFlag-v0"},
                         "evaluation": {"final_heldout_levels": [CTF_MAPS], "final_heldout_opponents": ["still", "bot:rusher"],
@@ -35,3 +43,11 @@ def test_config():
         parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"final_heldout_opponents": ["bot:rushr"]}})
     with pytest.raises(ConfigError, match=r"final_heldout_targets\.still = 2"):
         parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"final_heldout_targets": {"still": 2}}})
+    assert parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {
+        "final_heldout_levels": [CTF_MAPS], "final_heldout_navigation_target": 0.8}}).evaluation.final_heldout_navigation_target == 0.8
+    with pytest.raises(ConfigError, match=r"final_heldout_navigation_target = 0.8: needs the held-out maps"):
+        parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"final_heldout_navigation_target": 0.8}})
+    for bad in (1.5, float("nan")):
+        with pytest.raises(ConfigError, match=r"final_heldout_navigation_target"):
+            parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {
+                "final_heldout_levels": [CTF_MAPS], "final_heldout_navigation_target": bad}})

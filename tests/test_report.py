@@ -78,7 +78,11 @@ def write_run(root: Path, name: str = "quickstart_00000", iterations: int = 8, s
                       f"final/{opp}/games": 20})
     final.update({"final_heldout/still/win_rate": 0.5, "final_heldout/still/draw_rate": 0.5, "final_heldout/still/games": 8,
                   "final_heldout/levels": ["open_field", "twin_rooms"]})
+    final.update({"final_heldout_all/still/win_rate": 0.9, "final_heldout_all/still/draw_rate": 0.1, "final_heldout_all/still/loss_rate": 0.0,
+                  "final_heldout_all/still/games": 24,
+                  "final_heldout_all/levels": ["crossroads", "open_field"]})
     config["evaluation"]["final_heldout_targets"] = {"still": 0.95}
+    config["evaluation"]["final_heldout_navigation_target"] = 0.8
     (trial / "config.yaml").write_text(yaml.safe_dump(config))
     (trial / "final_evaluation.json").write_text(json.dumps(final))
     with open(trial / "league.csv", "w", newline="") as f:
@@ -158,6 +162,8 @@ def test_report_of_a_run_has_its_figures_tables_and_what_was_evaluated(tmp_path)
     assert re.search(r"random</td>.*?PASS", text) and re.search(r"bot:rusher</td>.*?BELOW", text)
     line = html.unescape(text)[html.unescape(text).index("the held-out line"):]
     assert "open_field, twin_rooms" in line[:200] and re.search(r"still</td><td>0.750</td>.*?BELOW", line)
+    nav = html.unescape(text)[html.unescape(text).index("navigation on every held-out map"):]
+    assert re.search(r"still</td><td>0.950</td>.*?PASS</span> \(score 0.950 vs target 0.8\)", nav[:900])
     # held-out heatmap: every map x opponent cell plus the mean row
     assert text.count('class="hm-cell"') == (len(LEVELS) + 1) * (len(BOTS) + 1)
     for caption in ("main's score per opponent over training", "win / draw / loss", "held-out score over training",

@@ -180,8 +180,9 @@ def what_was_evaluated(run: RunData) -> dict:
 
 
 def final_rows(run: RunData, prefix: str = "final", targets_key: str = "targets") -> list[dict]:
-    """The final evaluation (`final/...`, or the held-out line's `final_heldout/...`) per opponent with its
-    verdict against the config's `evaluation.<targets_key>`."""
+    """The final evaluation (`final/...`, or the held-out line's `final_heldout/...` and
+    `final_heldout_all/...`) per opponent with its verdict against the config's `evaluation.<targets_key>`
+    (`final_heldout_navigation_target`: the still team's least score)."""
     from spade_rllib.targets import target_verdicts  # noqa: PLC0415
 
     final = run.final or {}
@@ -190,7 +191,9 @@ def final_rows(run: RunData, prefix: str = "final", targets_key: str = "targets"
     config = run.config or {}
     if targets_key != "targets":
         ev = config.get("evaluation") or {}
-        config = {"evaluation": {"targets": ev.get(targets_key) or {}, "opponents": []}}
+        targets = ev.get(targets_key)
+        targets = {"still": targets} if isinstance(targets, (int, float)) else targets
+        config = {"evaluation": {"targets": targets or {}, "opponents": []}}
     verdicts = {v.opponent: v for v in target_verdicts(config, final, prefix=prefix)}
     rows = []
     for opp in opps:
@@ -233,6 +236,10 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
             out.append(f"<h3>{esc(run.label)}: the held-out line (last checkpoint on maps it never trained on"
                        + (f": {esc(', '.join(map(str, names)))}" if names else "") + ")</h3>"
                        + _table(held, ["opponent", "score", "win", "draw", "loss", "games", "target"], raw=("target",)))
+        nav = final_rows(run, prefix="final_heldout_all", targets_key="final_heldout_navigation_target")
+        if nav:
+            out.append(f"<h3>{esc(run.label)}: navigation on every held-out map (main alone, the other team never moves)</h3>"
+                       + _table(nav, ["opponent", "score", "win", "draw", "loss", "games", "target"], raw=("target",)))
         hm = fig.heldout_heatmap(run)
         if hm:
             out.append(hm)

@@ -8,6 +8,9 @@ Config (`evaluation`): `final_heldout_levels` (files or directories of ASCII map
 opponent and seat) and `final_heldout_targets` (opponent -> least score, win + draw/2; the
 verdicts come from `spade_rllib.targets`, as the final evaluation's).
 
+`final_heldout_navigation_target` (a least score, or null) also plays the still team on every map, whatever
+the size limit, under `final_heldout_all/still/...`: navigation on the large maps too, with one more line.
+
 `final_heldout_evaluation(algo_config, weights, ...)` plays in this process with a `SpadeEnvRunner`
 built from the run's algorithm config, so main sees exactly the observations it trained on; the
 flat metrics are `final_heldout/<opponent>/{win_rate, draw_rate, loss_rate, games}`.
@@ -25,6 +28,8 @@ STILL = "still"
 """Opponent id of a team that never moves (every agent plays action 0, noop, in both level games)."""
 NOOP = 0
 PREFIX = "final_heldout"
+ALL_PREFIX = "final_heldout_all"
+"""Metrics prefix of the still team on every held-out map (`final_heldout_navigation_target`)."""
 
 
 def heldout_levels_up_to(paths: Sequence[str], max_size: int, agents_per_team: int) -> list[dict]:
@@ -77,10 +82,19 @@ def still_team_results(runner: Any, levels: list[dict], games: int, greedy: bool
     return results
 
 
+def _still_rates(results: Sequence[str], prefix: str) -> dict:
+    n = max(1, len(results))
+    out: dict[str, Any] = {f"{prefix}/{STILL}/{k}_rate": results.count(k) / n for k in ("win", "draw", "loss")}
+    out[f"{prefix}/{STILL}/games"] = len(results)
+    return out
+
+
 def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths: Sequence[str], max_size: int,
-                             opponents: Sequence[str], games: int, greedy: bool = False, seed: int = 0) -> dict:
+                             opponents: Sequence[str], games: int, greedy: bool = False, seed: int = 0,
+                             navigation_all: bool = False) -> dict:
     """`final_heldout/<opponent>/{win_rate, draw_rate, loss_rate, games}` and `final_heldout/levels` (the
-    map names) for main's `weights` on the held-out maps up to `max_size`."""
+    map names) for main's `weights` on the held-out maps up to `max_size`; with `navigation_all`, also
+    `final_heldout_all/still/...` and `final_heldout_all/levels`: the still team on every map."""
     from spade_rllib.rllib.components import win_rates  # noqa: PLC0415
     from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
 
@@ -89,23 +103,38 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
     runner = SpadeEnvRunner(config=config, worker_index=0, num_workers=0)
     try:
         runner.module[MAIN].set_state(dict(weights))
-        levels = heldout_levels_up_to(paths, max_size, len(runner.games[0].teams[0]))
+        per_team = len(runner.games[0].teams[0])
+        levels = heldout_levels_up_to(paths, max_size, per_team)
         out: dict[str, Any] = {f"{PREFIX}/levels": [o["heldout_level"] for o in levels]}
-        if not levels:
-            return out
-        bots = [o for o in opponents if o != STILL]
-        if bots:  # seats alternate between games: 2 * games = `games` from each seat
-            records = runner.evaluate_main({"opponents": bots, "games": 2 * games, "greedy": greedy, "levels": levels})
-            out.update(win_rates(records, PREFIX))
-        if STILL in opponents:
-            results = still_team_results(runner, levels, games, greedy, np.random.default_rng(seed))
-            n = max(1, len(results))
-            for k in ("win", "draw", "loss"):
-                out[f"{PREFIX}/{STILL}/{k}_rate"] = results.count(k) / n
-            out[f"{PREFIX}/{STILL}/games"] = len(results)
+        rng = np.random.default_rng(seed)
+        if levels:
+            bots = [o for o in opponents if o != STILL]
+            if bots:  # seats alternate between games: 2 * games = `games` from each seat
+                records = runner.evaluate_main({"opponents": bots, "games": 2 * games, "greedy": greedy, "levels": levels})
+                out.update(win_rates(records, PREFIX))
+            if STILL in opponents:
+                out.update(_still_rates(still_team_results(runner, levels, games, greedy, rng), PREFIX))
+        if navigation_all:
+            every = heldout_levels_up_to(paths, 0, per_team)
+            out[f"{ALL_PREFIX}/levels"] = [o["heldout_level"] for o in every]
+            if every:
+                out.update(_still_rates(still_team_results(runner, every, games, greedy, rng), ALL_PREFIX))
         return out
     finally:
         runner.stop()
+
+
+def navigation_line(final: Mapping[str, Any], target: float) -> Optional[str]:
+    """The line of `final_heldout_navigation_target`: main alone vs a still team on every held-out map."""
+    from spade_rllib.targets import target_verdicts  # noqa: PLC0415
+
+    verdicts = target_verdicts({"evaluation": {"targets": {STILL: target}}}, final, prefix=ALL_PREFIX)
+    if not verdicts:
+        return None
+    (v,) = verdicts
+    names = final.get(f"{ALL_PREFIX}/levels") or []
+    return (f"every held-out map ({', '.join(names)}): main's navigation (the other team never moves) "
+            f"{v.value:.2f} {'PASS' if v.met else 'BELOW TARGET'} (>= {v.target:g})")
 
 
 def heldout_line(final: Mapping[str, Any], opponents: Sequence[str], targets: Mapping[str, float],
@@ -141,4 +170,4 @@ def run_final_heldout(cfg: Any, checkpoint: str) -> Optional[dict]:
     weights = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN))).get_state()
     return final_heldout_evaluation(build_algo_config(cfg), weights, ev.final_heldout_levels, ev.final_heldout_max_size,
                                     ev.final_heldout_opponents, ev.final_heldout_games, ev.greedy,
-                                    seed=int(cfg.experiment.seed))
+                                    seed=int(cfg.experiment.seed), navigation_all=ev.final_heldout_navigation_target is not None)
