@@ -54,6 +54,7 @@ The LAST line is one JSON object: {"bench", "env_id", "config", "seeds", "minute
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import sys
@@ -157,11 +158,12 @@ def last_finite(values) -> float:
 def cached_round_robin(cache: UnitCache, runs: dict, base: dict, overrides: list[str], args, env_id: str,
                        ray: LazyRay) -> dict:
     """`round_robin` of every main in `runs` (each rebuilt from its unit: the arm's algorithm config and its
-    cached weights), kept in `units/round_robin.json` and reused while the same units (same finish stamps) make it."""
+    cached weights), kept in `units/round_robin.json` and reused while the same units (same records) make it."""
     from spade_rllib.config import parse_config
     from spade_rllib.rllib.algorithm import build_algo_config
 
-    key = {f"{arm}/seed{r['seed']}": r.get("finished") for arm, rs in runs.items() for r in rs}
+    key = {f"{arm}/seed{r['seed']}": hashlib.sha256(json.dumps(r, sort_keys=True).encode()).hexdigest()[:16]
+           for arm, rs in runs.items() for r in rs}
     path = cache.units_dir / "round_robin.json"
     if path.is_file():
         stored = json.loads(path.read_text())
