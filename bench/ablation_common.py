@@ -452,9 +452,10 @@ class UnitCache:
                   file=sys.stderr, flush=True)
 
     def load(self, name: str, seed: int) -> Optional[dict]:
-        """The unit's record, or None when it is not cached."""
+        """The unit's record, or None when it is not cached (both files are needed)."""
         path = self.unit_path(name, seed)
-        return json.loads(path.read_text()) if path.is_file() else None
+        whole = path.is_file() and self.unit_path(name, seed, ".pt").is_file()
+        return json.loads(path.read_text()) if whole else None
 
     def weights(self, name: str, seed: int) -> dict:
         """Main's final weights of a cached unit (numpy state dict)."""
