@@ -1,16 +1,31 @@
 """Shared pieces of the ablation benches (curriculum, league, memory, flagship): their command line,
 the small run config every setup starts from, one training run under a budget, the evaluations of a
 final main (held-out ladder scores, navigation solve rate, head-to-head games, exploitability, a round
-robin with Bradley-Terry ratings), and the seed statistics. Not a bench itself.
+robin with Bradley-Terry ratings), the seed statistics, and the unit cache that lets a long bench run
+over several sessions. Not a bench itself.
 
 Every evaluation plays main's final weights in this process through a `SpadeEnvRunner` built from
 the run's own algorithm config, so it sees exactly the observations training saw.
+
+Unit cache (benches built with `ablation_parser(..., bench=NAME)`): a unit is one (setup, seed) training
+run with its evaluations. Each finished unit is written at once, atomically, to
+`<out-dir>/units/<setup>_seed<k>.json` (its numbers and history) and `<setup>_seed<k>.pt` (main's final
+weights, `torch.save` of the state dict); a rerun with the same `--out-dir` loads it instead of training
+(`cached: ...` on stderr). `<out-dir>/manifest.json`, written with the first unit, holds the settings that
+make units comparable (`unit_manifest`); a rerun whose settings differ stops with a one-line error (exit 2)
+before Ray starts, writing and deleting nothing. A different git commit is only a WARNING: code fixes
+between sessions are normal, judge yourself whether they change the numbers. `--only-seeds` and
+`--max-units` cut a run into chunks; `unit_progress` says what is still missing and how to continue.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import itertools
+import json
 import math
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -19,6 +34,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 import numpy as np
 
 from bench.common import ROOT, local_ray  # noqa: F401 - re-exported for the ablation benches
+from spade_rllib.atomic_io import atomic_path, write_text
 from spade_rllib.curriculum.heldout_levels import heldout_reset_options
 from spade_rllib.games import bot_names, heldout_dir
 from spade_rllib.outcome import MAIN
@@ -280,10 +296,13 @@ def fmt_interval(stat: Mapping[str, Any]) -> str:
 def ablation_parser(doc: str, *, kind: str, names: Sequence[str], seeds: int, minutes: float, games: int,
                     games_help: str, out_dir: str, out_help: str, default_names: Optional[Sequence[str]] = None,
                     exploit_minutes: Optional[float] = None, env_id: bool = True, greedy: bool = True,
-                    env_steps_help: str = "also stop each run at this many env steps") -> argparse.ArgumentParser:
+                    env_steps_help: str = "also stop each run at this many env steps",
+                    bench: Optional[str] = None) -> argparse.ArgumentParser:
     """The command line every ablation bench shares: --seeds, --minutes, [--exploit-minutes], [--env-id],
-    --<kind> (a comma-separated subset of `names`), --games, [--greedy], --env-steps, --set, --out-dir, --cpus."""
+    --<kind> (a comma-separated subset of `names`), --games, [--greedy], --env-steps, --set, --out-dir, --cpus;
+    with `bench` (its name, for the manifest) also the unit cache's --only-seeds and --max-units."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.set_defaults(bench=bench, only_seeds=None, max_units=None)
     one = kind.rstrip("s")
     ap.add_argument("--seeds", type=int, default=seeds, help=f"seeds per {one} (0, 1, ..., N-1)")
     ap.add_argument("--minutes", type=float, default=minutes, help=f"training budget per {one} and seed (wall clock)")
@@ -303,6 +322,11 @@ def ablation_parser(doc: str, *, kind: str, names: Sequence[str], seeds: int, mi
                     help="config override for every run (repeatable), e.g. agent.model.hidden=[64,64]")
     ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / out_dir, help=out_help)
     ap.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray")
+    if bench:
+        ap.add_argument("--only-seeds", default=None, metavar="K,K,...",
+                        help="train only these seeds now (units in --out-dir are reused; the summary covers --seeds)")
+        ap.add_argument("--max-units", type=int, default=None, metavar="K",
+                        help="stop after K newly trained units (0: only summarize what --out-dir holds)")
     return ap
 
 
@@ -319,21 +343,36 @@ def parse_ablation_args(ap: argparse.ArgumentParser, argv: Optional[Sequence[str
     for item in args.overrides:
         if "=" not in item:
             ap.error(f"--set {item!r}: expected KEY=VALUE")
+    if args.only_seeds is not None:
+        try:
+            args.only_seeds = sorted({int(k) for k in args.only_seeds.split(",") if k.strip()})
+        except ValueError:
+            ap.error(f"--only-seeds {args.only_seeds!r}: expected comma-separated seeds, e.g. 0,1")
+        bad_seeds = [k for k in args.only_seeds if not 0 <= k < args.seeds]
+        if bad_seeds or not args.only_seeds:
+            ap.error(f"--only-seeds {bad_seeds or 'empty'}: the seeds are 0..{args.seeds - 1} (--seeds {args.seeds})")
+    if args.max_units is not None and args.max_units < 0:
+        ap.error(f"--max-units {args.max_units}: expected >= 0")
     return args, chosen, list(args.overrides)
 
 
 def ladder_runs(args: argparse.Namespace, setups: Sequence[str], make_config: Callable[[str, str, int], dict],
                 keep: Sequence[str] = ()) -> dict[str, list[dict]]:
-    """setup -> one `train` result per seed, each with main's `ladder` and `navigation` (`ladder_and_navigation`),
-    all in one local Ray; `make_config(env_id, setup, seed)` is the run's raw config."""
-    runs: dict[str, list[dict]] = {s: [] for s in setups}
-    with local_ray(args.cpus, quiet=True):
-        for seed, setup in each_run(setups, args.seeds):
-            run = train(make_config(args.env_id, setup, seed), args.minutes, args.env_steps, f"{setup} seed {seed}",
-                        keep=keep)
-            ladder_and_navigation(run, args.env_id, args.games, seed, args.greedy, args.max_map_size)
-            runs[setup].append(run)
-    return runs
+    """setup -> one run record per seed present, each with main's `ladder` and `navigation`
+    (`ladder_and_navigation`), `history` (the `keep` keys), `iterations`, `env_steps`, `train_s`, `seed`; all
+    in one local Ray; `make_config(env_id, setup, seed)` is the run's raw config. With `args.bench` set
+    (`ablation_parser(bench=...)`) units come from and go to the unit cache in `args.out_dir`."""
+    def run_unit(setup: str, seed: int) -> tuple[dict, Mapping[str, Any]]:
+        run = train(make_config(args.env_id, setup, seed), args.minutes, args.env_steps, f"{setup} seed {seed}", keep=keep)
+        ladder_and_navigation(run, args.env_id, args.games, seed, args.greedy, args.max_map_size)
+        record = {k: run[k] for k in ("ladder", "navigation", "history", "iterations", "env_steps", "train_s")}
+        return record, run["weights"]
+
+    cache = UnitCache(args.out_dir, unit_manifest(args, args.env_id)) if getattr(args, "bench", None) else None
+    if cache is not None:
+        cache.check()
+    with LazyRay(args.cpus) as ray:
+        return unit_runs(args, setups, run_unit, cache, ray)
 
 
 def each_run(names: Sequence[str], seeds: int) -> Iterator[tuple[int, str]]:
@@ -341,3 +380,168 @@ def each_run(names: Sequence[str], seeds: int) -> Iterator[tuple[int, str]]:
     for seed in range(seeds):
         for name in names:
             yield seed, name
+
+
+MANIFEST = "manifest.json"
+UNITS = "units"
+
+
+def unit_manifest(args: argparse.Namespace, env_id: str, config_text: Optional[str] = None) -> dict:
+    """The settings cached units must share to be comparable: bench, env id, budgets, evaluation settings,
+    `--set` overrides, the config file's sha256 (when the bench reads one) and the git commit (a warning only).
+    Not in it: --seeds, the setups, --cpus, --out-dir, --only-seeds, --max-units (they choose units, not
+    what a unit means)."""
+    from spade_rllib.runinfo import git_info
+
+    m: dict[str, Any] = {"bench": args.bench, "env_id": env_id, "minutes": args.minutes, "env_steps": args.env_steps}
+    for key in ("exploit_minutes", "exploit_env_steps"):
+        if hasattr(args, key):
+            m[key] = getattr(args, key)
+    m.update({"games": args.games, "max_map_size": args.max_map_size, "greedy": bool(getattr(args, "greedy", False)),
+              "overrides": list(args.overrides)})
+    if config_text is not None:
+        m["config_sha256"] = hashlib.sha256(config_text.encode()).hexdigest()
+    m["git_commit"] = git_info(ROOT)["commit"]
+    return json.loads(json.dumps(m))  # as it reads back from the file
+
+
+def _numpy_tree(tree: Any) -> Any:
+    return {k: _numpy_tree(v) for k, v in tree.items()} if isinstance(tree, Mapping) else tree.numpy()
+
+
+def _torch_tree(tree: Any) -> Any:
+    import torch
+
+    return {k: _torch_tree(v) for k, v in tree.items()} if isinstance(tree, Mapping) else \
+        torch.from_numpy(np.ascontiguousarray(tree))
+
+
+class UnitCache:
+    """The finished units of one bench in `out_dir`: `units/<name>_seed<k>.json` (written last, so its
+    presence means the unit is whole) and `units/<name>_seed<k>.pt`, and the `manifest` they were made with."""
+
+    def __init__(self, out_dir: Path, manifest: Mapping[str, Any]):
+        self.out_dir = Path(out_dir)
+        self.manifest = dict(manifest)
+
+    @property
+    def units_dir(self) -> Path:
+        return self.out_dir / UNITS
+
+    def unit_path(self, name: str, seed: int, suffix: str = ".json") -> Path:
+        return self.units_dir / f"{name}_seed{seed}{suffix}"
+
+    def check(self) -> None:
+        """Exit 2 with one line naming the first setting that differs from `out_dir`'s manifest (cached and new
+        value); a WARNING line on stderr when only the git commit differs. Nothing is written."""
+        path = self.out_dir / MANIFEST
+        if not path.is_file():
+            return
+        try:
+            cached = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(_fail(f"--out-dir {self.out_dir}: unreadable {MANIFEST} ({e}); pick another --out-dir"))
+        for key in [*self.manifest, *(k for k in cached if k not in self.manifest)]:
+            if key != "git_commit" and cached.get(key) != self.manifest.get(key):
+                raise SystemExit(_fail(
+                    f"--out-dir {self.out_dir} holds units made with {key}={json.dumps(cached.get(key))}, this run has "
+                    f"{key}={json.dumps(self.manifest.get(key))}: rerun with the cached value or pick another --out-dir"))
+        if cached.get("git_commit") != self.manifest.get("git_commit"):
+            print(f"WARNING: cached units in {self.out_dir} come from commit {cached.get('git_commit')}, this is "
+                  f"{self.manifest.get('git_commit')}; check that the changes between them do not move the numbers",
+                  file=sys.stderr, flush=True)
+
+    def load(self, name: str, seed: int) -> Optional[dict]:
+        """The unit's record, or None when it is not cached (both files are needed)."""
+        path = self.unit_path(name, seed)
+        whole = path.is_file() and self.unit_path(name, seed, ".pt").is_file()
+        return json.loads(path.read_text()) if whole else None
+
+    def weights(self, name: str, seed: int) -> dict:
+        """Main's final weights of a cached unit (numpy state dict)."""
+        import torch
+
+        return _numpy_tree(torch.load(self.unit_path(name, seed, ".pt"), weights_only=True))
+
+    def save(self, name: str, seed: int, record: Mapping[str, Any], weights: Mapping[str, Any]) -> dict:
+        """Write one finished unit (the manifest too, if this is the first); returns the record as stored."""
+        import torch
+
+        self.units_dir.mkdir(parents=True, exist_ok=True)
+        if not (self.out_dir / MANIFEST).is_file():
+            write_text(self.out_dir / MANIFEST, json.dumps(self.manifest, indent=1))
+        with atomic_path(self.unit_path(name, seed, ".pt")) as tmp:
+            torch.save(_torch_tree(weights), tmp)
+        stored = {"name": name, "seed": int(seed), "finished": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
+                  **dict(record)}
+        stored = json.loads(json.dumps(stored, default=float))
+        write_text(self.unit_path(name, seed), json.dumps(stored))
+        return stored
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    return 2
+
+
+class LazyRay(contextlib.ExitStack):
+    """A local Ray (`local_ray`) started by the first `ensure()` and stopped when the block ends: a bench
+    whose units are all cached starts none."""
+
+    def __init__(self, cpus: int):
+        super().__init__()
+        self.cpus = cpus
+        self.started = False
+
+    def ensure(self) -> None:
+        if not self.started:
+            self.enter_context(local_ray(self.cpus, quiet=True))
+            self.started = True
+
+
+def unit_runs(args: argparse.Namespace, names: Sequence[str], run_unit: Callable[[str, int], tuple[dict, Mapping]],
+              cache: Optional[UnitCache], ray: LazyRay) -> dict[str, list[dict]]:
+    """name -> the records of its seeds (0..`args.seeds`-1, ascending) that are cached or trained now.
+    `run_unit(name, seed)` trains and evaluates one unit: (its JSON-able record, main's final weights). Without a
+    cache every unit trains; with one, cached units are loaded, and only seeds in `args.only_seeds` (all when
+    None) train, at most `args.max_units` of them."""
+    runs: dict[str, list[dict]] = {n: [] for n in names}
+    only, budget, new = getattr(args, "only_seeds", None), getattr(args, "max_units", None), 0
+    for seed, name in each_run(names, args.seeds):
+        record = cache.load(name, seed) if cache is not None else None
+        if record is not None:
+            print(f"cached: {name} seed {seed} (finished {record.get('finished', '?')})", file=sys.stderr, flush=True)
+        elif (only is None or seed in only) and (budget is None or new < budget):
+            ray.ensure()
+            record, weights = run_unit(name, seed)
+            record = cache.save(name, seed, record, weights) if cache is not None else {"seed": seed, **record}
+            new += 1
+        else:
+            continue
+        runs[name].append(record)
+    return runs
+
+
+def unit_progress(args: argparse.Namespace, names: Sequence[str], runs: Mapping[str, Sequence[dict]],
+                  argv: Optional[Sequence[str]] = None) -> dict:
+    """{"complete", "units_done", "units_missing"} over `args.seeds` x `names`; when units are missing, prints
+    them and the command that continues the run (this one without --only-seeds / --max-units)."""
+    have = {(n, int(r["seed"])) for n, rs in runs.items() for r in rs}
+    done = [f"{n}_seed{k}" for k, n in each_run(names, args.seeds) if (n, k) in have]
+    missing = [f"{n}_seed{k}" for k, n in each_run(names, args.seeds) if (n, k) not in have]
+    if missing:
+        words = list(sys.argv[1:] if argv is None else argv)
+        keep, skip = [], False
+        for w in words:
+            if skip:
+                skip = False
+            elif w in ("--only-seeds", "--max-units"):
+                skip = True
+            elif not w.startswith(("--only-seeds=", "--max-units=")):
+                keep.append(w)
+        if not any(w == "--out-dir" or w.startswith("--out-dir=") for w in keep):
+            keep += ["--out-dir", str(args.out_dir)]
+        print(f"incomplete: {len(done)} of {len(done) + len(missing)} units done; missing: {', '.join(missing)} "
+              "(the command below trains them all; add --only-seeds or --max-units to go on in chunks)")
+        print(f"continue with: python bench/{args.bench}.py {shlex.join(keep)}")
+    return {"complete": not missing, "units_done": done, "units_missing": missing}

@@ -4,6 +4,7 @@ with 95% intervals over seeds.
     python bench/curriculum_ablation.py [--seeds 3] [--minutes 3] [--env-id CaptureTheFlag-v0]
         [--setups threshold,plr,accel,learnability,uniform,fixed_hardest] [--games 5] [--env-steps N]
         [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/curriculum] [--cpus 2]
+        [--only-seeds K,K] [--max-units K]
 
 Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play, 10% random and 10%
 rusher opponents in every setup, 128x128 MLP):
@@ -21,11 +22,13 @@ the navigation-only solve rate). Per setup the bench reports the mean and the 95
 over seeds of each number, and writes the difficulty and level-size curves as PNG (`--out-dir`).
 Every evaluation samples main's actions from its policy as in training (`--greedy`: argmax; a memoryless
 CTF policy acting by argmax loops on unknown maps, which floored every score at 0.5 in a first full run).
-Default size: 6 setups x 3 seeds x 3 min, about an hour on 2 CPUs with evaluation.
+Default size: 6 setups x 3 seeds x 3 min, about an hour on 2 CPUs with evaluation. Finished (setup, seed)
+units are cached in `<out-dir>/units/` and reused by a rerun with the same `--out-dir` (`--only-seeds`,
+`--max-units` to run in chunks; see `ablation_common.UnitCache`).
 
 The LAST line is one JSON object: {"bench", "env_id", "seeds", "minutes", "setups": {setup:
 {"ladder": {bot: {mean, low, high, n, values}}, "navigation": {...}, "iterations": [...],
-"env_steps": [...]}}, "claim": {...}, "png": [...]}. `claim` says whether some adaptive setup's
+"env_steps": [...]}}, "claim": {...}, "png": [...], "complete", "units_done", "units_missing"}. `claim` says whether some adaptive setup's
 interval lies above both uniform's and fixed_hardest's on the strongest bot or on navigation.
 """
 from __future__ import annotations
@@ -46,6 +49,7 @@ from bench.ablation_common import (  # noqa: E402
     plot_curves,
     separated,
     setup_raw,
+    unit_progress,
 )
 
 SETUPS: dict[str, dict] = {
@@ -86,11 +90,12 @@ def claim(setups: dict, ladder: list[str]) -> dict:
 def main(argv=None) -> int:
     ap = ablation_parser(__doc__, kind="setups", names=list(SETUPS), seeds=3, minutes=3.0, games=5,
                          games_help="held-out games per map, seat and opponent", out_dir="curriculum",
-                         out_help="PNG and JSON go here")
+                         bench="curriculum_ablation", out_help="PNG, JSON and units/ (the unit cache) go here")
     args, setups, overrides = parse_ablation_args(ap, argv, "setups", list(SETUPS))
     ladder = list(ladder_of(args.env_id))
     runs = ladder_runs(args, setups, lambda env_id, setup, seed: setup_config(env_id, setup, seed, overrides),
                        keep=list(CURVES))
+    progress = unit_progress(args, setups, runs, argv)
 
     summary = {setup: ladder_navigation_summary(rs, ladder) for setup, rs in runs.items()}
     pngs = []
@@ -112,7 +117,8 @@ def main(argv=None) -> int:
         print(" | ".join([setup, *(fmt_interval(s["ladder"][b]) for b in ladder), fmt_interval(s["navigation"]),
                           ",".join(map(str, s["iterations"]))]))
     out = {"bench": "curriculum_ablation", "env_id": args.env_id, "seeds": args.seeds, "minutes": args.minutes,
-           "games": args.games, "ladder": ladder, "setups": summary, "claim": claim(summary, ladder), "png": pngs}
+           "games": args.games, "ladder": ladder, "setups": summary, "claim": claim(summary, ladder), "png": pngs,
+           **progress}
     print(json.dumps(out), flush=True)
     return 0
 

@@ -3,6 +3,7 @@ CaptureTheFlag-v0, at equal wall clock, the same curriculum and opponent mix, se
 
     python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail]
         [--games 10] [--env-steps N] [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/memory] [--cpus 2]
+        [--only-seeds K,K] [--max-units K]
 
 Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play with 10% random,
 10% rusher and 10% raider games, the threshold curriculum, 128x128 MLP trunk; `--set` for more):
@@ -16,10 +17,17 @@ map and seat, sampling actions as in training (`--greedy`: argmax). The recurren
 state per agent and game. Per setup: mean and 95% Student-t interval over seeds.
 
 A real measurement needs >= 15 minutes per run and >= 2 seeds: 3 setups x 2 seeds x 15 min plus
-evaluation is about 100 minutes of an otherwise idle 2-CPU machine. The LAST line is one JSON object:
+evaluation is about 100 minutes of an otherwise idle 2-CPU machine, so it can be spread over sessions:
+each finished (setup, seed) unit is cached in `<out-dir>/units/` (`ablation_common.UnitCache`: numbers,
+history, main's final weights) and a rerun with the same `--out-dir` trains only the missing ones, e.g.
+`--seeds 2 --only-seeds 0` in one session and `--seeds 2` in the next (`--max-units K`: stop after K new
+units). `<out-dir>/manifest.json` pins the settings; a rerun that changes one stops with a one-line error
+(exit 2) before Ray starts; a different git commit only warns. The LAST line is one JSON object:
 {"bench", "env_id", "seeds", "minutes", "setups": {setup: {"ladder": {bot: {mean, low, high, n, values}},
-"navigation": {...}, "iterations": [...], "env_steps": [...]}}, "winner": {measure: [setups]}}, where
-`winner` names the setups whose interval lies above every other setup's on that measure.
+"navigation": {...}, "iterations": [...], "env_steps": [...]}}, "winner": {measure: [setups]}, "complete",
+"units_done", "units_missing"}, where `winner` names the setups whose interval lies above every other
+setup's on that measure; with "complete": false (units missing, listed with the command that continues)
+the intervals cover the seeds present.
 """
 from __future__ import annotations
 
@@ -38,6 +46,7 @@ from bench.ablation_common import (  # noqa: E402
     parse_ablation_args,
     separated,
     setup_raw,
+    unit_progress,
 )
 
 LSTM_MODEL = {"hidden": [128], "use_lstm": True, "lstm_cell_size": 128, "max_seq_len": 32}
@@ -65,16 +74,18 @@ def winners(summary: dict, measures: list[str]) -> dict:
 
 def main(argv=None) -> int:
     ap = ablation_parser(__doc__, kind="setups", names=list(SETUPS), seeds=2, minutes=15.0, games=10,
-                         games_help="held-out games per map, seat and opponent", out_dir="memory", out_help="JSON goes here")
+                         games_help="held-out games per map, seat and opponent", out_dir="memory", bench="memory_ablation",
+                         out_help="JSON, units/ (the unit cache) and manifest.json go here")
     args, setups, overrides = parse_ablation_args(ap, argv, "setups", list(SETUPS))
     ladder = list(ladder_of(args.env_id))
     runs = ladder_runs(args, setups, lambda env_id, setup, seed: setup_config(env_id, setup, seed, overrides))
+    progress = unit_progress(args, setups, runs, argv)
     summary = {setup: ladder_navigation_summary(rs, ladder) for setup, rs in runs.items()}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = {"bench": "memory_ablation", "env_id": args.env_id, "seeds": args.seeds, "minutes": args.minutes,
            "games": args.games, "ladder": ladder, "setups": summary,
            "winner": winners(summary, ["navigation", *(f"ladder/{b}" for b in ladder)]),
-           "load_avg": os.getloadavg()[0]}
+           "load_avg": os.getloadavg()[0], **progress}
     (args.out_dir / "memory_ablation.json").write_text(json.dumps(out))
     print(json.dumps(out), flush=True)
     return 0

@@ -84,12 +84,18 @@ FLAGSHIP_TINY = ["--seeds", "2", "--games", "1", "--minutes", "0.01", "--exploit
 
 def test_flagship_ablation_smoke(tmp_path):
     """The flagship bench (CTF, flagship.yaml with a tiny model, a local env runner and one iteration per run): every arm's
-    held-out scores, exploitability and Elo with bootstrap intervals over seeds in the last JSON line."""
+    held-out scores, exploitability and Elo with bootstrap intervals over seeds in the last JSON line. A second
+    invocation with the same out-dir trains nothing: every unit and the round robin come from the unit cache."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "flagship_ablation.py"), *FLAGSHIP_TINY,
-                           "--arms", "mirror,maestro", "--out-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
+    cmd = [sys.executable, str(ROOT / "bench" / "flagship_ablation.py"), *FLAGSHIP_TINY, "--arms", "mirror,maestro",
+           "--out-dir", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["complete"] is True and len(out["units_done"]) == 4 and "cached:" not in proc.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
+    assert json.loads(again.stdout.strip().splitlines()[-1]) == out
+    assert again.stderr.count("cached: ") == 5 and "cached: maestro seed 1 (finished " in again.stderr  # 4 units + round robin
+    assert "iterations," not in again.stderr  # no training progress line: nothing trained
     assert out["bench"] == "flagship_ablation" and out["env_id"] == "CaptureTheFlag-v0" and out["seeds"] == 2
     assert out["ladder"] == ["random", "rusher", "defender", "raider", "hybrid"]
     assert set(out["arms"]) == {"mirror", "maestro"}
