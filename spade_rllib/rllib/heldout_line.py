@@ -107,18 +107,22 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
         levels = heldout_levels_up_to(paths, max_size, per_team)
         out: dict[str, Any] = {f"{PREFIX}/levels": [o["heldout_level"] for o in levels]}
         rng = np.random.default_rng(seed)
+        still: Optional[list[str]] = None
         if levels:
             bots = [o for o in opponents if o != STILL]
             if bots:  # seats alternate between games: 2 * games = `games` from each seat
                 records = runner.evaluate_main({"opponents": bots, "games": 2 * games, "greedy": greedy, "levels": levels})
                 out.update(win_rates(records, PREFIX))
             if STILL in opponents:
-                out.update(_still_rates(still_team_results(runner, levels, games, greedy, rng), PREFIX))
+                still = still_team_results(runner, levels, games, greedy, rng)
+                out.update(_still_rates(still, PREFIX))
         if navigation_all:
             every = heldout_levels_up_to(paths, 0, per_team)
             out[f"{ALL_PREFIX}/levels"] = [o["heldout_level"] for o in every]
-            if every:
-                out.update(_still_rates(still_team_results(runner, every, games, greedy, rng), ALL_PREFIX))
+            if still is None or len(every) != len(levels):  # no size limit left a map out: the same games
+                still = still_team_results(runner, every, games, greedy, rng) if every else None
+            if still is not None:
+                out.update(_still_rates(still, ALL_PREFIX))
         return out
     finally:
         runner.stop()
