@@ -13,7 +13,11 @@ reports, every iteration:
     draws/collapsed            1 while the window shows the collapse, else 0: at least `min_games`
                                mirror games, mirror draw rate >= `mirror_draw_rate` and main's
                                captures per game <= `captures_per_game` (when the env counts
-                               captures): main has stopped attacking, whoever still captures against it
+                               captures): main has stopped attacking, whoever still captures against it.
+                               Stopped: in some earlier window main captured more than that. A main
+                               that has not yet learned to capture (large levels early in a run) is no
+                               collapse; its mirror games are draws for another reason.
+    draws/main_peak_captures_per_game  the highest `main_captures_per_game` of any window so far
     draws/collapsed_iterations consecutive iterations in collapse
 
 `update` returns True on the iteration the run enters the collapse, so the glue can warn once.
@@ -51,6 +55,7 @@ class DrawWatch:
         self.games: deque[tuple[bool, bool, float, float]] = deque(maxlen=self.config.window)
         self.collapsed_iterations = 0
         self.collapses = 0  # times the run entered the collapse
+        self.peak_captures = 0.0  # main's best captures per game over any window of >= min_games games
 
     def record(self, outcomes: Iterable[EpisodeOutcome | Mapping[str, Any]]) -> None:
         for o in map(EpisodeOutcome.of, outcomes):
@@ -73,6 +78,7 @@ class DrawWatch:
             "draws/draw_rate": sum(g[1] for g in self.games) / len(self.games) if self.games else math.nan,
             "draws/captures_per_game": sum(caps) / len(caps) if caps else math.nan,
             "draws/main_captures_per_game": sum(mine) / len(mine) if mine else math.nan,
+            "draws/main_peak_captures_per_game": self.peak_captures,
             "draws/collapsed": float(self.collapsed()),
             "draws/collapsed_iterations": float(self.collapsed_iterations),
         }
@@ -83,11 +89,16 @@ class DrawWatch:
         if len(mirror) < c.min_games or sum(mirror) / len(mirror) < c.mirror_draw_rate:
             return False
         mine = [g[3] for g in self.games if not math.isnan(g[3])]
-        return not mine or sum(mine) / len(mine) <= c.captures_per_game
+        if not mine:
+            return True  # the env counts no captures: the mirror draws alone tell
+        return self.peak_captures > c.captures_per_game and sum(mine) / len(mine) <= c.captures_per_game
 
     def update(self, outcomes: Iterable[EpisodeOutcome | Mapping[str, Any]]) -> bool:
         """Record one iteration's outcomes; True when the run has just entered the collapse."""
         self.record(outcomes)
+        mine = [g[3] for g in self.games if not math.isnan(g[3])]
+        if len(mine) >= self.config.min_games:
+            self.peak_captures = max(self.peak_captures, sum(mine) / len(mine))
         if not self.collapsed():
             self.collapsed_iterations = 0
             return False
@@ -99,10 +110,12 @@ class DrawWatch:
 
     def state_dict(self) -> dict[str, Any]:
         return {"games": [[m, d, *(None if math.isnan(x) else x for x in (c, k))] for m, d, c, k in self.games],
-                "collapsed_iterations": self.collapsed_iterations, "collapses": self.collapses}
+                "collapsed_iterations": self.collapsed_iterations, "collapses": self.collapses,
+                "peak_captures": self.peak_captures}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.games = deque(((bool(m), bool(d), *(math.nan if x is None else float(x) for x in (c, k)))
                             for m, d, c, k in state["games"]), maxlen=self.config.window)
         self.collapsed_iterations = int(state["collapsed_iterations"])
         self.collapses = int(state.get("collapses", 0))
+        self.peak_captures = float(state.get("peak_captures", 0.0))
