@@ -3,7 +3,7 @@
     python bench/ablation_per_map.py --out-dir <the ablation's --out-dir> [--games 10] [--bots rusher,raider,hybrid]
         [--units pfsp_seed0,...] [--greedy]
 
-Every cached unit (`<out-dir>/units/<arm>_seed<k>.pt`, or only `--units`) is rebuilt from its arm's config
+Every cached unit (`<out-dir>/units/<arm>_seed<k>.json` and `.pt`, as `UnitCache` keeps them; or only `--units`) is rebuilt from its arm's config
 (`flagship_ablation.arm_config` over `tune_configs/flagship.yaml`, with the `--set` overrides the ablation's
 manifest recorded) and plays every shipped held-out CTF map against each bot, `--games` per map and seat, actions
 sampled (as the ablation scores them). Prints a markdown table of the per-map score (win + draw/2) per arm and
@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import flagship_ablation as fa  # noqa: E402
-from bench.ablation_common import heldout_paths, ladder_of, local_ray  # noqa: E402
+from bench.ablation_common import UnitCache, heldout_paths, ladder_of, local_ray  # noqa: E402
 from spade_rllib.atomic_io import write_text  # noqa: E402
 
 ENV_ID = "CaptureTheFlag-v0"
@@ -37,8 +37,10 @@ def parse_args(argv=None):
     ap.add_argument("--units", default=None, help="comma-separated units (<arm>_seed<k>); default every cached one")
     ap.add_argument("--greedy", action="store_true", help="argmax actions instead of sampled ones")
     args = ap.parse_args(argv)
-    units_dir = args.out_dir / "units"
-    if not units_dir.is_dir():
+    manifest_path = args.out_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    cache = UnitCache(args.out_dir, manifest)
+    if not cache.units_dir.is_dir():
         ap.error(f"--out-dir {args.out_dir}: no units/ folder (run bench/flagship_ablation.py with this --out-dir first)")
     if args.games < 1:
         ap.error(f"--games {args.games}: must be >= 1")
@@ -47,25 +49,23 @@ def parse_args(argv=None):
     for b in bots:
         if b not in ladder:
             ap.error(f"--bots: unknown bot {b!r} (allowed: {', '.join(ladder)})")
-    cached = sorted(p.stem for p in units_dir.glob("*_seed*.pt"))
+    # a unit is cached when the cache holds both its record and its weights (the record is written last)
+    cached = sorted(p.stem for p in cache.units_dir.glob("*_seed*.json")
+                    if (m := UNIT.match(p.stem)) and cache.load(m["arm"], int(m["seed"])) is not None)
     units = [u for u in args.units.split(",") if u] if args.units else cached
     for u in units:
         m = UNIT.match(u)
         if m is None or m["arm"] not in fa.ARMS:
             ap.error(f"--units: {u!r} is not <arm>_seed<k> with an arm of {', '.join(fa.ARMS)}")
         if u not in cached:
-            ap.error(f"--units: {u} is not cached in {units_dir} (cached: {', '.join(cached) or 'none'})")
+            ap.error(f"--units: {u} is not cached in {cache.units_dir} (cached: {', '.join(cached) or 'none'})")
     if not units:
         ap.error(f"--out-dir {args.out_dir}: no cached unit")
-    manifest = json.loads((args.out_dir / "manifest.json").read_text()) if (args.out_dir / "manifest.json").is_file() else {}
-    return args, units, {b: ladder[b] for b in bots}, list(manifest.get("overrides") or [])
+    return args, cache, units, {b: ladder[b] for b in bots}, list(manifest.get("overrides") or [])
 
 
 def main(argv=None) -> dict:
-    args, units, bots, overrides = parse_args(argv)
-    import torch
-
-    from bench.ablation_common import _numpy_tree
+    args, cache, units, bots, overrides = parse_args(argv)
     from spade_rllib.config import parse_config, read_yaml
     from spade_rllib.rllib.algorithm import build_algo_config
     from spade_rllib.rllib.heldout_eval import play_heldout
@@ -78,8 +78,7 @@ def main(argv=None) -> dict:
         for u in units:
             m = UNIT.match(u)
             raw = fa.arm_config(base, m["arm"], int(m["seed"]), overrides, args.out_dir)
-            weights = _numpy_tree(torch.load(args.out_dir / "units" / f"{u}.pt", weights_only=True))
-            out = play_heldout(build_algo_config(parse_config(raw)), weights, paths, games=2 * args.games,
+            out = play_heldout(build_algo_config(parse_config(raw)), cache.weights(m["arm"], int(m["seed"])), paths, games=2 * args.games,
                                greedy=args.greedy, opponents=bots)
             per_unit[u] = {b: {mp: round(float(out[f"heldout/{mp}/{b}/score"]), 4) for mp in maps} for b in bots}
             print(f"  [{u}] done", file=sys.stderr, flush=True)
