@@ -69,15 +69,19 @@ class DrawWatch:
                 captures = mine = math.nan
             self.games.append((mirror, o.learner_result == "draw", captures, mine))
 
+    def _main_captures(self) -> tuple[int, float]:
+        """(games whose env counts captures, main's captures per game over them; NaN when none)."""
+        mine = [g[3] for g in self.games if not math.isnan(g[3])]
+        return len(mine), (sum(mine) / len(mine) if mine else math.nan)
+
     def metrics(self) -> dict[str, float]:
         mirror = [g[1] for g in self.games if g[0]]
         caps = [g[2] for g in self.games if not math.isnan(g[2])]
-        mine = [g[3] for g in self.games if not math.isnan(g[3])]
         return {
             "draws/mirror_draw_rate": sum(mirror) / len(mirror) if mirror else math.nan,
             "draws/draw_rate": sum(g[1] for g in self.games) / len(self.games) if self.games else math.nan,
             "draws/captures_per_game": sum(caps) / len(caps) if caps else math.nan,
-            "draws/main_captures_per_game": sum(mine) / len(mine) if mine else math.nan,
+            "draws/main_captures_per_game": self._main_captures()[1],
             "draws/main_peak_captures_per_game": self.peak_captures,
             "draws/collapsed": float(self.collapsed()),
             "draws/collapsed_iterations": float(self.collapsed_iterations),
@@ -88,17 +92,17 @@ class DrawWatch:
         mirror = [g[1] for g in self.games if g[0]]
         if len(mirror) < c.min_games or sum(mirror) / len(mirror) < c.mirror_draw_rate:
             return False
-        mine = [g[3] for g in self.games if not math.isnan(g[3])]
-        if not mine:
+        counted, mine = self._main_captures()
+        if not counted:
             return True  # the env counts no captures: the mirror draws alone tell
-        return self.peak_captures > c.captures_per_game and sum(mine) / len(mine) <= c.captures_per_game
+        return self.peak_captures > c.captures_per_game and mine <= c.captures_per_game
 
     def update(self, outcomes: Iterable[EpisodeOutcome | Mapping[str, Any]]) -> bool:
         """Record one iteration's outcomes; True when the run has just entered the collapse."""
         self.record(outcomes)
-        mine = [g[3] for g in self.games if not math.isnan(g[3])]
-        if len(mine) >= self.config.min_games:
-            self.peak_captures = max(self.peak_captures, sum(mine) / len(mine))
+        counted, mine = self._main_captures()
+        if counted >= self.config.min_games:
+            self.peak_captures = max(self.peak_captures, mine)
         if not self.collapsed():
             self.collapsed_iterations = 0
             return False
