@@ -102,11 +102,11 @@ def short_line(result: dict, budget_s: Optional[float] = None, width: int = WIDT
         cand = part if not line else f"{line} | {part}"
         if len(cand) <= width:
             line = cand
-        elif " " in part and part.startswith("score "):  # keep as many opponents as fit
-            words = part.split(" ")
-            for k in range(len(words) - 1, 1, -2):
+        elif part.startswith("score "):  # keep as many opponents as fit, each with its score
+            words = part.split(" ")  # "score", then (name, score) pairs: cut after a score, never after a name
+            for k in range(len(words) - 2, 2, -2):
                 cand = f"{line} | {' '.join(words[:k])}"
-                if len(cand) <= width and k > 2:
+                if len(cand) <= width:
                     line = cand
                     break
     return line

@@ -43,6 +43,17 @@ def test_short_line_fits_80_columns_and_keeps_the_first_fields():
     assert "score opponent 0.62" in short_line(_result(1), 200)
 
 
+def test_short_line_cuts_the_score_list_after_a_score_never_after_a_name():
+    from spade_rllib.console import short_line
+
+    for n in range(2, 9):
+        line = short_line(_result(n), budget_s=200)
+        scores = next(p for p in line.split(" | ") if p.startswith("score ")).split(" ")[1:]
+        assert scores and len(scores) % 2 == 0, line  # (name, score) pairs only
+        assert all(re.fullmatch(r"\d\.\d\d", v) for v in scores[1::2]), line
+        assert len(line) <= 80, line
+
+
 def test_panel_renders_every_field_within_80_columns():
     from rich.console import Console
 
