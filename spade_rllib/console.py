@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from spade_rllib.phases import PhaseTotals
 from spade_rllib.results import result_value
 
 WIDTH = 80
@@ -74,11 +75,19 @@ def steps_per_s(result: dict) -> Optional[float]:
     return sps
 
 
-def short_line(result: dict, budget_s: Optional[float] = None, width: int = WIDTH) -> str:
-    """One line of at most `width` columns: iteration, steps, speed, time, scores, league, level."""
+def iteration_rate(result: dict) -> Optional[float]:
+    """This iteration's env steps / its wall time (`time_this_iter_s`), None when either is missing."""
+    n, t = _num(_get(result, "env_runners/num_env_steps_sampled")), _num(result.get("time_this_iter_s"))
+    return n / t if n is not None and t else None
+
+
+def short_line(result: dict, budget_s: Optional[float] = None, width: int = WIDTH,
+               budget_steps: Optional[int] = None) -> str:
+    """One line of at most `width` columns: iteration, steps (of the env-step budget), speed, time, scores,
+    league, level."""
     it = int(result.get("training_iteration", 0))
     steps = _num(_get(result, "env_runners/num_env_steps_sampled_lifetime")) or 0.0
-    parts = [f"iter {it:4d}", f"{_si(steps)} steps"]
+    parts = [f"iter {it:4d}", f"{_si(steps)}/{_si(budget_steps)} steps" if budget_steps else f"{_si(steps)} steps"]
     sps = steps_per_s(result)
     if sps is not None:
         parts.append(f"{_si(sps)}/s")
@@ -112,7 +121,7 @@ def short_line(result: dict, budget_s: Optional[float] = None, width: int = WIDT
     return line
 
 
-def panel(result: dict, budget_s: Optional[float], title: str):
+def panel(result: dict, budget_s: Optional[float], title: str, budget_steps: Optional[int] = None):
     """The live `rich` panel of one result."""
     from rich.panel import Panel  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
@@ -122,7 +131,7 @@ def panel(result: dict, budget_s: Optional[float], title: str):
     t = _num(result.get("time_total_s")) or 0.0
     sps = steps_per_s(result)
     head = Table.grid(padding=(0, 2))
-    head.add_row(f"iteration {it}", f"{steps:,.0f} env steps",
+    head.add_row(f"iteration {it}", f"{steps:,.0f} / {budget_steps:,d} env steps" if budget_steps else f"{steps:,.0f} env steps",
                  f"{sps:,.0f} steps/s" if sps is not None else "",
                  f"{t:.0f} / {budget_s:.0f} s" if budget_s else f"{t:.0f} s")
     rows = [head]
@@ -158,11 +167,14 @@ class RunConsole:
     `on_result(result, trial_path)` once per result; `close()` before the summary is printed.
     Without a TTY a short line is printed at most every `line_every_s` seconds (the first and the
     last result always), so a 1,000-iteration demo prints a few dozen lines, not a thousand.
+    `totals` sums each result's `spade/phase_s` and keeps its env steps/s (the summary's time line).
     """
 
     def __init__(self, budget_s: Optional[float], title: str, full_line: Callable[[dict], str],
-                 live: Optional[bool] = None, out=None, line_every_s: float = 5.0):
+                 live: Optional[bool] = None, out=None, line_every_s: float = 5.0, budget_steps: Optional[int] = None):
         self.line_every_s = float(line_every_s)
+        self.budget_steps = budget_steps
+        self.totals = PhaseTotals()
         self._last_print: Optional[float] = None
         self._pending: Optional[str] = None
         self.budget_s = budget_s
@@ -175,6 +187,8 @@ class RunConsole:
 
     def on_result(self, result: dict, trial_path: Optional[str]) -> None:
         line = self.full_line(result)
+        phases = _get(result, "spade/phase_s", None)
+        self.totals.add(phases if isinstance(phases, dict) else {}, iteration_rate(result))
         if trial_path:
             self.log_path = Path(trial_path) / LOG_FILE
             try:
@@ -183,10 +197,10 @@ class RunConsole:
             except OSError:
                 pass
         if self.live_mode:
-            self._show(panel(result, self.budget_s, self.title))
+            self._show(panel(result, self.budget_s, self.title, self.budget_steps))
             return
         now = time.monotonic()
-        text = short_line(result, self.budget_s)
+        text = short_line(result, self.budget_s, budget_steps=self.budget_steps)
         if self._last_print is None or now - self._last_print >= self.line_every_s:
             print(text, file=self.out, flush=True)
             self._last_print, self._pending = now, None

@@ -116,6 +116,13 @@ def format_line(result: dict) -> str:
         if scores:
             parts.append("heldout score " + " ".join(f"{o} {s:.2f}" for o, s in scores.items())
                          + f" (it {result_value(result, 'heldout/iteration'):g})")
+    phases = result_value(result, "spade/phase_s", {})
+    if isinstance(phases, dict) and phases:  # where this iteration's wall time went (spade_rllib.phases)
+        from spade_rllib.phases import phase_ms_text  # noqa: PLC0415
+
+        text = phase_ms_text(phases)
+        if text:
+            parts.append(text)
     return " | ".join(parts)
 
 
@@ -143,7 +150,8 @@ def console_callback(cfg: Optional[RunConfig] = None, live: Optional[bool] = Non
         def __init__(self):
             self.last_result: Optional[dict] = None
             self.trial_path: Optional[str] = None
-            self.view = RunConsole(budget, title, format_line, live=live)
+            self.view = RunConsole(budget, title, format_line, live=live,
+                                   budget_steps=cfg.training.stop.env_steps if cfg is not None else None)
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             self.last_result = result
@@ -400,6 +408,42 @@ def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: di
     return out
 
 
+def budget_lines(cfg: RunConfig, steps: float, time_s: float, interrupted: bool = False) -> list[str]:
+    """How the run ended against its env-step budget: reached, or cut short by the wall-clock cap."""
+    stop = cfg.training.stop
+    if not stop.env_steps:
+        return []
+    from spade_rllib.console import wrap_text  # noqa: PLC0415
+
+    if steps >= stop.env_steps:
+        text = f"env-step budget {stop.env_steps:,d}: reached"
+    elif interrupted:
+        text = f"env-step budget {stop.env_steps:,d}: interrupted at {int(steps):,d} ({steps / stop.env_steps:.0%})"
+    elif stop.time_s is not None and time_s >= stop.time_s:
+        text = (f"env-step budget {stop.env_steps:,d}: NOT reached, the wall-clock cap (training.stop.time_s = "
+                f"{stop.time_s:g} s) stopped the run at {int(steps):,d} ({steps / stop.env_steps:.0%}); this machine "
+                f"trains at {steps / max(time_s, 1e-9):,.0f} env steps/s, so the targets below judge a shorter run "
+                f"than the one they were set for (raise the cap: --set training.stop.time_s=...)")
+    else:
+        text = f"env-step budget {stop.env_steps:,d}: not reached ({int(steps):,d}, {steps / stop.env_steps:.0%})"
+    return wrap_text(text)
+
+
+def time_lines(totals) -> list[str]:
+    """Where the training time went (spade_rllib.phases) and the spread of the per-iteration rate."""
+    if totals is None or not totals.seconds:
+        return []
+    from spade_rllib.console import wrap_text  # noqa: PLC0415
+    from spade_rllib.phases import phase_text, rate_spread  # noqa: PLC0415
+
+    text = "time per phase: " + phase_text(totals.seconds)
+    spread = rate_spread(totals.rates)
+    if not math.isnan(spread["median"]):
+        text += (f"; env steps/s per iteration: p10 {spread['p10']:,.0f}, median {spread['median']:,.0f}, "
+                 f"p90 {spread['p90']:,.0f}")
+    return wrap_text(text)
+
+
 def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int, replays: int = 0,
                   interrupted: Optional[int] = None) -> None:
     """The end-of-run summary; `interrupted` is the number of the signal that stopped the run, if one did."""
@@ -424,6 +468,10 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     ttot = float(last.get("time_total_s", wall) or wall)
     print(f"done: {int(last.get('training_iteration', 0))} iterations, {int(steps):,d} env steps in {ttot:.0f} s "
           f"({steps / max(ttot, 1e-9):,.0f}/s); wall {wall:.0f} s")
+    for line in budget_lines(cfg, steps, ttot, interrupted is not None):
+        print(line)
+    for line in time_lines(getattr(getattr(console, "view", None), "totals", None)):
+        print(line)
     ret = result_value(last, "env_runners/episode_return_mean")
     what = "mean team return" if cfg.env.mode == "cooperative" else "mean return"
     print(f"{what} (training episodes): {ret:.3f}" if isinstance(ret, float) else f"{what}: {ret}")

@@ -36,6 +36,7 @@ from ray.rllib.algorithms.ppo import PPO, PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core import ALL_MODULES
+from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     ENV_RUNNER_SAMPLING_TIMER,
@@ -51,6 +52,7 @@ from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
 from spade_rllib.config import RunConfig, parse_config
 from spade_rllib.games import LEVEL_KIND, env_kind
 from spade_rllib.outcome import MAIN
+from spade_rllib.phases import COMPONENT_PREFIX, PhaseClock
 from spade_rllib.rllib.component_registry import build_components
 from spade_rllib.rllib.components import (
     DriverContext,
@@ -278,6 +280,7 @@ class SpadePPO(PPO):
 
         self.heldout = make_heldout_evaluator(self.run_config, config, self.env_info)  # held-out maps, in a Ray task
         self._spade_metrics: dict = {}
+        self.phases = PhaseClock()  # wall seconds per phase of the iteration: spade/phase_s/<phase>
         for comp in self.components:
             self._spade_metrics.update(getattr(comp, "initial_metrics", lambda: {})())
         self.broadcast(full=True)
@@ -303,23 +306,29 @@ class SpadePPO(PPO):
         return bool(self.run_config.training.sample_ahead) and self.env_runner_group.num_remote_env_runners() > 0
 
     def training_step(self) -> None:
-        """PPO's step; with `training.sample_ahead` the remote runners sample the next batch while
-        the learner updates on this one (policy lag of one iteration; PPO's ratio uses the
-        behaviour policy's logp recorded by the runner, so the clipped objective stays correct)."""
-        if not self._sample_ahead_on():
-            return super().training_step()
-        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            episodes, runner_metrics, outcomes = self._collect_sampled_ahead()
-            self._pending_outcomes.extend(outcomes)
-            if self._reset_modules:
-                # Sampled by the weights a module had before its reset: its new weights never acted
-                # there, so PPO's ratio would compare unrelated policies. Drop that module's share.
-                episodes = [e for e in episodes if getattr(e, "module_id", MAIN) not in self._reset_modules]
-                self._reset_modules = set()
+        """PPO's step (sample -> learn -> weight sync), each part timed into `self.phases`.
+
+        With `training.sample_ahead` the remote runners sample the next batch while the learner
+        updates on this one (policy lag of one iteration; PPO's ratio uses the behaviour policy's
+        logp recorded by the runner, so the clipped objective stays correct). Without it this is
+        PPO's own `training_step` (RLlib 2.60), restated so the phases can be timed apart."""
+        with self.phases.phase("sample_wait"), self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            if self._sample_ahead_on():
+                episodes, runner_metrics, outcomes = self._collect_sampled_ahead()
+                self._pending_outcomes.extend(outcomes)
+                if self._reset_modules:
+                    # Sampled by the weights a module had before its reset: its new weights never acted
+                    # there, so PPO's ratio would compare unrelated policies. Drop that module's share.
+                    episodes = [e for e in episodes if getattr(e, "module_id", MAIN) not in self._reset_modules]
+                    self._reset_modules = set()
+            else:
+                episodes, runner_metrics = synchronous_parallel_sample(
+                    worker_set=self.env_runner_group, max_env_steps=self.config.total_train_batch_size,
+                    sample_timeout_s=self.config.sample_timeout_s, _uses_new_env_runners=True, _return_metrics=True)
             if not episodes:
                 return None
             self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
-        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+        with self.phases.phase("learn"), self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             learner_results = self.learner_group.update(
                 episodes=episodes,
                 timesteps={
@@ -332,8 +341,8 @@ class SpadePPO(PPO):
                 shuffle_batch_per_epoch=self.config.shuffle_batch_per_epoch,
             )
             self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
-        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
-            # Queued behind the in-flight sample on each runner: the round after next uses them.
+        with self.phases.phase("weight_sync"), self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            # With sample-ahead: queued behind the in-flight sample on each runner (the round after next uses them).
             self.env_runner_group.sync_weights(
                 from_worker_or_learner_group=self.learner_group,
                 policies=set(learner_results[0].keys()) - {ALL_MODULES},
@@ -372,35 +381,41 @@ class SpadePPO(PPO):
 
     def step(self) -> dict:
         t0 = time.perf_counter()
+        clock = self.phases
         trained_with = self.learner_hyperparams()  # read before the update: the values it trains with
-        results = super().step()
+        results = super().step()  # training_step times sample_wait, learn and weight_sync
         lifetime = self.__dict__.setdefault("_trained_lifetime", {})  # NaN stops here
         check_losses(trained_now(results.get("learners") or {}, lifetime), self.iteration + 1)
-        outcomes = self._gather_outcomes()
-        metrics: dict[str, Any] = {}
-        if self.env_info.roles:  # "train/<role>/...": each role's main, with its mean return
-            for module_id, role in self._role_modules():
-                metrics.update(role_metrics([o for o in outcomes if o.learner == module_id], f"train/{role}"))
-        else:
-            # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
-            main_outcomes = [o for o in outcomes if o.learner == MAIN]
-            metrics.update(win_rates(main_outcomes, "train"))
-            metrics.update(counter_means(main_outcomes))  # CTF: counters/tags, counters/captures, ... (main's side)
-        ctx = DriverContext(
-            iteration=self.iteration + 1,
-            env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),
-            main_weights=self.main_weights,
-            num_runners=self.env_runner_group.num_remote_env_runners(),
-            module_weights=self.module_weights,
-            reset_module=self.reset_module,
-            level_value_loss=self._pop_level_value_loss(),
-        )
-        for comp in self.components:
-            metrics.update(comp.update(outcomes, ctx) or {})
-        self.broadcast(full=False)
+        with clock.phase("outcomes"):
+            outcomes = self._gather_outcomes()
+            metrics: dict[str, Any] = {}
+            if self.env_info.roles:  # "train/<role>/...": each role's main, with its mean return
+                for module_id, role in self._role_modules():
+                    metrics.update(role_metrics([o for o in outcomes if o.learner == module_id], f"train/{role}"))
+            else:
+                # "train/<opponent>/..." is main's view; exploiters' games reach the league's metrics only.
+                main_outcomes = [o for o in outcomes if o.learner == MAIN]
+                metrics.update(win_rates(main_outcomes, "train"))
+                metrics.update(counter_means(main_outcomes))  # CTF: counters/tags, counters/captures, ... (main's side)
+        with clock.phase("components"):
+            ctx = DriverContext(
+                iteration=self.iteration + 1,
+                env_steps_lifetime=int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)),
+                main_weights=self.main_weights,
+                num_runners=self.env_runner_group.num_remote_env_runners(),
+                module_weights=self.module_weights,
+                reset_module=self.reset_module,
+                level_value_loss=self._pop_level_value_loss(),
+            )
+            for comp in self.components:
+                with clock.phase(COMPONENT_PREFIX + comp.name):
+                    metrics.update(comp.update(outcomes, ctx) or {})
+            with clock.phase(COMPONENT_PREFIX + "broadcast"):
+                self.broadcast(full=False)
         ev = self.run_config.evaluation
         if ev.interval and (self.iteration + 1) % ev.interval == 0:
-            self._last_eval = self.evaluate_main(ev.opponents, ev.games, greedy=ev.greedy)
+            with clock.phase("evaluation"):
+                self._last_eval = self.evaluate_main(ev.opponents, ev.games, greedy=ev.greedy)
         # Training W/D/L describes this iteration only: an opponent not met this time keeps its
         # column (progress.csv needs stable columns) but reads NaN with 0 games, not last time's.
         for key in self._spade_metrics:
@@ -410,9 +425,14 @@ class SpadePPO(PPO):
         _nest_into(results, self._spade_metrics)
         _nest_into(results, self._last_eval)
         if self.heldout is not None:
-            _nest_into(results, self.heldout.step(self.iteration + 1, self.main_weights))
+            with clock.phase("heldout"):
+                _nest_into(results, self.heldout.step(self.iteration + 1, self.main_weights))
         _nest_into(results, {f"learners/{self._first_module}/trained_with/{k}": v for k, v in trained_with.items()})
-        results.setdefault("spade", {})["driver_s"] = time.perf_counter() - t0
+        driver_s = time.perf_counter() - t0
+        results.setdefault("spade", {})["driver_s"] = driver_s
+        # The checkpoint Tune wrote after the previous iteration, charged to this one (its wall time
+        # falls between two steps, outside `driver_s`).
+        _nest_into(results, {f"spade/phase_s/{k}": v for k, v in clock.pop(driver_s + clock.seconds.get("checkpoint", 0.0)).items()})
         return results
 
     def evaluate_main(self, opponents: list, games: int, greedy: bool = False, levels: Optional[list] = None,
@@ -588,8 +608,10 @@ class SpadePPO(PPO):
 
     def save_checkpoint(self, checkpoint_dir):
         """Refuse to write a checkpoint whose trained weights hold NaN/inf."""
-        check_weights({m: self.module_weights(m) for m in learner_module_ids(self.run_config, self.env_info)}, self.iteration)
-        return super().save_checkpoint(checkpoint_dir)
+        with self.phases.phase("checkpoint"):
+            check_weights({m: self.module_weights(m) for m in learner_module_ids(self.run_config, self.env_info)},
+                          self.iteration)
+            return super().save_checkpoint(checkpoint_dir)
 
     def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
         state = super().get_state(components, not_components=not_components, **kwargs)
