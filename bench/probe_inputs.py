@@ -83,7 +83,7 @@ def make_fixtures(work: Path) -> dict:
     (fx / "junk.yaml").write_bytes(b"\x00\xff\xfe{{{:::\x01")
     (fx / "list.yaml").write_text("- a\n- b\n")
     (fx / "stop_empty.yaml").write_text((ROOT / "tune_configs" / "quickstart.yaml").read_text().replace(
-        "stop: {time_s: 170}", "stop: {}"))
+        "stop: {env_steps: 3500000, time_s: 900}", "stop: {}"))
     heldout_dir = fx / "heldout_bad"
     heldout_dir.mkdir()
     (heldout_dir / "bad.txt").write_text("#####\n#A.B#\n#####\n")

@@ -192,7 +192,7 @@ def table(rep: dict, iters: int, wall_s: float, title: str) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(ROOT / "tune_configs" / "quickstart.yaml"))
-    ap.add_argument("--env-id", default="MazeRace-v0")
+    ap.add_argument("--env-id", default="CaptureTheFlag-v0")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--runners", type=int, default=0, choices=(0, 1))
     ap.add_argument("--iterations", type=int, default=10)

@@ -58,6 +58,9 @@ Defaults: issue 17's target, the flagship CaptureTheFlag-v0 1v1 on 11x11 levels 
 e.g. `training.torch_threads=2`, against the same moment's load).
 After every row a 2-second env-only probe (`env_only_probe_after`) shows whether other jobs' load
 moved during the run (then compare rows only with their own probes).
+`--shipped-configs [names]`: instead of all of the above, the shipped configs as users run them (their own
+curriculum, league, evaluation, checkpoints), each with its per-phase seconds and its ratio to a fixed-layout row
+and to the learner ceiling measured in the same run (bench/shipped_speed.py has the details).
 Scaling rows (`--scaling`): env runners 0/1/2; league of 1/20/100 snapshots; difficulty 4/6/8/10
 (levels 9x9/11x11/13x13/15x15, train and env-only); 2v2. The last line is one JSON object.
 """
@@ -380,7 +383,19 @@ def main() -> None:
     ap.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra row: the config with this override (e.g. training.torch_threads=2), right after train_sps")
     ap.add_argument("--scaling", default="", help=f"comma list of {', '.join(SCALING)} (or 'all')")
+    ap.add_argument("--shipped-configs", nargs="?", const="", default=None, metavar="NAMES",
+                    help="instead of the rows above: each shipped config (default quickstart,flagship,league,"
+                         "connect_four) as users run it, with its per-phase seconds, against a fixed-layout row and "
+                         "the learner ceiling of the same run (bench/shipped_speed.py); --seconds of training each")
     args = ap.parse_args()
+    if args.shipped_configs is not None:
+        from bench.shipped_speed import parse_configs, shipped_rows
+
+        seconds = args.seconds if "--seconds" in sys.argv else 45.0
+        out = shipped_rows(parse_configs(args.shipped_configs), seconds)
+        out.update(cpus=os.cpu_count(), mode="shipped_configs")
+        print(json.dumps(out))
+        return
     scaling = set(SCALING) if args.scaling == "all" else {s for s in args.scaling.split(",") if s}
     if scaling - set(SCALING):
         ap.error(f"--scaling: unknown {sorted(scaling - set(SCALING))}; allowed {', '.join(SCALING)}")

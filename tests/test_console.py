@@ -141,7 +141,7 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     # Run where a user runs `make demo`: results/ under the working directory, so paths print relative.
     cmd = [sys.executable, "-m", "spade_rllib.train", "--config", str(ROOT / "tune_configs" / "quickstart.yaml"),
-           "--set", "training.stop.time_s=null", "--set", "training.stop.iterations=3", "--set", "evaluation.interval=2",
+           "--set", "training.stop.time_s=null", "--set", "training.stop.env_steps=null", "--set", "training.stop.iterations=3", "--set", "evaluation.interval=2",
            "--set", "resources.num_cpus=2", "--final-eval-games", "4",
            "--set", f"evaluation.final_heldout_levels=[{ROOT / 'spade_rllib' / 'levels' / 'heldout_ctf'}]",
            "--set", "evaluation.final_heldout_games=1"]

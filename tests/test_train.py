@@ -67,6 +67,13 @@ def test_build_train_checkpoint_restore(ray_session, tmp_path, env_id, extra):
         if env_id != "CartPole-v1":
             assert not np.isnan(result["eval"]["random"]["win_rate"])
             assert sum(v["games"] for v in result["train"].values()) > 0
+        # where the iteration's time went: every phase present, and together they make up the iteration
+        from spade_rllib.phases import PHASES
+
+        phases = result["spade"]["phase_s"]
+        assert set(PHASES) <= set(phases) and phases["learn"] > 0 and phases["sample_wait"] > 0, phases
+        assert (phases["evaluation"] > 0) == (env_id != "CartPole-v1"), phases  # interval 1 where there are opponents
+        assert sum(phases[k] for k in PHASES) == pytest.approx(result["spade"]["driver_s"], rel=1e-6)
         ckpt = Path(algo.save_to_path(str(tmp_path / "ckpt")))
         saved = _main_state(algo)
     finally:
@@ -217,6 +224,8 @@ def test_train_cli_smoke_and_resume(tmp_path):
     trial = next((tmp_path / "connect_four").glob("connect_four_*"))
     log = (trial / "iterations.log").read_text()  # the full per-iteration lines
     assert "iter    2 |" in log and re.search(r"vs mirror \(\d+\) W/D/L", log), log
+    assert re.search(r"\| ms( \w+ \d+)* learn \d+", log), log  # each iteration's phases, in ms
+    assert "time per phase: " in out and "learn " in out.split("time per phase: ")[1], out
     assert (trial / "report.html").is_file() and "python -m spade_rllib.report" in out
     assert (trial / "progress.csv").is_file() and list(trial.glob("events.out.tfevents*")), list(trial.iterdir())
     info = json.loads((trial / "runinfo.json").read_text())

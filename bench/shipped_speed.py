@@ -1,0 +1,185 @@
+"""Training speed of the shipped configs as users run them, with where the time goes, against a fixed-layout
+row and the learner ceiling measured in the same run.
+
+    python bench/train_speed.py --shipped-configs [quickstart,flagship,league,connect_four] [--seconds 45]
+    python bench/shipped_speed.py [--configs quickstart,flagship] [--seconds 45]
+
+Each config row is the real command, `python -m spade_rllib.train --config tune_configs/<name>.yaml`, with its own
+env, curriculum, league, evaluation and checkpoint settings, stopped after `--seconds` of training
+(`training.stop.time_s`), with no final evaluation. Its figures come from the trial's `result.json`, every
+iteration after the first `WARMUP_ITERS`:
+  sps              env steps / the iterations' wall time (`time_this_iter_s`);
+  spread           p10 / median / p90 of the per-iteration env steps/s;
+  phase_s          seconds per phase summed over those iterations (`spade/phase_s`, spade_rllib.phases):
+                   sample_wait, learn, weight_sync, outcomes, components (league, curriculum, ... inside it),
+                   evaluation, heldout, checkpoint, other; phase_share the same as shares;
+  command_s        the whole command's wall time; overhead_s what it spent outside training iterations
+                   (Ray start, building, the end-of-run summary and report).
+The baselines, in the same run:
+  fixed            the quickstart's layout and model on fixed 9x9 levels (difficulty 4: the middle of the
+                   quickstart's 7-11), curriculum and periodic evaluation off, through the same command;
+  learner_ceiling  that config's learner alone (`learner_group.update` on one sampled batch, every epoch
+                   and minibatch), in env steps/s, measured in this process.
+Ratios per config: over_fixed = sps / fixed sps (overhead of its own settings), over_learner = sps /
+learner_ceiling; fixed_over_learner = fixed sps / learner_ceiling. The machine's load average is recorded at
+start and end: timed rows mean something only on a quiet machine. The last line is one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SHIPPED = ("quickstart", "flagship", "league", "connect_four")
+FIXED = "fixed"
+FIXED_OVERRIDES = ("curriculum.enabled=false", "evaluation.interval=0", "env.difficulty=4")
+WARMUP_ITERS = 2
+
+
+def read_results(trial: Path) -> list[dict]:
+    """The trial's per-iteration results (Tune's result.json, one JSON object a line)."""
+    rows = []
+    for line in (trial / "result.json").read_text().splitlines():
+        line = line.strip()
+        if line:
+            rows.append(json.loads(line))
+    return rows
+
+
+def summarize(results: list[dict], warmup: int = WARMUP_ITERS) -> dict:
+    """sps, spread, phase seconds and shares of the iterations after `warmup` (pure: tested on synthetic rows)."""
+    from spade_rllib.phases import PhaseTotals, phase_shares, rate_spread
+    from spade_rllib.results import result_value
+
+    rows = results[warmup:] if len(results) > warmup else results
+    totals = PhaseTotals()
+    steps = wall = 0.0
+    for r in rows:
+        n = float(result_value(r, "env_runners/num_env_steps_sampled", 0) or 0)
+        t = float(r.get("time_this_iter_s") or 0.0)
+        steps, wall = steps + n, wall + t
+        phases = result_value(r, "spade/phase_s", {})
+        totals.add(phases if isinstance(phases, dict) else {}, n / t if t > 0 else None)
+    return {
+        "iterations": len(rows),
+        "env_steps": int(steps),
+        "seconds": round(wall, 2),
+        "sps": round(steps / wall, 1) if wall > 0 else math.nan,
+        "spread": {k: round(v, 1) for k, v in rate_spread(totals.rates).items()},
+        "phase_s": {k: round(v, 3) for k, v in sorted(totals.seconds.items())},
+        "phase_share": {k: round(v, 3) for k, v in sorted(phase_shares(totals.seconds).items())},
+    }
+
+
+def run_config(name: str, seconds: float, out_dir: Path, extra: tuple = ()) -> dict:
+    """Train tune_configs/<name>.yaml for `seconds` through the user's command; its summary (see `summarize`)."""
+    config = ROOT / "tune_configs" / f"{name.split('@')[0]}.yaml"
+    label = name if not extra else FIXED
+    cmd = [sys.executable, "-m", "spade_rllib.train", "--config", str(config),
+           "--set", f"training.stop.time_s={seconds:g}", "--set", "training.stop.env_steps=null",
+           "--set", "training.stop.iterations=null",
+           "--set", f"experiment.storage_path={out_dir}", "--set", f"experiment.name={label}",
+           "--final-eval-games", "0", "--final-replays", "0"]
+    for o in extra:
+        cmd += ["--set", o]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "CI": "1"})
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        raise RuntimeError(f"{name}: train exited {proc.returncode}: " + " / ".join(tail))
+    trials = sorted((out_dir / label).glob("*/result.json"))
+    if not trials:
+        raise RuntimeError(f"{name}: no result.json under {out_dir / label}")
+    results = read_results(trials[-1].parent)
+    out = summarize(results)
+    total = float(results[-1].get("time_total_s") or 0.0)
+    out.update(command_s=round(wall, 1), overhead_s=round(wall - total, 1), config=f"tune_configs/{config.name}")
+    return out
+
+
+def learner_ceiling(name: str, overrides: tuple, seconds: float) -> float:
+    """Env steps/s of that config's learner alone (bench/train_speed.py's `learner_only`), in this process."""
+    import ray
+
+    from bench.train_speed import learner_only, _set_learner_threads
+    from spade_rllib.config import load_config
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    cfg = load_config(ROOT / "tune_configs" / f"{name}.yaml", list(overrides))
+    ray.init(num_cpus=cfg.resources.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    try:
+        _set_learner_threads(cfg)
+        algo = build_algo_config(cfg).build_algo()
+        try:
+            return learner_only(algo, cfg, seconds)
+        finally:
+            algo.stop()
+    finally:
+        ray.shutdown()
+
+
+def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10.0) -> dict:
+    """Every row and ratio of this bench (see the module docstring)."""
+    out: dict = {"configs": {}, "seconds": seconds, "load_avg_1m_start": round(os.getloadavg()[0], 2)}
+    with tempfile.TemporaryDirectory(prefix="spade_shipped_") as tmp:
+        tmp_path = Path(tmp)
+        fixed = run_config("quickstart", seconds, tmp_path, extra=FIXED_OVERRIDES)
+        print(f"{'fixed (quickstart, 9x9)':<26} {fixed['sps']:9,.0f} env steps/s | {_phase_line(fixed)}", flush=True)
+        ceiling = learner_ceiling("quickstart", FIXED_OVERRIDES, ceiling_seconds)
+        print(f"{'learner ceiling':<26} {ceiling:9,.0f} env steps/s", flush=True)
+        out.update(fixed=fixed, fixed_overrides=list(FIXED_OVERRIDES), learner_ceiling_sps=round(ceiling, 1),
+                   fixed_over_learner=round(fixed["sps"] / ceiling, 3))
+        for name in configs:
+            row = run_config(name, seconds, tmp_path)
+            row.update(over_fixed=round(row["sps"] / fixed["sps"], 3), over_learner=round(row["sps"] / ceiling, 3))
+            out["configs"][name] = row
+            print(f"{name:<26} {row['sps']:9,.0f} env steps/s | x{row['over_fixed']:.2f} of fixed | "
+                  f"{_phase_line(row)}", flush=True)
+    out["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
+    return out
+
+
+def _phase_line(row: dict) -> str:
+    from spade_rllib.phases import phase_text
+
+    s = row["spread"]
+    return (f"{phase_text(row['phase_s'], 0.005)} | per iteration p10 {s['p10']:,.0f} median {s['median']:,.0f} "
+            f"p90 {s['p90']:,.0f}")
+
+
+def parse_configs(text: str) -> list[str]:
+    """'quickstart,flagship' -> names; every name must be a shipped config under tune_configs/."""
+    names = [n.strip() for n in (text or ",".join(SHIPPED)).split(",") if n.strip()]
+    for n in names:
+        if not (ROOT / "tune_configs" / f"{n}.yaml").is_file():
+            from difflib import get_close_matches
+
+            close = get_close_matches(n, SHIPPED, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise SystemExit(f"--configs: {n!r} is not a config under tune_configs/{hint}; shipped: {', '.join(SHIPPED)}")
+    return names
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", default=",".join(SHIPPED), help="comma list of tune_configs/<name>.yaml")
+    ap.add_argument("--seconds", type=float, default=45.0, help="training seconds per config")
+    args = ap.parse_args(argv)
+    if not (args.seconds > 0 and math.isfinite(args.seconds)):
+        raise SystemExit(f"--seconds = {args.seconds}: must be a positive number")
+    out = shipped_rows(parse_configs(args.configs), args.seconds)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
