@@ -437,7 +437,11 @@ def _env_sizes(env_id: str, setup: Mapping | None = None) -> tuple[int, int]:
     from spade_rllib.games import find_game  # noqa: PLC0415
     from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
 
-    setup = dict(setup or {}) if find_game(env_id) is None else {}  # the catalog's games: their defaults
+    if find_game(env_id) is not None:  # the catalog's games: their defaults, with the run's rules and observation
+        from spade_rllib.games.catalog import recorded_game_kwargs  # noqa: PLC0415
+
+        setup = {"kwargs": recorded_game_kwargs(setup)}
+    setup = dict(setup or {})
     game = make_game_factory(env_id, setup.pop("kwargs", None), **setup)()
     try:
         return int(game.obs_size - game.mask_size), int(game.num_actions)

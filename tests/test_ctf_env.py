@@ -208,6 +208,9 @@ def test_default_max_steps_and_2v2_spawns():
     (dict(captures_to_win=0), "captures_to_win must be an int"),
     (dict(trail="yes"), "trail must be a bool"),
     (dict(trail_decay=1.0), "trail_decay must be a number in \\[0, 1\\)"),
+    (dict(seen_map=4), "seen_map must be 0 \\(off\\) or an odd number"),
+    (dict(seen_map=True), "seen_map must be 0"),
+    (dict(seen_map=5, seen_map_block=0), "seen_map_block must be an int in 1..7"),
 ])
 def test_bad_knobs_are_one_line_errors(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match) as ei:
@@ -271,6 +274,40 @@ def test_trail_channel_and_option():
     off = env_for(trail=False)
     off.step({P0: RIGHT, P1: NOOP})
     assert not split(off, off._observe(P0))[0][..., CH_TRAIL].any()
+
+
+def test_seen_map_remembers_what_left_the_view_and_only_that():
+    """The memory map: per block around the agent, the share of cells remembered open / wall / stood on, built
+    from the agent's own past windows only (an unseen corridor stays unknown, a passed wall stays known)."""
+    corridor = "#" * 23 + "\n#a" + "." * 19 + "A#\n#" + "." * 21 + "#\n#B" + "." * 19 + "b#\n" + "#" * 23
+    env = env_for(corridor, seen_map=5, seen_map_block=3, view_radius=2)
+    (w, _, c), v = CaptureTheFlag.obs_layout(2)
+    assert env.observation_space(P0).shape == (w * w * c + v + 5 * 5 * 3,)
+    obs = env._observe(P0)
+    assert env.observation_space(P0).contains(obs)
+    assert np.array_equal(obs[: w * w * c + v], CaptureTheFlag(level=env.level, view_radius=2).reset(seed=0)[0][P0])
+    place(env, player_0=(2, 10))
+    env.step({P0: NOOP, P1: NOOP})
+    first = env.seen_map_of(P0).copy()
+    # block (2, 2) is the agent's own 3x3: all seen, it stood on its centre
+    assert first[2, 2, 0] + first[2, 2, 1] == pytest.approx(1.0) and first[2, 2, 2] == pytest.approx(1 / 9)
+    assert first[2, 4].sum() == 0  # 6-8 cells to the right: beyond the 5x5 window, never seen
+    for _ in range(6):  # walk right 6 cells: the cells it passed stay in memory, 6-8 cells behind it
+        env.step({P0: RIGHT, P1: NOOP})
+    after = env.seen_map_of(P0)
+    assert after[2, 0, 0] + after[2, 0, 1] > 0 and after[2, 0, 2] > 0  # the walked corridor, remembered
+    fresh = CaptureTheFlag(level=env.level, seen_map=5, seen_map_block=3, view_radius=2)
+    fresh.reset(seed=0)
+    place(fresh, player_0=env.positions[P0])
+    fresh._remember(P0)
+    assert fresh.seen_map_of(P0)[2, 0].sum() == 0  # a copy that never walked there knows nothing of it
+    assert env.seen_map_of(P1).sum() > 0 and not np.array_equal(env.seen_map_of(P1), after)  # each agent its own
+
+
+def test_seen_map_is_off_by_default_so_old_checkpoints_keep_their_layout():
+    env = env_for()
+    (w, _, c), v = CaptureTheFlag.obs_layout(4)
+    assert env.observation_space(P0).shape == (w * w * c + v,) == env._observe(P0).shape
 
 
 # ---------------------------------------------------------------------------- rendering

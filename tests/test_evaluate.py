@@ -154,6 +154,21 @@ def test_connect_four_masked_evaluation(setup, tmp_path):
     assert (tmp_path / outcome["replays"][0]["gif"]).stat().st_size > 0
 
 
+def test_a_run_with_its_own_observation_kwargs_is_evaluated_and_loaded_with_them(tmp_path):
+    """A CaptureTheFlag run trained with env.kwargs that change the observation (a smaller view, the memory map)
+    is loaded and evaluated with those kwargs from its config.yaml, not with the catalog's defaults."""
+    from spade_rllib.policy import load_policy
+
+    kwargs = {"view_radius": 3, "seen_map": 5, "draw_reward": -0.1}
+    ckpt = save_tiny_checkpoint(tmp_path / "run", "CaptureTheFlag-v0", seed=3, env_kwargs=kwargs)
+    policy = load_policy(ckpt, env_id="CaptureTheFlag-v0")
+    assert policy.feature_size == 7 * 7 * 10 + 16 + 5 * 5 * 3
+    outcome = evaluate(EvalConfig(checkpoints=[str(ckpt)], levels="generated:1@2", games_per_pair=2, seed=0,
+                                  replays=1, out=str(tmp_path / "eval"), workers=0, bootstrap=10, progress=False,
+                                  bots=["rusher"], league=False))
+    assert outcome["players"] == ["main", "rusher"] and len(outcome["results"]) == 2
+
+
 def _result(i, a, b, winner):
     return GameResult(i, a, b, "l", i, winner, "x", 1)
 

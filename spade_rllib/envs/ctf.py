@@ -89,6 +89,14 @@ window (channels-last, C order, cells outside the map read as walls) comes first
  15  respawn wait remaining ``/ respawn_steps`` (0 while free)
 ===  =====================================================================================
 
+Memory map (``seen_map=B``, off by default so older checkpoints keep their layout)
+------------------------------------------------------------------------------------
+``B * B * 3`` more values after the vector: an egocentric map of ``B x B`` blocks of ``seen_map_block``
+(default 3) cells a side centred on the agent (B = 7: 21 x 21 cells), built only from the agent's own past
+windows. Per block: the share of its cells the agent has seen open, seen as wall (outside the map counts as
+a known wall), and stood on. What it walked past stays known after it leaves the view; nothing it never saw
+is in it (no oracle). ``CaptureTheFlag.seen_map_of(agent)`` returns it as ``(B, B, 3)``.
+
 Infos
 -----
 Every step ``{"team": 0 | 1}``; on the final step also ``winner`` ("A" | "B" | "draw"), ``reason``
@@ -111,6 +119,7 @@ import math
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from .generators import Knobs, ctf_default_max_steps, generate_ctf_level
 from .level import Level
@@ -127,8 +136,21 @@ V_ENEMY_FLAG_DR, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_BASE_DR, V_BASE_DC, V_BAS
     V_OWN_FLAG_HOME, V_ENEMY_FLAG_HOME, V_TAG_READY, V_COOLDOWN, V_TIME, V_TEAM, V_OWN_CAPTURES, \
     V_OPP_CAPTURES, V_RESPAWN = range(16)
 VECTOR_SIZE = 16
+SEEN_CHANNELS = 3  # memory map per block: remembered open, remembered wall, visited
 DIST_SCALE = 32.0
 TEAM_LETTERS = ("A", "B")
+
+
+def _seen_cells(level: Level, pad: int) -> np.ndarray:
+    """The level's cells as the memory map stores them, padded by `pad` on every side: (open, wall) one-hot,
+    float32 (outside the map reads as wall)."""
+    walls = np.asarray(level.walls, dtype=bool)
+    out = np.zeros((walls.shape[0] + 2 * pad, walls.shape[1] + 2 * pad, 2), dtype=np.float32)
+    out[..., 1] = 1.0
+    inner = out[pad:pad + walls.shape[0], pad:pad + walls.shape[1]]
+    inner[..., 0] = ~walls
+    inner[..., 1] = walls
+    return out
 
 
 def _compass(dr: float, dc: float) -> tuple[float, float, float]:
@@ -178,10 +200,15 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                  max_steps: int | None = None, tag_cooldown: int = 5, respawn_steps: int = 6,
                  captures_to_win: int = 1, tag_carriers_anywhere: bool = False, stalemate_steps: int = 6,
                  trail: bool = True, trail_decay: float = 0.9, render_mode: str | None = None,
-                 family: str | None = None, draw_reward: float = 0.0):
+                 family: str | None = None, draw_reward: float = 0.0, seen_map: int = 0, seen_map_block: int = 3):
         for name, v in (("tag_carriers_anywhere", tag_carriers_anywhere), ("trail", trail)):
             if not isinstance(v, bool):
                 raise ValueError(f"{name} must be a bool, got {v!r}")
+        if isinstance(seen_map, bool) or not isinstance(seen_map, int) or not (seen_map == 0 or (
+                3 <= seen_map <= 15 and seen_map % 2 == 1)):
+            raise ValueError(f"seen_map must be 0 (off) or an odd number of blocks per side in 3..15, got {seen_map!r}")
+        if isinstance(seen_map_block, bool) or not isinstance(seen_map_block, int) or not 1 <= seen_map_block <= 7:
+            raise ValueError(f"seen_map_block must be an int in 1..7 (cells per block side), got {seen_map_block!r}")
         if isinstance(trail_decay, bool) or not isinstance(trail_decay, (int, float)) or not 0.0 <= trail_decay < 1.0:
             raise ValueError(f"trail_decay must be a number in [0, 1), got {trail_decay!r}")
         if isinstance(draw_reward, bool) or not isinstance(draw_reward, (int, float)) or not -1.0 <= draw_reward <= 0.0:
@@ -199,6 +226,11 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         self.tag_carriers_anywhere = tag_carriers_anywhere
         self.trail = trail
         self.trail_decay = float(trail_decay)
+        self.seen_map, self.seen_map_block = int(seen_map), int(seen_map_block)
+        if self.seen_map:  # the memory map follows the vector: a longer observation
+            size = self._k + VECTOR_SIZE + SEEN_CHANNELS * self.seen_map ** 2
+            space = spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
+            self.observation_spaces = {a: space for a in self.possible_agents}
         self.frozen: dict[str, int] = {}
         """Steps a tagged agent still waits on its spawn (its actions are ignored meanwhile)."""
         self.carrier: list[str | None] = [None, None]
@@ -233,6 +265,13 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if self.trail:
             for a, (r, c) in self.positions.items():
                 self._trail[a][r + rad, c + rad] = 1.0
+        if self.seen_map:
+            pad = self.seen_map * self.seen_map_block // 2
+            self._cells = level.cached(("ctf_seen_cells", pad), lambda lv: _seen_cells(lv, pad))
+            shape = (self._cells.shape[0], self._cells.shape[1], SEEN_CHANNELS)
+            self._memory = {a: np.zeros(shape, dtype=np.float32) for a in self.possible_agents}
+            for a in self.possible_agents:
+                self._remember(a)
 
     # ------------------------------------------------------------------ step
     def step(self, actions: dict[str, int]):
@@ -318,6 +357,9 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                 tr *= decay
                 r, c = pos[a]
                 tr[r + rad, c + rad] = 1.0
+        if self.seen_map:
+            for a in names:
+                self._remember(a)
         # outcome
         done = winner is not None
         truncated = not done and self.step_count >= self.max_steps
@@ -332,12 +374,42 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
             "stalemates": self.stalemates,
         })
 
+    # ------------------------------------------------------------------ memory map
+    def _remember(self, agent: str) -> None:
+        """What `agent` sees now joins its memory: every cell of its window (open or wall), and its own cell
+        as visited."""
+        r, c = self.positions[agent]
+        pad, rad = self.seen_map * self.seen_map_block // 2, self.view_radius
+        r0, c0 = r + pad - rad, c + pad - rad
+        rows, cols = slice(max(0, r0), r0 + 2 * rad + 1), slice(max(0, c0), c0 + 2 * rad + 1)
+        memory = self._memory[agent]
+        memory[rows, cols, :2] = self._cells[rows, cols]
+        memory[r + pad, c + pad, 2] = 1.0
+
+    def seen_map_of(self, agent: str) -> np.ndarray:
+        """`agent`'s memory map, ``(B, B, 3)`` around it (B = `seen_map` blocks of `seen_map_block` cells a side):
+        per block, the share of its cells remembered open, remembered wall (outside the map counts as a
+        known wall), and stood on."""
+        b, k = self.seen_map, self.seen_map_block
+        r, c = self.positions[agent]
+        span = b * k
+        region = self._memory[agent][r:r + span, c:c + span].reshape(b, k, b, k, SEEN_CHANNELS)
+        out = region.sum(axis=(1, 3))
+        out *= 1.0 / (k * k)
+        return out
+
     # ------------------------------------------------------------------ observation
     def _observe(self, agent: str) -> np.ndarray:
         pos = self.positions
         r, c = pos[agent]
         t = self._team[agent]
-        o = self._templates[t][(r, c)].copy()
+        template = self._templates[t][(r, c)]
+        if self.seen_map:  # the memory map after the vector
+            o = np.empty(self.observation_spaces[agent].shape, dtype=np.float32)
+            o[:template.shape[0]] = template
+            o[template.shape[0]:] = self.seen_map_of(agent).ravel()
+        else:
+            o = template.copy()
         k, side, rad = self._k, self._side, self.view_radius
         carrier = self.carrier
         bases = self.level.bases

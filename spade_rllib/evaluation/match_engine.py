@@ -23,6 +23,7 @@ import numpy as np
 
 from spade_rllib.evaluation.players import Player
 from spade_rllib.games import find_game
+from spade_rllib.games.catalog import recorded_game_kwargs
 from spade_rllib.games.adapter import AECGame, Game, make_game_factory, wrap_env
 from spade_rllib.games.roles import role_names
 
@@ -124,7 +125,7 @@ def make_game_env(env_id: str, level: Any = None, render_mode: str | None = None
     if spec is not None:
         # level games render both modes; connect_four's text board is the catalog's renderer
         mode = render_mode if spec.is_level_game or render_mode == "rgb_array" else None
-        kwargs: dict[str, Any] = {"render_mode": mode}
+        kwargs: dict[str, Any] = {**recorded_game_kwargs(setup), "render_mode": mode}  # the run's rules and obs
         if level is not None and spec.is_level_game:
             kwargs["level"] = level
         return wrap_env(spec.make_env(**kwargs), is_level_game=spec.is_level_game)

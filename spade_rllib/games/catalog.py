@@ -125,6 +125,18 @@ def make_env(env_id: str, **kwargs: Any) -> Any:
     return game(env_id).make_env(**kwargs)
 
 
+LEVEL_CHOICE_KWARGS = frozenset({"level", "difficulty", "knobs", "family", "seed", "render_mode", "agents_per_team"})
+"""A level game's constructor arguments that pick the level or the rendering: an evaluation sets them itself."""
+
+
+def recorded_game_kwargs(setup: Any) -> dict:
+    """A catalog game's constructor arguments recorded with a run (`setup["kwargs"]`: its env.kwargs) that
+    evaluation and play keep: its rules and observation (view radius, trail, memory map, step limit, ...),
+    not the level choice (`LEVEL_CHOICE_KWARGS`)."""
+    kwargs = (setup or {}).get("kwargs") if isinstance(setup, dict) else None
+    return {k: v for k, v in dict(kwargs or {}).items() if k not in LEVEL_CHOICE_KWARGS}
+
+
 def bot_names(env_id: str) -> tuple[str, ...]:
     """The scripted bots of one game (empty for a game without bots or an unknown id)."""
     spec = find_game(env_id)

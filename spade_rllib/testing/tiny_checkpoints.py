@@ -104,13 +104,27 @@ def _write_modules(root: Path, ckpt: Path, env_id: str, modules: dict) -> None:
 def save_tiny_checkpoint(root: str | Path, env_id: str, module_ids: Sequence[str] = ("main",),
                          hidden: Sequence[int] = (16,), seed: int = 0, snapshots: int = 0,
                          progress_rows: int = 0, checkpoint_name: str = "checkpoint_000000",
-                         model: dict | None = None) -> Path:
-    """Write a tiny checkpoint under `root` (the trial dir) and return the checkpoint directory."""
+                         model: dict | None = None, env_kwargs: dict | None = None) -> Path:
+    """Write a tiny checkpoint under `root` (the trial dir) and return the checkpoint directory. `env_kwargs`
+    (a catalog game): the run's env.kwargs, recorded in its config.yaml; the modules observe what that env
+    observes (e.g. CaptureTheFlag's `view_radius` or `seen_map`)."""
     root = Path(root)
     ckpt = root / checkpoint_name
+    spaces = None
+    if env_kwargs:
+        import yaml
+
+        from spade_rllib.checkpoint_layout import RUN_CONFIG_FILE
+        from spade_rllib.games import make_env
+
+        env = make_env(env_id, **env_kwargs)
+        agent = env.possible_agents[0]
+        spaces = (env.observation_space(agent), env.action_space(agent), 0)
+        (root / RUN_CONFIG_FILE).parent.mkdir(parents=True, exist_ok=True)
+        (root / RUN_CONFIG_FILE).write_text(yaml.safe_dump({"env": {"id": env_id, "kwargs": dict(env_kwargs)}}))
     modules = {}
     for k, module_id in enumerate(module_ids):
-        _, modules[module_id] = build_module(env_id, hidden, seed=seed * 1000 + k, model=model)
+        _, modules[module_id] = build_module(env_id, hidden, seed=seed * 1000 + k, model=model, spaces=spaces)
     _write_modules(root, ckpt, env_id, modules)
     components: dict = {}
     if snapshots:
