@@ -19,7 +19,10 @@ The baselines, in the same run:
   fixed            the quickstart's layout and model on fixed 9x9 levels (difficulty 4: the middle of the
                    quickstart's 7-11), curriculum and periodic evaluation off, through the same command;
   learner_ceiling  that config's learner alone (`learner_group.update` on one sampled batch, every epoch
-                   and minibatch), in env steps/s, measured in this process.
+                   and minibatch), in env steps/s, measured in this process;
+  stock_equal      stock RLlib PPO configured like the fixed row (bench/train_speed.py's stock row: the stock
+                   multi-agent runner over the same game, same batch, epochs, model), in this process
+                   (`--stock-seconds 0` skips it).
 Ratios per config: over_fixed = sps / fixed sps (overhead of its own settings), over_learner = sps /
 learner_ceiling; fixed_over_learner = fixed sps / learner_ceiling. The machine's load average is recorded at
 start and end: timed rows mean something only on a quiet machine. The last line is one JSON object.
@@ -107,11 +110,13 @@ def run_config(name: str, seconds: float, out_dir: Path, extra: tuple = ()) -> d
     return out
 
 
-def learner_ceiling(name: str, overrides: tuple, seconds: float) -> float:
-    """Env steps/s of that config's learner alone (bench/train_speed.py's `learner_only`), in this process."""
+def in_process(name: str, overrides: tuple, seconds: float, stock_seconds: float = 0.0) -> tuple[float, float]:
+    """(learner ceiling, stock RLlib's train env steps/s) of that config, measured in this process: its learner
+    alone (bench/train_speed.py's `learner_only`), and stock RLlib PPO configured like it (`stock(equal=True)`;
+    NaN when `stock_seconds` is 0)."""
     import ray
 
-    from bench.train_speed import learner_only, _set_learner_threads
+    from bench.train_speed import _set_learner_threads, learner_only, stock
     from spade_rllib.config import load_config
     from spade_rllib.rllib.algorithm import build_algo_config
 
@@ -121,24 +126,30 @@ def learner_ceiling(name: str, overrides: tuple, seconds: float) -> float:
         _set_learner_threads(cfg)
         algo = build_algo_config(cfg).build_algo()
         try:
-            return learner_only(algo, cfg, seconds)
+            ceiling = learner_only(algo, cfg, seconds)
         finally:
             algo.stop()
+        stock_sps = stock(cfg, stock_seconds, equal=True)["train_sps"] if stock_seconds > 0 else math.nan
+        return ceiling, stock_sps
     finally:
         ray.shutdown()
 
 
-def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10.0) -> dict:
+def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10.0, stock_seconds: float = 20.0) -> dict:
     """Every row and ratio of this bench (see the module docstring)."""
     out: dict = {"configs": {}, "seconds": seconds, "load_avg_1m_start": round(os.getloadavg()[0], 2)}
     with tempfile.TemporaryDirectory(prefix="spade_shipped_") as tmp:
         tmp_path = Path(tmp)
         fixed = run_config("quickstart", seconds, tmp_path, extra=FIXED_OVERRIDES)
         print(f"{'fixed (quickstart, 9x9)':<26} {fixed['sps']:9,.0f} env steps/s | {_phase_line(fixed)}", flush=True)
-        ceiling = learner_ceiling("quickstart", FIXED_OVERRIDES, ceiling_seconds)
+        ceiling, stock_sps = in_process("quickstart", FIXED_OVERRIDES, ceiling_seconds, stock_seconds)
         print(f"{'learner ceiling':<26} {ceiling:9,.0f} env steps/s", flush=True)
+        if stock_seconds > 0:
+            print(f"{'stock RLlib, like fixed':<26} {stock_sps:9,.0f} env steps/s (in process, synchronous)", flush=True)
         out.update(fixed=fixed, fixed_overrides=list(FIXED_OVERRIDES), learner_ceiling_sps=round(ceiling, 1),
-                   fixed_over_learner=round(fixed["sps"] / ceiling, 3))
+                   fixed_over_learner=round(fixed["sps"] / ceiling, 3),
+                   stock_equal_sps=None if math.isnan(stock_sps) else round(stock_sps, 1),
+                   fixed_over_stock=None if math.isnan(stock_sps) else round(fixed["sps"] / stock_sps, 2))
         for name in configs:
             row = run_config(name, seconds, tmp_path)
             row.update(over_fixed=round(row["sps"] / fixed["sps"], 3), over_learner=round(row["sps"] / ceiling, 3))
@@ -174,10 +185,13 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=",".join(SHIPPED), help="comma list of tune_configs/<name>.yaml")
     ap.add_argument("--seconds", type=float, default=45.0, help="training seconds per config")
+    ap.add_argument("--stock-seconds", type=float, default=20.0, help="stock RLlib's row (0: skip it)")
     args = ap.parse_args(argv)
-    if not (args.seconds > 0 and math.isfinite(args.seconds)):
-        raise SystemExit(f"--seconds = {args.seconds}: must be a positive number")
-    out = shipped_rows(parse_configs(args.configs), args.seconds)
+    for name in ("seconds", "stock_seconds"):
+        value = getattr(args, name)
+        if not (value >= (0 if name == "stock_seconds" else 1e-9) and math.isfinite(value)):
+            raise SystemExit(f"--{name.replace('_', '-')} = {value}: must be a positive number")
+    out = shipped_rows(parse_configs(args.configs), args.seconds, stock_seconds=args.stock_seconds)
     print(json.dumps(out))
 
 
