@@ -91,6 +91,23 @@ def resolve(args: argparse.Namespace) -> tuple[SweepSpec, dict]:
     return spec, base
 
 
+def check_local_gpus(args: argparse.Namespace, base: dict) -> None:
+    """An embedded Ray (no --address, no RAY_ADDRESS) only has this machine's GPUs: a sweep asking for
+    GPUs on a machine without CUDA would wait for ever, so refuse it here. Attached to a cluster, the
+    GPUs may be on other nodes and Ray decides."""
+    if args.address or os.environ.get("RAY_ADDRESS"):
+        return
+    per_learner = float(((base.get("resources") or {}).get("num_gpus_per_learner")) or 0.0)
+    key, value = ("--gpus-per-trial", args.gpus_per_trial) if args.gpus_per_trial else ("resources.num_gpus_per_learner", per_learner)
+    if not value:
+        return
+    from spade_rllib.preflight import machine_gpus  # noqa: PLC0415
+
+    if machine_gpus() == 0:
+        raise ConfigError(f"{key} {value:g}: out of range, this machine has no GPU (torch.cuda.is_available() is False); "
+                          "leave it at 0, or attach to a cluster with GPUs (--address)")
+
+
 def storage_root(args: argparse.Namespace, base: dict) -> str:
     """Local absolute path or URI where the experiment directory goes."""
     root = args.storage or (base.get("experiment") or {}).get("storage_path") or "results"
@@ -272,6 +289,7 @@ def main(argv=None) -> int:
         if args.dry_run:
             print_plan(spec, base, trial_template(spec, base, args), storage)
             return 0
+        check_local_gpus(args, base)
     except ConfigError as e:
         return config_error(e, argv)
     if spec.smoke:  # a checkpoint every iteration makes Tune warn about frequent state snapshots

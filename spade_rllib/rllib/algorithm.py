@@ -242,7 +242,9 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             grad_clip=a.grad_clip,
             grad_clip_by="global_norm",
             num_epochs=a.epochs,
-            minibatch_size=a.minibatch_size,
+            # RLlib's batch sizes are per learner; the config's are global: with N data-parallel
+            # learners (gradients averaged) each takes 1/N of the batch and of every minibatch.
+            minibatch_size=max(1, a.minibatch_size // max(1, num_learners)),
             train_batch_size_per_learner=max(1, a.train_batch_size // max(1, num_learners)),
         )
         .learners(num_learners=num_learners, num_gpus_per_learner=r.num_gpus_per_learner,
@@ -329,17 +331,8 @@ class SpadePPO(PPO):
                 return None
             self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         with self.phases.phase("learn"), self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            learner_results = self.learner_group.update(
-                episodes=episodes,
-                timesteps={
-                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)),
-                    NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
-                        (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME), default=0),
-                },
-                num_epochs=self.config.num_epochs,
-                minibatch_size=self.config.minibatch_size,
-                shuffle_batch_per_epoch=self.config.shuffle_batch_per_epoch,
-            )
+            learner_results = self.update_learners(episodes, num_epochs=self.config.num_epochs,
+                                                   minibatch_size=self.config.minibatch_size)
             self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
         with self.phases.phase("weight_sync"), self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
             # With sample-ahead: queued behind the in-flight sample on each runner (the round after next uses them).
@@ -349,6 +342,24 @@ class SpadePPO(PPO):
                 inference_only=True,
             )
         return None
+
+    def update_learners(self, episodes: list, num_epochs: int, minibatch_size: Optional[int]) -> list:
+        """One PPO update of the learner group on `episodes` (RLlib's results list). Several learners
+        get every module's episodes split evenly and the same minibatch count (`sharding.py`);
+        `minibatch_size` is per learner, None = one step on each learner's whole share."""
+        timesteps = {
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0),
+            NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
+                (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME), default=0),
+        }
+        data: dict = {"episodes": episodes}
+        if len(self.learner_group) > 1:
+            from spade_rllib.rllib.sharding import ModuleShardedTrainingData  # noqa: PLC0415
+
+            data = {"training_data": ModuleShardedTrainingData(episodes=episodes)}
+        return self.learner_group.update(**data, timesteps=timesteps, num_epochs=num_epochs,
+                                         minibatch_size=minibatch_size,
+                                         shuffle_batch_per_epoch=self.config.shuffle_batch_per_epoch)
 
     def _collect_sampled_ahead(self) -> tuple[list, list, list]:
         """Results of the in-flight sampling round (waiting for it), then launch the next round."""
