@@ -4,6 +4,7 @@ placement without a GPU.
 No Ray: episode slices keep their module, every learner gets every module's share and the same
 minibatch count, bad combinations are refused in one line before Ray starts.
 Ray: one update with 2 learners equals one with 1 learner on the same batch (connect four);
+the driver's broadcast reaches remote runners as one ObjectRef;
 the flagship CTF recipe (league with an exploiter, PLR) trains, checkpoints and resumes with 2
 learners through `python -m spade_rllib.train`; Tune runs four 0.25-GPU trials at once on a Ray
 that declares one logical GPU.
@@ -229,6 +230,41 @@ def test_two_learners_train_ctf_league_checkpoint_and_resume(tmp_path):
     lines = _iteration_lines((resumed / "iterations.log").read_text())
     assert sorted(lines) == [3] and "league 11 " in lines[3] and "main_exploiter_0 wr - v3" in lines[3], lines
     assert "num_learners: 2" in (resumed / "config.yaml").read_text()
+
+
+def test_broadcast_reaches_remote_runners_by_reference(ray_session):
+    """`SpadePPO._on_all_runners` runs the closure on the local runner and hands the remote runners one
+    ObjectRef of it (serialized once), not the closure itself (serialized once per runner)."""
+    import ray
+
+    from spade_rllib.rllib.algorithm import SpadePPO
+
+    class Group:
+        def __init__(self, local):
+            self.local_env_runner, self.calls = local, []
+
+        def num_remote_env_runners(self):
+            return 3
+
+        def foreach_env_runner(self, func, local_env_runner=True):
+            self.calls.append((func, local_env_runner))
+            return []
+
+    seen = []
+    algo = object.__new__(SpadePPO)
+    algo.env_runner_group = Group(local="local runner")
+    algo.run_config = parse_config({"env": {"id": C4}, "training": {"sample_ahead": False}})
+    payload = np.arange(200_000, dtype=np.float32)  # 800 KB: what slot weights weigh
+
+    def apply(runner):
+        seen.append(runner)
+        return runner, float(payload.sum())
+
+    algo._on_all_runners(apply, tag="spade_update")
+    assert seen == ["local runner"]
+    ((func, with_local),) = algo.env_runner_group.calls
+    assert isinstance(func, ray.ObjectRef) and with_local is False
+    assert ray.get(func)("remote runner") == ("remote runner", float(payload.sum()))  # what each runner's call gets
 
 
 GPU_SHARE_SCRIPT = r"""

@@ -564,15 +564,26 @@ class SpadePPO(PPO):
     _main_weights = main_weights
 
     def _on_all_runners(self, fn, tag: str) -> None:
-        """Run `fn(runner)` on every env runner, the local one included."""
+        """Run `fn(runner)` on every env runner, the local one included.
+
+        The remote runners get `fn` by reference: it (with what it holds: slot weights, the level
+        source) is serialized into the object store once, and each runner's call carries only the
+        ObjectRef, which Ray resolves before the call. Passing `fn` itself would serialize it once
+        per runner (bench/driver_scale.py: ~1.2 ms per runner per broadcast, docs/scaling.md)."""
         group = self.env_runner_group
+        if group.num_remote_env_runners() == 0:
+            group.foreach_env_runner(fn, local_env_runner=True)
+            return
+        import ray  # noqa: PLC0415
+
+        if self.env_runner is not None:
+            fn(self.env_runner)
+        shared = ray.put(fn)
         if self._sample_ahead_on():
             # Fire-and-forget, queued behind the in-flight sample (a blocking call would wait for it).
-            if self.env_runner is not None:
-                fn(self.env_runner)
-            group.foreach_env_runner_async_fetch_ready(fn, tag=tag, timeout_seconds=0.0)
+            group.foreach_env_runner_async_fetch_ready(shared, tag=tag, timeout_seconds=0.0)
             return
-        group.foreach_env_runner(fn, local_env_runner=True)
+        group.foreach_env_runner(shared, local_env_runner=False)
 
     def learner_hyperparams(self) -> dict:
         """main's lr (the torch optimizer's), entropy coeff and clip param, read from the (first) learner.
