@@ -138,6 +138,16 @@ def test_train_and_tune_refuse_gpus_without_cuda_before_ray(tmp_path, monkeypatc
                                                "(torch.cuda.is_available() is False)"), err
     assert not (tmp_path / "s").exists()
     tune.check_local_gpus(tune.parse_args(["--sweep", "seeds", "--gpus-per-trial", "0.25", "--address", "auto"]), {})
+    # A trial whose learners need more CPUs than the local Ray has would stay pending for ever.
+    assert tune.main(["--sweep", "seeds", "--smoke", "--storage", str(tmp_path / "s"), "--set", "resources.num_cpus=2",
+                      "--set", "resources.num_learners=2", "--set", "curriculum.plr.score=learnability"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("config error: resources.num_learners = 2: out of range, one trial asks "
+                                               "for 3 CPUs"), err
+    args = tune.parse_args(["--sweep", "seeds", "--smoke", "--set", "resources.num_cpus=2", "--set", "resources.num_learners=2",
+                            "--set", "curriculum.plr.score=learnability", "--set", "resources.num_cpus_per_learner=0.5"])
+    tune.check_local_trial_fits(args, *tune.resolve(args))  # 1 + 2 x 0.5 CPUs fit
+    assert not (tmp_path / "s").exists()
 
 
 # ------------------------------------------------------------------------------------------------
