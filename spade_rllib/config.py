@@ -418,6 +418,11 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
         raise ConfigError("curriculum.strategy = 'none': choose a strategy when curriculum.enabled is true")
     if cfg.curriculum.enabled and kind != LEVEL_KIND:
         raise ConfigError(f"curriculum.enabled = true: only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
+    if (cfg.curriculum.enabled and cfg.curriculum.strategy in ("plr", "accel", "maestro")
+            and cfg.curriculum.plr.score == "positive_value_loss" and cfg.resources.num_learners > 0):
+        raise ConfigError(f"curriculum.plr.score = 'positive_value_loss': only allowed with resources.num_learners = 0 "
+                          f"(is {cfg.resources.num_learners}; remote learners run RLlib's default connectors, which compute "
+                          "no per-level value loss); use score 'learnability' or resources.num_learners = 0")
     for key, plies in (("env.random_opening_plies", cfg.env.random_opening_plies),
                        ("evaluation.random_opening_plies", cfg.evaluation.random_opening_plies)):
         if plies and kind != "pettingzoo":

@@ -477,6 +477,13 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
     need_cpu, need_gpu = float(required.get("CPU", 0)), float(required.get("GPU", 0))
     have_gpu = float(gpus if gpus is not None else (machine_gpus() if need_gpu > 0 else 0))  # torch only when asked
     r, t = cfg.resources, cfg.training
+    learner_cpu = r.num_learners * r.num_cpus_per_learner
+    if r.num_learners > 1 and need_cpu > have_cpu + 1e-9 and 1.0 + learner_cpu > have_cpu + 1e-9:
+        source = f"resources.num_cpus = {cfg.resources.num_cpus}" if cfg.resources.num_cpus else f"this machine has {have_cpu:g} CPUs"
+        raise ConfigError(
+            f"resources.num_learners = {r.num_learners}: out of range, the learners alone take {learner_cpu:g} CPUs "
+            f"({r.num_learners} x resources.num_cpus_per_learner {r.num_cpus_per_learner:g}) plus 1 for the driver, but {source}; "
+            f"lower num_learners or num_cpus_per_learner (fractions allowed, e.g. 0.5)")
     if need_cpu > have_cpu + 1e-9:
         source = f"resources.num_cpus = {cfg.resources.num_cpus}" if cfg.resources.num_cpus else f"this machine has {have_cpu:g} CPUs"
         raise ConfigError(
@@ -484,6 +491,10 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"(1 driver + {t.num_env_runners} env runners x {r.num_cpus_per_env_runner:g}"
             + (f" + {r.num_learners} learners x {r.num_cpus_per_learner:g}" if r.num_learners else "")
             + f") but {source}; lower num_env_runners or resources.num_cpus_per_env_runner")
+    if need_gpu > have_gpu + 1e-9 and have_gpu == 0 and gpus is None:
+        raise ConfigError(
+            f"resources.num_gpus_per_learner = {r.num_gpus_per_learner:g}: out of range, this machine has no GPU "
+            f"(torch.cuda.is_available() is False); set it to 0, or attach to a cluster with GPUs (--address)")
     if need_gpu > have_gpu + 1e-9:
         raise ConfigError(
             f"resources.num_gpus_per_learner = {r.num_gpus_per_learner:g}: out of range, the run needs {need_gpu:g} GPU(s) "

@@ -91,6 +91,45 @@ def resolve(args: argparse.Namespace) -> tuple[SweepSpec, dict]:
     return spec, base
 
 
+def check_local_gpus(args: argparse.Namespace, base: dict) -> None:
+    """An embedded Ray (no --address, no RAY_ADDRESS) only has this machine's GPUs: a sweep asking for
+    GPUs on a machine without CUDA would wait for ever, so refuse it here. Attached to a cluster, the
+    GPUs may be on other nodes and Ray decides."""
+    if args.address or os.environ.get("RAY_ADDRESS"):
+        return
+    per_learner = float(((base.get("resources") or {}).get("num_gpus_per_learner")) or 0.0)
+    key, value = ("--gpus-per-trial", args.gpus_per_trial) if args.gpus_per_trial else ("resources.num_gpus_per_learner", per_learner)
+    if not value:
+        return
+    from spade_rllib.preflight import machine_gpus  # noqa: PLC0415
+
+    if machine_gpus() == 0:
+        raise ConfigError(f"{key} {value:g}: out of range, this machine has no GPU (torch.cuda.is_available() is False); "
+                          "leave it at 0, or attach to a cluster with GPUs (--address)")
+
+
+def check_local_trial_fits(args: argparse.Namespace, spec: SweepSpec, base: dict) -> None:
+    """An embedded Ray has `resources.num_cpus` (else this machine's) CPUs: a trial whose placement
+    group asks for more would stay pending for ever, so refuse it here (attached: Ray decides)."""
+    if args.address or os.environ.get("RAY_ADDRESS"):
+        return
+    pgf = resource_request(trial_template(spec, base, args), spec)
+    need = float(pgf.required_resources.get("CPU", 0.0))
+    cpus = (base.get("resources") or {}).get("num_cpus")
+    have = float(cpus or os.cpu_count() or 1)
+    if need <= have + 1e-9:
+        return
+    r = base.get("resources") or {}
+    learners = int(r.get("num_learners") or 0)
+    key = (f"--cpus-per-trial {args.cpus_per_trial:g}" if args.cpus_per_trial
+           else f"resources.num_learners = {learners}" if learners else
+           f"training.num_env_runners = {(base.get('training') or {}).get('num_env_runners', 0)}")
+    raise ConfigError(f"{key}: out of range, one trial asks for {need:g} CPUs (bundles {pgf.bundles}) but the local Ray "
+                      f"has {have:g} ({'resources.num_cpus' if cpus else 'this machine'}); lower --cpus-per-trial, "
+                      "training.num_env_runners or resources.num_learners / num_cpus_per_learner, or attach to a "
+                      "cluster (--address)")
+
+
 def storage_root(args: argparse.Namespace, base: dict) -> str:
     """Local absolute path or URI where the experiment directory goes."""
     root = args.storage or (base.get("experiment") or {}).get("storage_path") or "results"
@@ -130,7 +169,13 @@ def example_trial_config(template: dict, spec: SweepSpec) -> dict:
 
 def resource_request(template: dict, spec: SweepSpec):
     """The placement group factory Tune will ask for per trial."""
+    import logging  # noqa: PLC0415
+
     from spade_rllib.sweeps.trainable import SweepPPO  # noqa: PLC0415
+
+    # Importing RLlib resets its logger: without this, building the config warns "running PPO on the
+    # new API stack" above the plan or a config error's one line.
+    logging.getLogger("ray.rllib").setLevel(logging.ERROR)
 
     return SweepPPO.default_resource_request(example_trial_config(template, spec))
 
@@ -272,6 +317,8 @@ def main(argv=None) -> int:
         if args.dry_run:
             print_plan(spec, base, trial_template(spec, base, args), storage)
             return 0
+        check_local_gpus(args, base)
+        check_local_trial_fits(args, spec, base)
     except ConfigError as e:
         return config_error(e, argv)
     if spec.smoke:  # a checkpoint every iteration makes Tune warn about frequent state snapshots

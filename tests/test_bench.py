@@ -69,3 +69,32 @@ def test_env_only_ceiling_runs_the_runner_adapter():
     sps, obs = env_only(cfg, 0.2)
     assert sps > 0
     assert obs.shape[0] == 8 and obs.dtype.name == "float32"  # 4 envs x 2 agents
+
+
+def test_driver_scale_bench_smoke(capsys):
+    """bench/driver_scale.py at tiny sizes, without Ray: one JSON line, a case per (runners, snapshots),
+    slot weights shipped only once the league outgrows its 4 slots, a full broadcast carrying every slot."""
+    import json
+
+    from bench import driver_scale
+
+    assert driver_scale.main(["--runners", "1,3", "--snapshots", "1,6", "--outcomes", "24", "--iterations", "2",
+                              "--no-ray"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    out = json.loads(last)
+    assert out["bench"] == "driver_scale" and out["ray"] is False and len(out["load_average"]) == 3
+    cases = {(c["runners"], c["snapshots"]): c for c in out["cases"]}
+    assert sorted(cases) == [(1, 1), (1, 6), (3, 1), (3, 6)]
+    weights = cases[(1, 1)]["snapshot_weights_bytes"]
+    assert weights > 100_000  # the flagship MLP's numpy weights
+    for (runners, snapshots), c in cases.items():
+        parts = ("drain_s", "plr_s", "league_s", "self_play_s", "draw_watch_s", "runner_update_s")
+        assert all(c[k] > 0 for k in ("drain_s", "plr_s", "league_s", "ratings_s", "plan_s", "broadcast_ser_s"))
+        assert c["driver_s"] == pytest.approx(sum(c[k] for k in parts) + c["broadcast_ser_s"], rel=1e-3)
+        if snapshots == 1:  # one snapshot keeps its slot: only the plan and the level source travel
+            assert c["slot_loads_per_iter"] == 0 and c["broadcast_bytes"] < weights / 2
+            assert c["full_broadcast_bytes"] < 1.5 * weights
+        else:  # six members over four slots: resampled each plan, weights shipped
+            assert c["slot_loads_per_iter"] > 0
+            assert c["broadcast_bytes"] > 0.9 * weights * c["slot_loads_per_iter"]  # a snapshot's weights per load
+            assert c["full_broadcast_bytes"] > 3.5 * weights

@@ -115,7 +115,8 @@ def test_resource_requests_against_the_machine():
     with pytest.raises(ConfigError, match="num_gpus_per_learner = 1: out of range"):
         preflight.check_resources(cfg, preflight.required_resources(cfg), cpus=2, gpus=0)
     preflight.check_resources(cfg, preflight.required_resources(cfg), cpus=2, gpus=1)
-    cfg = load_config(QUICKSTART, ["resources.num_learners=2", "resources.num_cpus_per_learner=1"])
+    cfg = load_config(QUICKSTART, ["resources.num_learners=2", "resources.num_cpus_per_learner=1",
+                                 "curriculum.plr.score=learnability"])  # pvl needs the local learner
     assert preflight.required_resources(cfg) == {"CPU": 4.0, "GPU": 0.0}  # 1 driver + 1 runner + 2 learners
 
 
@@ -125,7 +126,7 @@ def test_required_resources_match_rllib():
     from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config
 
     for sets in ([], ["training.num_env_runners=2", "resources.num_cpus_per_env_runner=0.5"],
-                 ["resources.num_learners=2", "resources.num_cpus_per_learner=2"]):
+                 ["resources.num_learners=2", "resources.num_cpus_per_learner=2", "curriculum.plr.score=learnability"]):
         cfg = load_config(QUICKSTART, sets)
         pgf = SpadePPO.default_resource_request(build_algo_config(cfg))
         rllib = pgf.required_resources

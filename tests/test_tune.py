@@ -243,7 +243,7 @@ def test_gpus_per_trial_sets_learner_gpus_and_placement_group():
     assert pgf.required_resources == {"CPU": 1.0, "GPU": 0.25}
 
     algo, pgf = trial_bundles(["--sweep", "seeds", "--smoke", "--gpus-per-trial", "0.25", "--cpus-per-trial", "4",
-                               "--set", "resources.num_learners=2"])
+                               "--set", "resources.num_learners=2", "--set", "curriculum.plr.score=learnability"])
     assert algo.num_gpus_per_learner == 0.125 and algo.num_learners == 2
     assert pgf.bundles == [{"CPU": 2.0}, {"CPU": 1.0, "GPU": 0.125}, {"CPU": 1.0, "GPU": 0.125}]
     assert pgf.required_resources == {"CPU": 4.0, "GPU": 0.25}

@@ -242,7 +242,9 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             grad_clip=a.grad_clip,
             grad_clip_by="global_norm",
             num_epochs=a.epochs,
-            minibatch_size=a.minibatch_size,
+            # RLlib's batch sizes are per learner; the config's are global: with N data-parallel
+            # learners (gradients averaged) each takes 1/N of the batch and of every minibatch.
+            minibatch_size=max(1, a.minibatch_size // max(1, num_learners)),
             train_batch_size_per_learner=max(1, a.train_batch_size // max(1, num_learners)),
         )
         .learners(num_learners=num_learners, num_gpus_per_learner=r.num_gpus_per_learner,
@@ -329,17 +331,8 @@ class SpadePPO(PPO):
                 return None
             self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         with self.phases.phase("learn"), self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            learner_results = self.learner_group.update(
-                episodes=episodes,
-                timesteps={
-                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)),
-                    NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
-                        (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME), default=0),
-                },
-                num_epochs=self.config.num_epochs,
-                minibatch_size=self.config.minibatch_size,
-                shuffle_batch_per_epoch=self.config.shuffle_batch_per_epoch,
-            )
+            learner_results = self.update_learners(episodes, num_epochs=self.config.num_epochs,
+                                                   minibatch_size=self.config.minibatch_size)
             self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
         with self.phases.phase("weight_sync"), self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
             # With sample-ahead: queued behind the in-flight sample on each runner (the round after next uses them).
@@ -349,6 +342,24 @@ class SpadePPO(PPO):
                 inference_only=True,
             )
         return None
+
+    def update_learners(self, episodes: list, num_epochs: int, minibatch_size: Optional[int]) -> list:
+        """One PPO update of the learner group on `episodes` (RLlib's results list). Several learners
+        get every module's episodes split evenly and the same minibatch count (`sharding.py`);
+        `minibatch_size` is per learner, None = one step on each learner's whole share."""
+        timesteps = {
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0),
+            NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
+                (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME), default=0),
+        }
+        data: dict = {"episodes": episodes}
+        if len(self.learner_group) > 1:
+            from spade_rllib.rllib.sharding import ModuleShardedTrainingData  # noqa: PLC0415
+
+            data = {"training_data": ModuleShardedTrainingData(episodes=episodes)}
+        return self.learner_group.update(**data, timesteps=timesteps, num_epochs=num_epochs,
+                                         minibatch_size=minibatch_size,
+                                         shuffle_batch_per_epoch=self.config.shuffle_batch_per_epoch)
 
     def _collect_sampled_ahead(self) -> tuple[list, list, list]:
         """Results of the in-flight sampling round (waiting for it), then launch the next round."""
@@ -553,15 +564,26 @@ class SpadePPO(PPO):
     _main_weights = main_weights
 
     def _on_all_runners(self, fn, tag: str) -> None:
-        """Run `fn(runner)` on every env runner, the local one included."""
+        """Run `fn(runner)` on every env runner, the local one included.
+
+        The remote runners get `fn` by reference: it (with what it holds: slot weights, the level
+        source) is serialized into the object store once, and each runner's call carries only the
+        ObjectRef, which Ray resolves before the call. Passing `fn` itself would serialize it once
+        per runner (bench/driver_scale.py: ~1.2 ms per runner per broadcast, docs/scaling.md)."""
         group = self.env_runner_group
+        if group.num_remote_env_runners() == 0:
+            group.foreach_env_runner(fn, local_env_runner=True)
+            return
+        import ray  # noqa: PLC0415
+
+        if self.env_runner is not None:
+            fn(self.env_runner)
+        shared = ray.put(fn)
         if self._sample_ahead_on():
             # Fire-and-forget, queued behind the in-flight sample (a blocking call would wait for it).
-            if self.env_runner is not None:
-                fn(self.env_runner)
-            group.foreach_env_runner_async_fetch_ready(fn, tag=tag, timeout_seconds=0.0)
+            group.foreach_env_runner_async_fetch_ready(shared, tag=tag, timeout_seconds=0.0)
             return
-        group.foreach_env_runner(fn, local_env_runner=True)
+        group.foreach_env_runner(shared, local_env_runner=False)
 
     def learner_hyperparams(self) -> dict:
         """main's lr (the torch optimizer's), entropy coeff and clip param, read from the (first) learner.

@@ -85,6 +85,24 @@ OUTCOME_BUFFER_MAX = 100_000  # outcome records kept between two drains by the d
 METRICS_WINDOW = 200  # episodes over which W/D/L rates and returns are averaged per runner
 
 
+class SpadeSingleAgentEpisode(SingleAgentEpisode):
+    """A learner's chunk whose slices keep `agent_id`, `module_id` and a `multi_agent_episode_id`.
+
+    With several remote learners RLlib shards the episodes (`ShardEpisodesIterator`) and cuts one
+    that straddles two shards with `slice`, whose RLlib 2.60 version drops these three fields: the
+    multi-agent learner pipeline then fails on the piece (`AgentToModuleMapping`: "not enough values
+    to unpack"). Each piece gets its own `multi_agent_episode_id` (the learner batches by it)."""
+
+    __slots__ = ()
+
+    def slice(self, slice_: slice, *, len_lookback_buffer=None) -> "SpadeSingleAgentEpisode":
+        piece = super().slice(slice_, len_lookback_buffer=len_lookback_buffer)
+        piece.__class__ = SpadeSingleAgentEpisode  # no state of its own: a piece slices the same way
+        piece.agent_id, piece.module_id = self.agent_id, self.module_id
+        piece.multi_agent_episode_id = f"{self.multi_agent_episode_id}:{slice_.start or 0}"
+        return piece
+
+
 @contextlib.contextmanager
 def _single_thread():
     """Torch on one thread while acting (batches of tens of rows); the learner may use more."""
@@ -816,7 +834,7 @@ class SpadeEnvRunner(EnvRunner, Checkpointable):
                      "state_out": state_out}
             dummy = np.zeros_like(tr.actions[0]) if self._continuous else 0
             obs, actions, rewards, lookback = [tr.obs[0]] + list(tr.obs), [dummy] + list(tr.actions), [0.0] + list(tr.rewards), 1
-        eps = SingleAgentEpisode(
+        eps = SpadeSingleAgentEpisode(
             observations=obs,
             actions=actions,
             rewards=rewards,
