@@ -55,3 +55,12 @@ def target_verdicts(config: Mapping[str, Any], final: Mapping[str, float], prefi
         value = float(w) + 0.5 * float(d) if metric == SCORE else float(w)
         out.append(Verdict(opp, metric, value, target))
     return out
+
+
+def score_text(value: float, target: float | None = None) -> str:
+    """`value` with 2 decimals, or 3 where 2 would round it across `target` (0.796 against 0.8 never reads
+    '0.80 BELOW TARGET')."""
+    text = f"{value:.2f}"
+    if target is not None and (float(text) >= target) != (value >= target):
+        text = f"{value:.3f}"
+    return text

@@ -30,6 +30,16 @@ def test_navigation_line_on_every_map():
     assert navigation_line(final, 0.8) == ("every held-out map (crossroads, open_field): main's navigation "
                                            "(the other team never moves) 0.75 BELOW TARGET (>= 0.8)")
     assert navigation_line({}, 0.8) is None  # not played: no line
+    # a score just under the target never rounds up to it on the line
+    close = {**final, f"{ALL_PREFIX}/still/win_rate": 0.7916, f"{ALL_PREFIX}/still/draw_rate": 0.0084}
+    assert navigation_line(close, 0.8).endswith("0.796 BELOW TARGET (>= 0.8)")
+
+
+def test_score_text_keeps_two_decimals_unless_they_cross_the_target():
+    from spade_rllib.targets import score_text
+
+    assert score_text(0.654) == "0.65" and score_text(0.7958, 0.8) == "0.796" and score_text(0.8049, 0.8) == "0.80"
+    assert score_text(0.6951, 0.7) == "0.695" and score_text(0.6949, 0.7) == "0.69" and score_text(0.95, 0.95) == "0.95"
 
 
 def test_config():

@@ -130,7 +130,7 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
 
 def navigation_line(final: Mapping[str, Any], target: float) -> Optional[str]:
     """The line of `final_heldout_navigation_target`: main alone vs a still team on every held-out map."""
-    from spade_rllib.targets import target_verdicts  # noqa: PLC0415
+    from spade_rllib.targets import score_text, target_verdicts  # noqa: PLC0415
 
     verdicts = target_verdicts({"evaluation": {"targets": {STILL: target}}}, final, prefix=ALL_PREFIX)
     if not verdicts:
@@ -138,13 +138,13 @@ def navigation_line(final: Mapping[str, Any], target: float) -> Optional[str]:
     (v,) = verdicts
     names = final.get(f"{ALL_PREFIX}/levels") or []
     return (f"every held-out map ({', '.join(names)}): main's navigation (the other team never moves) "
-            f"{v.value:.2f} {'PASS' if v.met else 'BELOW TARGET'} (>= {v.target:g})")
+            f"{score_text(v.value, v.target)} {'PASS' if v.met else 'BELOW TARGET'} (>= {v.target:g})")
 
 
 def heldout_line(final: Mapping[str, Any], opponents: Sequence[str], targets: Mapping[str, float],
                  max_size: int = 0) -> str:
     """One summary line: main's score per opponent on the held-out maps, each with its verdict."""
-    from spade_rllib.targets import target_verdicts  # noqa: PLC0415
+    from spade_rllib.targets import score_text, target_verdicts  # noqa: PLC0415
 
     verdicts = {v.opponent: v for v in target_verdicts({"evaluation": {"targets": dict(targets)}}, final, prefix=PREFIX)}
     names = final.get(f"{PREFIX}/levels") or []
@@ -155,7 +155,7 @@ def heldout_line(final: Mapping[str, Any], opponents: Sequence[str], targets: Ma
             continue
         v = verdicts.get(opp)
         verdict = "" if v is None else f" {'PASS' if v.met else 'BELOW TARGET'} (>= {v.target:g})"
-        parts.append(f"{opp} {w + d / 2:.2f}{verdict}")
+        parts.append(f"{opp} {score_text(w + d / 2, None if v is None else v.target)}{verdict}")
     size = f" up to {max_size}x{max_size}" if max_size else ""
     return (f"held-out maps{size} ({', '.join(names) or 'none'}): main's score " + (", ".join(parts) or "n/a"))
 
