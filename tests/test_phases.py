@@ -126,3 +126,40 @@ def test_shipped_bench_refuses_an_unknown_config_with_a_hint():
     assert parse_configs("quickstart,connect_four") == ["quickstart", "connect_four"]
     with pytest.raises(SystemExit, match="did you mean 'flagship'"):
         parse_configs("flagshp")
+
+
+def test_shipped_bench_runs_the_users_command_and_reads_its_trial(tmp_path, monkeypatch):
+    """`run_config`: the real `train` command with the config's own settings, time-boxed, no final evaluation;
+    its figures come from the trial's result.json (a fake run here: no Ray)."""
+    import json
+    import subprocess
+
+    from bench import shipped_speed
+
+    seen = {}
+
+    def fake_run(cmd, **kwargs):
+        seen["cmd"] = cmd
+        trial = tmp_path / "quickstart" / "quickstart_00000"
+        trial.mkdir(parents=True)
+        rows = [{"time_this_iter_s": 0.5, "time_total_s": 0.5 * (i + 1), "env_runners": {"num_env_steps_sampled": 4096},
+                 "spade": {"phase_s": {"learn": 0.4, "sample_wait": 0.1}}} for i in range(5)]
+        (trial / "result.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(shipped_speed.subprocess, "run", fake_run)
+    row = shipped_speed.run_config("quickstart", 7, tmp_path)
+    cmd = " ".join(seen["cmd"])
+    assert "-m spade_rllib.train --config" in cmd and cmd.split("--config ")[1].split()[0].endswith("quickstart.yaml")
+    for part in ("training.stop.time_s=7", "training.stop.env_steps=null", "--final-eval-games 0", "--final-replays 0",
+                 f"experiment.storage_path={tmp_path}"):
+        assert part in cmd, cmd
+    assert row["iterations"] == 3 and row["sps"] == pytest.approx(8192.0) and row["config"] == "tune_configs/quickstart.yaml"
+    assert row["phase_share"]["learn"] == pytest.approx(0.8)
+
+    def failing(cmd, **kwargs):
+        return subprocess.CompletedProcess(cmd, 2, "config error: agent.lrr: unknown key\n", "")
+
+    monkeypatch.setattr(shipped_speed.subprocess, "run", failing)
+    with pytest.raises(RuntimeError, match="train exited 2: config error"):
+        shipped_speed.run_config("flagship", 7, tmp_path)
