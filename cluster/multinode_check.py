@@ -18,11 +18,29 @@
    created: never a global `ray stop`, so other Ray instances on the machine are left alone.
 
 The entrypoint is a template: `{storage}` becomes a fresh storage folder that both nodes see,
-`{python}` the interpreter running this script, `{here}` this folder. Default: the stand-in Tune
-job `cluster/standin_tune_job.py`. For the real sweep:
+`{python}` the interpreter running this script, `{here}` this folder, `{root}` the repository.
+Default: the stand-in Tune job `cluster/standin_tune_job.py`. For the real sweep:
 
     python cluster/multinode_check.py --entrypoint \
         "python -m spade_rllib.tune --sweep lr_gamma --smoke --address auto --storage {storage}"
+
+`--flagship`: the flagship training as users run it (`FLAGSHIP_ENTRYPOINT`):
+`ray job submit --working-dir <repo> -- python -m spade_rllib.train --config
+tune_configs/flagship.yaml --address auto --set ...`, shrunk to 3 iterations of 512 env steps with
+2 env runners, league (a snapshot every iteration, PFSP) and PLR curriculum on, storage in the
+work folder (one machine: a folder both nodes see, as NFS would on a real cluster). Each node
+then gets 2 CPUs: the trial's placement group (main process + 2 runners, 1 CPU each, RLlib's PACK
+strategy) fills one node with the main process and runner 1 and puts runner 2 on the other.
+Instead of trials on both nodes it checks:
+  * the env runners (`SpadeEnvRunner` actors, read from the dashboard's state API
+    `/api/v0/actors` while the job runs and after it) ran on both nodes;
+  * the trial's results: the league grew (snapshots), PFSP planned games against a snapshot,
+    the PLR curriculum reported its buffer and episodes; a checkpoint was written;
+  * after both nodes are stopped, the checkpoint restores on this machine without a cluster:
+    `python -m spade_rllib.evaluate --checkpoint <trial dir> --local ...` exits 0 and writes its
+    files.
+
+The nodes get this checkout first on PYTHONPATH, so jobs import the code next to this script.
 
 Exit status 0 when every check passed. `--report FILE` writes the findings as JSON.
 """
@@ -32,6 +50,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import secrets
 import shlex
 import signal
@@ -45,16 +64,45 @@ import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent  # the repository: `--working-dir` of the flagship job, first on the nodes' PYTHONPATH
 STANDIN_ENTRYPOINT = "{python} {here}/standin_tune_job.py --storage {storage}"
 SWEEP_ENTRYPOINT = (
     "python -m spade_rllib.tune --sweep lr_gamma --smoke --address auto --storage {storage}"
 )
+# The flagship recipe shrunk to about a minute on 2 cores: 3 iterations of 512 env steps, 2 env
+# runners (one per node), a league snapshot every iteration, PLR with a small buffer. The
+# evaluation settings stay the flagship's (every 25 iterations: not reached); the end-of-run
+# evaluation is off (`--final-eval-games 0`): the checker plays the checkpoint itself, afterwards.
+FLAGSHIP_NAME = "flagship"
+FLAGSHIP_SETS = (
+    "training.stop.iterations=3", "training.num_env_runners=2", "training.num_envs_per_runner=2",
+    "agent.train_batch_size=512", "agent.minibatch_size=256", "agent.epochs=1",
+    "league.every_n_iterations=1", "league.min_iterations_between=1", "league.win_rate_threshold=null",
+    "curriculum.plr.capacity=16", "experiment.storage_path={storage}",
+)
+FLAGSHIP_ENTRYPOINT = (
+    "python -m spade_rllib.train --config tune_configs/flagship.yaml --address auto "
+    + " ".join(f"--set {s}" for s in FLAGSHIP_SETS)
+    + " --final-eval-games 0 --final-replays 0"
+)
+# The flagship job runs in (a copy of) this checkout, as `ray job submit --working-dir .` from a
+# checkout does (`.git` excluded: Ray would upload it); `tune_configs/flagship.yaml` resolves there.
+WORKING_DIR_EXCLUDES = [".git"]
+RUNNER_CLASS = "SpadeEnvRunner"
+TRAINABLE_CLASS = "SpadePPO"
+# The single-machine restore: `{trial}` and `{out}` filled in after the nodes are stopped.
+EVALUATE_ARGS = ("-m", "spade_rllib.evaluate", "--checkpoint", "{trial}", "--levels", "generated:1@2",
+                 "--games-per-pair", "2", "--local", "--no-league", "--bots", "rusher", "--out", "{out}")
+EVALUATE_FILES = ("games.csv", "payoff.csv", "ratings.csv", "levels.csv", "report.md", "eval_config.json")
 
-
-REQUIRED_CHECKS = (
+BASE_CHECKS = (
     "two_nodes_alive", "gcs_refuses_missing_token", "http_401_without_token", "http_403_wrong_token",
-    "job_submit_rc_0", "trials_found", "trials_on_head", "trials_on_worker", "api_lists_job",
-    "api_job_succeeded", "nodes_stopped",
+    "job_submit_rc_0", "api_lists_job", "api_job_succeeded", "nodes_stopped",
+)
+REQUIRED_CHECKS = (*BASE_CHECKS, "trials_found", "trials_on_head", "trials_on_worker")
+FLAGSHIP_CHECKS = (
+    *BASE_CHECKS, "trials_found", "runners_found", "runners_on_head", "runners_on_worker", "league_grew",
+    "pfsp_planned_snapshot", "curriculum_metrics", "checkpoint_written", "evaluate_rc_0", "evaluate_files",
 )
 
 
@@ -247,6 +295,139 @@ def trial_placements(storage: Path) -> dict[str, dict]:
     return placements
 
 
+def actors_of(dashboard: str, token: str, classes: tuple[str, ...]) -> list[dict]:
+    """Actors of these classes, alive or dead, from the dashboard's state API (`ray list actors`)."""
+    status, body = http_get(f"{dashboard}/api/v0/actors?detail=1&limit=10000", token)
+    if status != 200:
+        return []
+    try:
+        rows = json.loads(body)["data"]["result"]["result"]
+    except (ValueError, KeyError, TypeError):
+        return []
+    return [
+        {k: r.get(k) for k in ("actor_id", "class_name", "node_id", "pid", "state")}
+        for r in rows if r.get("class_name") in classes
+    ]
+
+
+def merge_actors(seen: dict[str, dict], rows: list[dict]) -> None:
+    """Into `seen` (actor id -> row): the newest row of each actor, keeping a node id once known
+    (an actor's node id can go missing once it is dead)."""
+    for row in rows:
+        aid = row.get("actor_id")
+        if not aid:
+            continue
+        old = seen.get(aid, {})
+        seen[aid] = {**old, **{k: v for k, v in row.items() if v not in (None, "")}}
+
+
+def nodes_of(actors: dict[str, dict], class_name: str) -> list[str]:
+    """Sorted node ids the actors of `class_name` ran on."""
+    return sorted({a["node_id"] for a in actors.values() if a.get("class_name") == class_name and a.get("node_id")})
+
+
+def _metric(row: dict, key: str):
+    """`row[key]` for a flat "a/b" key, else the nested row["a"]["b"]; None when absent."""
+    if key in row:
+        return row[key]
+    node = row
+    for part in key.split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _num(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if value != value else value  # NaN: not reported
+
+
+def _flat(row: dict, prefix: str = "") -> dict:
+    out: dict = {}
+    for k, v in row.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "/"))
+        else:
+            out[key] = v
+    return out
+
+
+def flagship_findings(storage: Path, name: str = FLAGSHIP_NAME) -> dict:
+    """What the flagship trial under `storage/name/` recorded: per iteration the league's size and
+    snapshots, PFSP's planned share of snapshot opponents and the PLR curriculum's numbers; its
+    checkpoints. Empty when there is no trial."""
+    trials = sorted(p for p in (storage / name).glob(f"{name}_*") if (p / "result.json").is_file())
+    if not trials:
+        return {}
+    trial = trials[-1]
+    rows = []
+    for line in (trial / "result.json").read_text(errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "training_iteration" in row:
+            rows.append(row)
+    iterations = []
+    for row in rows:
+        flat = _flat(row)
+        plan = {k[len("league/plan/"):]: _num(v) for k, v in flat.items() if k.startswith("league/plan/")}
+        iterations.append({
+            "iteration": int(row["training_iteration"]),
+            "node_ip": row.get("node_ip"),
+            "league_size": _num(_metric(row, "league/size")),
+            "league_snapshots_total": _num(_metric(row, "league/snapshots_total")),
+            # Frozen snapshots of a learner are named <learner>_v<N> (main_v1, ...).
+            "pfsp_snapshot_share": sum(v or 0.0 for k, v in plan.items() if re.fullmatch(r".+_v\d+", k)),
+            "curriculum_buffer_size": _num(_metric(row, "curriculum/buffer_size")),
+            "curriculum_episodes": _num(_metric(row, "curriculum/episodes")),
+            "curriculum_score_mean": _num(_metric(row, "curriculum/score_mean")),
+        })
+    checkpoints = sorted(c.name for c in trial.glob("checkpoint_*") if c.is_dir() and any(c.iterdir()))
+    return {"trial": str(trial), "iterations": iterations, "checkpoints": checkpoints}
+
+
+def flagship_checks(found: dict) -> dict[str, bool]:
+    """The league grew, PFSP planned a snapshot, the curriculum reported, a checkpoint exists."""
+    its = found.get("iterations") or []
+    sizes = [i["league_size"] for i in its if i["league_size"] is not None]
+    last = its[-1] if its else {}
+    return {
+        "trials_found": bool(found.get("trial")) and bool(its),
+        "league_grew": len(sizes) >= 2 and sizes[-1] > sizes[0] and (last.get("league_snapshots_total") or 0) >= 2,
+        "pfsp_planned_snapshot": any(i["pfsp_snapshot_share"] > 0 for i in its),
+        "curriculum_metrics": (last.get("curriculum_buffer_size") or 0) > 0 and (last.get("curriculum_episodes") or 0) > 0,
+        "checkpoint_written": bool(found.get("checkpoints")),
+    }
+
+
+def evaluate_restore(trial: str, out: Path, env: dict, timeout: float = 300) -> dict:
+    """`python -m spade_rllib.evaluate --checkpoint <trial> --local ...` on this machine, no cluster."""
+    cmd = [sys.executable, *(a.format(trial=trial, out=out) for a in EVALUATE_ARGS)]
+    log(f"evaluate: {shlex.join(cmd)}")
+    t0 = time.time()
+    try:
+        r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        rc, text = r.returncode, r.stdout + r.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, text = 124, f"{e.stdout or ''}{e.stderr or ''}\n(timed out after {timeout}s)"
+    files = sorted(f for f in EVALUATE_FILES if (out / f).is_file() and (out / f).stat().st_size > 0)
+    games = 0
+    if (out / "games.csv").is_file():
+        games = max(0, len((out / "games.csv").read_text().strip().splitlines()) - 1)
+    result = {"command": shlex.join(cmd), "rc": rc, "seconds": round(time.time() - t0, 1), "files": files,
+              "games": games}
+    if rc != 0:
+        result["tail"] = text[-3000:] if isinstance(text, str) else str(text)[-3000:]
+    log(f"evaluate: rc={rc} in {result['seconds']}s, {games} games, files {files}")
+    return result
+
+
 # --------------------------------------------------------------------------- main check
 
 
@@ -258,7 +439,12 @@ def run_check(
     cpus_per_node: int = 1,
     job_timeout: float = 600,
     keep: bool = False,
+    flagship: bool = False,
+    working_dir: str | None = None,
 ) -> dict:
+    """Start the two nodes, run the checks, stop the nodes; the findings. `flagship`: the checks of
+    the flagship job (runners on both nodes, league, curriculum, restore) instead of trials on both
+    nodes. `working_dir`: the job's `--working-dir` (a runtime env, `.git` excluded)."""
     import shutil
 
     if not (can_bind(head_ip) and can_bind(worker_ip)):
@@ -281,13 +467,18 @@ def run_check(
         RAY_AUTH_TOKEN_PATH=str(token_path),  # ... need both: the mode and the token
         RAY_USAGE_STATS_ENABLED="0",
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        # The nodes (and so the job and its actors) import the code next to this script first.
+        PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
     )
     gcs_port, dash_port, client_port, agent_head, agent_worker = free_ports(5)
     dashboard = f"http://127.0.0.1:{dash_port}"
     report: dict = {
         "workdir": str(work), "dashboard": dashboard, "entrypoint": entrypoint,
         "head_ip": head_ip, "worker_ip": worker_ip, "checks": {},
+        "mode": "flagship" if flagship else "tune", "cpus_per_node": cpus_per_node,
     }
+    required = FLAGSHIP_CHECKS if flagship else REQUIRED_CHECKS
+    actors: dict[str, dict] = {}
     checks = report["checks"]
     common = [f"--num-cpus={cpus_per_node}", "--num-gpus=0", "--object-store-memory=100000000",
               "--disable-usage-stats"]
@@ -336,23 +527,55 @@ def run_check(
         # Submit the job.
         sid = f"spade-multinode-{secrets.token_hex(4)}"
         report["submission_id"] = sid
-        ep = entrypoint.format(storage=storage, python=sys.executable, here=HERE)
+        ep = entrypoint.format(storage=storage, python=sys.executable, here=HERE, root=ROOT)
+        runtime = []
+        if working_dir:
+            runtime = ["--runtime-env-json",
+                       json.dumps({"working_dir": str(working_dir), "excludes": WORKING_DIR_EXCLUDES})]
         cmd = [ray_executable(), "job", "submit", f"--address={dashboard}", f"--submission-id={sid}",
-               "--", *shlex.split(ep)]
+               *runtime, "--", *shlex.split(ep)]
         log(f"submit: {shlex.join(cmd)}")
         t1 = time.time()
-        try:
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=job_timeout)
-            rc, out = r.returncode, r.stdout + r.stderr
-        except subprocess.TimeoutExpired as e:
-            rc, out = 124, f"{e.stdout or ''}{e.stderr or ''}\n(timed out after {job_timeout}s)"
-        (work / "job.log").write_text(out if isinstance(out, str) else out.decode(errors="replace"))
+        job_log = work / "job.log"
+        with open(job_log, "wb") as job_out:
+            proc = subprocess.Popen(cmd, env=env, stdout=job_out, stderr=subprocess.STDOUT)
+            # While the job runs: which node each env runner (and the trial) lives on.
+            while proc.poll() is None and time.time() - t1 < job_timeout:
+                if flagship:
+                    merge_actors(actors, actors_of(dashboard, token, (RUNNER_CLASS, TRAINABLE_CLASS)))
+                time.sleep(2)
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                rc = 124
+            else:
+                rc = proc.returncode
+        out = job_log.read_text(errors="replace")
+        if rc == 124:
+            out += f"\n(timed out after {job_timeout}s)"
         report["job_seconds"] = round(time.time() - t1, 1)
         report["job_submit_rc"] = rc
         checks["job_submit_rc_0"] = rc == 0
         log(f"job finished: rc={rc} in {report['job_seconds']}s")
         if rc != 0:
             report["job_log_tail"] = out[-4000:]
+
+        if flagship:  # dead actors keep their rows in the state API
+            merge_actors(actors, actors_of(dashboard, token, (RUNNER_CLASS, TRAINABLE_CLASS)))
+            report["actors"] = actors
+            runner_nodes = nodes_of(actors, RUNNER_CLASS)
+            report["runner_nodes"], report["trainable_nodes"] = runner_nodes, nodes_of(actors, TRAINABLE_CLASS)
+            checks["runners_found"] = sum(a.get("class_name") == RUNNER_CLASS for a in actors.values()) >= 2
+            checks["runners_on_head"] = head_id in runner_nodes
+            checks["runners_on_worker"] = worker_id in runner_nodes
+            report["flagship"] = flagship_findings(storage)
+            checks.update(flagship_checks(report["flagship"]))
+            report["job_output"] = [ln for ln in out.splitlines()
+                                    if ln.startswith(("training ", "iter ", "done:", "trial dir:", "checkpoint:"))]
 
         # Trials on both nodes.
         placements = trial_placements(storage)
@@ -365,9 +588,10 @@ def run_check(
             trial_nodes[trial] = nid
         report["trial_nodes"] = trial_nodes
         used = set(trial_nodes.values())
-        checks["trials_found"] = len(trial_nodes) > 0
-        checks["trials_on_head"] = head_id in used
-        checks["trials_on_worker"] = worker_id in used
+        if not flagship:  # one trial: the runners, not the trials, spread over the nodes
+            checks["trials_found"] = len(trial_nodes) > 0
+            checks["trials_on_head"] = head_id in used
+            checks["trials_on_worker"] = worker_id in used
 
         # The dashboard's job API lists the job.
         status, body = http_get(f"{dashboard}/api/jobs/", token)
@@ -384,36 +608,60 @@ def run_check(
         left = [p.pid for p in worker.processes() + head.processes()
                 if p.is_running() and p.status() != "zombie"]
         checks["nodes_stopped"] = not left
-        report["seconds"] = round(time.time() - t0, 1)
-        report["ok"] = "error" not in report and all(checks.get(k) for k in REQUIRED_CHECKS)
-        if not keep and report["ok"]:
-            shutil.rmtree(work, ignore_errors=True)
+    # The checkpoint restores on this machine alone: no cluster, no RAY_ADDRESS.
+    trial = (report.get("flagship") or {}).get("trial")
+    if flagship and trial and "error" not in report:
+        out_dir = work / "evaluate"
+        local_env = {k: v for k, v in env.items() if not k.startswith("RAY_")}
+        report["evaluate"] = evaluate_restore(trial, out_dir, local_env)
+        checks["evaluate_rc_0"] = report["evaluate"]["rc"] == 0
+        checks["evaluate_files"] = (len(report["evaluate"]["files"]) == len(EVALUATE_FILES)
+                                    and report["evaluate"]["games"] >= 2)
+    report["seconds"] = round(time.time() - t0, 1)
+    report["ok"] = "error" not in report and all(checks.get(k) for k in required)
+    report["failed_checks"] = [k for k in required if not checks.get(k)]
+    if not keep and report["ok"]:
+        shutil.rmtree(work, ignore_errors=True)
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--entrypoint", default=os.environ.get("SPADE_MULTINODE_ENTRYPOINT", STANDIN_ENTRYPOINT),
-                   help="job command template ({storage}, {python}, {here}); default: the stand-in job")
+                   help="job command template ({storage}, {python}, {here}, {root}); default: the stand-in job")
     p.add_argument("--sweep", action="store_true", help=f"use the real sweep: {SWEEP_ENTRYPOINT!r}")
+    p.add_argument("--flagship", action="store_true",
+                   help="the flagship training as users run it (FLAGSHIP_ENTRYPOINT, submitted with this checkout as "
+                        "its working dir), with its own checks: env runners on both nodes, league and curriculum, "
+                        "and the checkpoint restoring on this machine after the cluster is stopped")
     p.add_argument("--workdir", help="folder for tokens, temp dirs, logs, storage (default: fresh under /tmp)")
     p.add_argument("--head-ip", default="127.0.0.2")
     p.add_argument("--worker-ip", default="127.0.0.3")
-    p.add_argument("--cpus-per-node", type=int, default=1)
+    p.add_argument("--cpus-per-node", type=int, default=None,
+                   help="logical CPUs per node (default 1; 2 with --flagship: main process + 2 runners)")
     p.add_argument("--job-timeout", type=float, default=600)
     p.add_argument("--keep", action="store_true", help="keep the workdir even when all checks pass")
     p.add_argument("--report", help="write the findings as JSON here")
     a = p.parse_args(argv)
+    if a.sweep and a.flagship:
+        p.error("--sweep and --flagship: choose one")
+    if a.cpus_per_node is not None and a.cpus_per_node < 1:
+        p.error(f"--cpus-per-node = {a.cpus_per_node}: out of range, at least 1")
+    if a.job_timeout <= 0:
+        p.error(f"--job-timeout = {a.job_timeout:g}: out of range, more than 0 seconds")
     # SIGTERM (e.g. a test's timeout) unwinds through run_check's `finally`: the nodes get stopped.
     def _on_sigterm(*_):
         log("SIGTERM: stopping the nodes")
         sys.exit(143)
 
     signal.signal(signal.SIGTERM, _on_sigterm)
+    entrypoint = SWEEP_ENTRYPOINT if a.sweep else FLAGSHIP_ENTRYPOINT if a.flagship else a.entrypoint
     report = run_check(
-        entrypoint=SWEEP_ENTRYPOINT if a.sweep else a.entrypoint, workdir=a.workdir,
-        head_ip=a.head_ip, worker_ip=a.worker_ip, cpus_per_node=a.cpus_per_node,
-        job_timeout=a.job_timeout, keep=a.keep,
+        entrypoint=entrypoint, workdir=a.workdir,
+        head_ip=a.head_ip, worker_ip=a.worker_ip,
+        cpus_per_node=a.cpus_per_node if a.cpus_per_node is not None else (2 if a.flagship else 1),
+        job_timeout=a.job_timeout, keep=a.keep, flagship=a.flagship,
+        working_dir=str(ROOT) if a.flagship else None,
     )
     text = json.dumps(report, indent=2, sort_keys=True)
     if a.report:

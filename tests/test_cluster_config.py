@@ -3,6 +3,7 @@ the cluster scripts. No Ray cluster, no network: fast."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -167,6 +168,107 @@ def test_multinode_trial_placements_parser(tmp_path):
     assert got == {"exp/trial_a": {"node_id": "n1", "node_ip": "127.0.0.2"},
                    "exp/trial_b": {"node_ip": "127.0.0.3"}}
     assert "{storage}" in mc.SWEEP_ENTRYPOINT and "--sweep lr_gamma --smoke" in mc.SWEEP_ENTRYPOINT
+
+
+def _multinode_check():
+    sys.path.insert(0, str(CLUSTER))
+    try:
+        import multinode_check as mc
+    finally:
+        sys.path.remove(str(CLUSTER))
+    return mc
+
+
+def test_multinode_flagship_entrypoint_is_the_users_command_and_a_valid_config(tmp_path):
+    """The flagship job is `python -m spade_rllib.train --config tune_configs/flagship.yaml --address auto`
+    with `--set` overrides that the config accepts: 2 env runners, league and PLR left on."""
+    from spade_rllib.config import load_config
+
+    mc = _multinode_check()
+    ep = mc.FLAGSHIP_ENTRYPOINT
+    assert ep.startswith("python -m spade_rllib.train --config tune_configs/flagship.yaml --address auto ")
+    assert "{storage}" in ep and "{" not in ep.replace("{storage}", "")
+    args = ep.format(storage=tmp_path).split()
+    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    assert len(sets) == len(mc.FLAGSHIP_SETS)
+    cfg = load_config(str(ROOT / "tune_configs" / "flagship.yaml"), sets, resolve=False)
+    assert cfg.training.num_env_runners == 2 and cfg.training.stop.iterations == 3
+    assert cfg.league.enabled and cfg.league.sampling == "pfsp" and cfg.league.every_n_iterations == 1
+    assert cfg.curriculum.enabled and cfg.curriculum.strategy == "plr"
+    assert cfg.experiment.storage_path == str(tmp_path) and cfg.resources.num_learners == 0
+    # No shell metacharacters: Ray runs the entrypoint through a shell.
+    assert not re.search(r"[][*?$`;&|<>(){}\\'\"]", ep.replace("{storage}", ""))
+    assert mc.FLAGSHIP_CHECKS[-2:] == ("evaluate_rc_0", "evaluate_files")
+    assert "--local" in mc.EVALUATE_ARGS and "--no-league" in mc.EVALUATE_ARGS
+
+
+def _result_rows(trial: Path, rows: list[dict]) -> None:
+    trial.mkdir(parents=True)
+    (trial / "result.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+
+def test_multinode_flagship_findings_and_checks(tmp_path):
+    mc = _multinode_check()
+    assert mc.flagship_findings(tmp_path) == {}
+    trial = tmp_path / "flagship" / "flagship_abc"
+    nested = [
+        {"training_iteration": i, "node_ip": "127.0.0.2",
+         "league": {"size": 5.0 + i, "snapshots_total": float(i),
+                    "plan": {"main": 0.4, "bot:rusher": 0.3, **({f"main_v{i - 1}": 0.3} if i > 1 else {})}},
+         "curriculum": {"buffer_size": 4.0 * i, "episodes": 8.0 * i, "score_mean": float("nan")}}
+        for i in (1, 2, 3)
+    ]
+    _result_rows(trial, nested)
+    (trial / "checkpoint_000000").mkdir()
+    (trial / "checkpoint_000000" / "algorithm_state.pkl").write_bytes(b"x")
+    found = mc.flagship_findings(tmp_path)
+    assert found["trial"] == str(trial) and found["checkpoints"] == ["checkpoint_000000"]
+    assert [i["league_size"] for i in found["iterations"]] == [6.0, 7.0, 8.0]
+    assert [i["pfsp_snapshot_share"] for i in found["iterations"]] == [0.0, 0.3, 0.3]
+    assert found["iterations"][-1]["curriculum_score_mean"] is None  # NaN: not reported
+    assert all(mc.flagship_checks(found).values()), mc.flagship_checks(found)
+
+    # Flat keys read the same; a league that did not grow, no PFSP snapshot, an empty curriculum fail.
+    flat = [{"training_iteration": i, "league/size": 6.0, "league/snapshots_total": 0.0, "league/plan/main": 1.0,
+             "curriculum/buffer_size": 0.0, "curriculum/episodes": 3.0} for i in (1, 2)]
+    other = tmp_path / "other"
+    _result_rows(other / "flagship" / "flagship_x", flat)
+    checks = mc.flagship_checks(mc.flagship_findings(other))
+    assert checks == {"trials_found": True, "league_grew": False, "pfsp_planned_snapshot": False,
+                      "curriculum_metrics": False, "checkpoint_written": False}
+
+
+def test_multinode_runner_nodes_from_the_state_api_rows():
+    mc = _multinode_check()
+    seen: dict = {}
+    mc.merge_actors(seen, [
+        {"actor_id": "a1", "class_name": "SpadeEnvRunner", "node_id": "head", "pid": 11, "state": "ALIVE"},
+        {"actor_id": "a2", "class_name": "SpadeEnvRunner", "node_id": None, "pid": 0, "state": "PENDING_CREATION"},
+        {"actor_id": "t1", "class_name": "SpadePPO", "node_id": "head", "pid": 10, "state": "ALIVE"},
+    ])
+    assert mc.nodes_of(seen, "SpadeEnvRunner") == ["head"]
+    mc.merge_actors(seen, [{"actor_id": "a2", "class_name": "SpadeEnvRunner", "node_id": "worker", "state": "ALIVE"}])
+    # Dead, its node id no longer reported: the one seen while it ran stays.
+    mc.merge_actors(seen, [{"actor_id": "a2", "class_name": "SpadeEnvRunner", "node_id": "", "state": "DEAD"}])
+    assert seen["a2"]["state"] == "DEAD" and seen["a2"]["node_id"] == "worker"
+    assert mc.nodes_of(seen, "SpadeEnvRunner") == ["head", "worker"]
+    assert mc.nodes_of(seen, "SpadePPO") == ["head"]
+
+
+def test_multinode_evaluate_restore_reports_a_failure(tmp_path):
+    """The restore check fails (exit status, no files) when the trial dir holds no checkpoint."""
+    mc = _multinode_check()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    got = mc.evaluate_restore(str(tmp_path / "no_trial"), tmp_path / "out", env, timeout=120)
+    assert got["rc"] != 0 and got["files"] == [] and got["games"] == 0 and got["tail"], got
+
+
+def test_multinode_check_refuses_bad_flags_in_one_line():
+    for args, msg in ((["--sweep", "--flagship"], "choose one"), (["--cpus-per-node", "0"], "--cpus-per-node = 0"),
+                      (["--job-timeout", "-1"], "--job-timeout = -1")):
+        r = subprocess.run([sys.executable, str(CLUSTER / "multinode_check.py"), *args],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and msg in r.stderr, (args, r.stderr)
 
 
 def test_smoke_test_script_is_valid_bash():

@@ -1,7 +1,9 @@
 """A real two-node Ray cluster on this machine, token authentication on (cluster/multinode_check.py).
 
 Select with `-m multinode` (also marked `slow`). About a minute for the stand-in job; the real
-sweep test runs once `spade_rllib.tune` exists.
+sweep test runs once `spade_rllib.tune` exists; the flagship training (`--flagship`: `python -m
+spade_rllib.train --config tune_configs/flagship.yaml --address auto` shrunk, env runners on both
+nodes, then the checkpoint evaluated on this machine alone) about 75 s.
 
 It starts its own head and second node (`ray start`, 1 CPU each, own ports, temp dirs and
 loopback IPs), never touches another Ray on the machine, and stops both nodes at the end. It does
@@ -83,3 +85,34 @@ def test_two_nodes_real_lr_gamma_sweep(tmp_path):
     """The issue's job: `python -m spade_rllib.tune --sweep lr_gamma --smoke` on both nodes."""
     report = _run_check(tmp_path, "--sweep", "--job-timeout", "900", timeout=1100)
     _assert_multinode(report)
+
+
+@pytest.mark.timeout(900)
+def test_two_nodes_flagship_training_as_users_run_it(tmp_path):
+    """The flagship recipe (league + PLR), shrunk, through `ray job submit -- python -m spade_rllib.train
+    --config tune_configs/flagship.yaml --address auto`: its two env runners on the two nodes, the
+    league grew, the curriculum reported, and the checkpoint evaluates on this machine once the
+    cluster is gone."""
+    report = _run_check(tmp_path, "--flagship", "--job-timeout", "480", timeout=720)
+    failed = [name for name, ok in report["checks"].items() if not ok]
+    assert not report.get("error") and not failed and report["ok"] and report["_rc"] == 0, (
+        f"failed checks {failed}, error {report.get('error')}\n{report.get('job_log_tail', '')}\n"
+        f"{json.dumps(report.get('evaluate'), indent=1)}\n{report['_stdout'][-3000:]}"
+    )
+    assert report["mode"] == "flagship" and not report["failed_checks"]
+    assert "--config tune_configs/flagship.yaml --address auto" in report["entrypoint"]
+    head, worker = report["head_node_id"], report["worker_node_id"]
+    # (a) the env runners ran on both nodes (the dashboard's state API, actor by actor)
+    runners = [a for a in report["actors"].values() if a["class_name"] == "SpadeEnvRunner"]
+    assert len(runners) >= 2 and {a["node_id"] for a in runners} == {head, worker}, report["actors"]
+    # the league grew every iteration and the PLR curriculum reported
+    its = report["flagship"]["iterations"]
+    assert [i["iteration"] for i in its] == [1, 2, 3], its
+    sizes = [i["league_size"] for i in its]
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0], sizes
+    assert its[-1]["curriculum_buffer_size"] > 0 and its[-1]["curriculum_episodes"] > 0, its
+    assert report["flagship"]["checkpoints"], report["flagship"]
+    # (b) the checkpoint restores on one machine without the cluster (after both nodes stopped)
+    ev = report["evaluate"]
+    assert ev["rc"] == 0 and ev["games"] >= 2 and "report.md" in ev["files"], ev
+    assert report["checks"]["nodes_stopped"] and report["api_job_status"] == "SUCCEEDED"
