@@ -1,9 +1,10 @@
 """A real two-node Ray cluster on this machine, token authentication on (cluster/multinode_check.py).
 
-Select with `-m multinode` (also marked `slow`). About a minute for the stand-in job; the real
-sweep test runs once `spade_rllib.tune` exists; the flagship training (`--flagship`: `python -m
+Select with `-m multinode` (also marked `slow`). The `lr_gamma` sweep on both nodes (about 50 s) and the
+flagship training (`--flagship`: `python -m
 spade_rllib.train --config tune_configs/flagship.yaml --address auto` shrunk, env runners on both
-nodes, then the checkpoint evaluated on this machine alone) about 75 s.
+nodes, then the checkpoint evaluated on this machine alone) about 60-75 s. Both check token authentication too. The stand-in job
+(`python cluster/multinode_check.py` without a mode) stays a manual check.
 
 It starts its own head and second node (`ray start`, 1 CPU each, own ports, temp dirs and
 loopback IPs), never touches another Ray on the machine, and stops both nodes at the end. It does
@@ -63,19 +64,11 @@ def _assert_multinode(report: dict) -> None:
     used = set(report["trial_nodes"].values())
     assert {head, worker} <= used, report["trial_nodes"]
     assert report["api_job_status"] == "SUCCEEDED"
-    # Both nodes were stopped, nothing of theirs left running.
-    assert report["checks"]["nodes_stopped"]
-
-
-@pytest.mark.timeout(600)
-def test_two_nodes_token_auth_job_on_both_nodes(tmp_path):
-    """Stand-in job: Tune trials of a function trainable recording their node id."""
-    report = _run_check(tmp_path, timeout=420)
-    _assert_multinode(report)
     # Token auth was really on: the GCS and the job API refused clients without the token.
     assert report["checks"]["gcs_refuses_missing_token"]
-    assert report["checks"]["http_401_without_token"]
-    assert report["checks"]["http_403_wrong_token"]
+    assert report["checks"]["http_401_without_token"] and report["checks"]["http_403_wrong_token"]
+    # Both nodes were stopped, nothing of theirs left running.
+    assert report["checks"]["nodes_stopped"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("spade_rllib.tune") is None,
