@@ -38,6 +38,7 @@ from spade_rllib.atomic_io import atomic_path, write_text
 from spade_rllib.curriculum.heldout_levels import heldout_reset_options
 from spade_rllib.games import bot_names, heldout_dir
 from spade_rllib.outcome import MAIN
+from spade_rllib.results import flatten
 from spade_rllib.sweeps.stats import seed_interval
 from spade_rllib.sweeps.sweep_spec import deep_merge
 
@@ -86,17 +87,6 @@ def heldout_paths(env_id: str, max_size: int = 0) -> list[str]:
     if not fits:
         raise SystemExit(f"--max-map-size {max_size}: no held-out map of {env_id} is that small")
     return [str(heldout_dir(env_id) / f"{name}.txt") for name in sorted(fits)]
-
-
-def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}/{k}" if prefix else str(k)
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key))
-        else:
-            out[key] = v
-    return out
 
 
 def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,

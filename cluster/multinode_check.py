@@ -346,17 +346,6 @@ def _num(value) -> float | None:
     return None if value != value else value  # NaN: not reported
 
 
-def _flat(row: dict, prefix: str = "") -> dict:
-    out: dict = {}
-    for k, v in row.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flat(v, key + "/"))
-        else:
-            out[key] = v
-    return out
-
-
 def flagship_findings(storage: Path, name: str = FLAGSHIP_NAME) -> dict:
     """What the flagship trial under `storage/name/` recorded: per iteration the league's size and
     snapshots, PFSP's planned share of snapshot opponents and the PLR curriculum's numbers; its
@@ -373,9 +362,11 @@ def flagship_findings(storage: Path, name: str = FLAGSHIP_NAME) -> dict:
             continue
         if isinstance(row, dict) and "training_iteration" in row:
             rows.append(row)
+    from spade_rllib.results import flatten  # the checkout's package (the check runs from its root)
+
     iterations = []
     for row in rows:
-        flat = _flat(row)
+        flat = flatten(row)
         plan = {k[len("league/plan/"):]: _num(v) for k, v in flat.items() if k.startswith("league/plan/")}
         iterations.append({
             "iteration": int(row["training_iteration"]),

@@ -27,6 +27,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator, Mapping, Sequence
 
+from spade_rllib.results import flatten
+
 PHASES = ("sample_wait", "learn", "weight_sync", "outcomes", "components", "evaluation", "heldout", "checkpoint",
           "other")
 COMPONENT_PREFIX = "component/"
@@ -91,19 +93,11 @@ class PhaseTotals:
         self.rates: list[float] = []
 
     def add(self, phase_s: Mapping, rate: float | None) -> None:
-        for k, v in _flat(phase_s):
-            self.seconds[k] = self.seconds.get(k, 0.0) + v
+        for k, v in flatten(phase_s).items():
+            if isinstance(v, (int, float)) and math.isfinite(float(v)):
+                self.seconds[k] = self.seconds.get(k, 0.0) + float(v)
         if rate is not None and math.isfinite(rate):
             self.rates.append(float(rate))
-
-
-def _flat(phase_s: Mapping, prefix: str = ""):
-    """(name, seconds) of a phase dict, nested `component` dicts as `component/<name>`."""
-    for k, v in phase_s.items():
-        if isinstance(v, Mapping):
-            yield from _flat(v, f"{prefix}{k}/")
-        elif isinstance(v, (int, float)) and math.isfinite(float(v)):
-            yield f"{prefix}{k}", float(v)
 
 
 def rate_spread(rates: Sequence[float]) -> dict[str, float]:

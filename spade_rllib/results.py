@@ -20,3 +20,15 @@ def result_value(result: Mapping, key: str, default: Any = math.nan) -> Any:
             return default
         node = node[part]
     return node
+
+
+def flatten(result: Mapping, prefix: str = "") -> dict:
+    """A nested result as flat "a/b/c" keys (Tune's own flattening of a result dict)."""
+    out: dict = {}
+    for key, value in result.items():
+        name = f"{prefix}/{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name))
+        else:
+            out[name] = value
+    return out

@@ -13,6 +13,7 @@ from spade_rllib.games import MAZERACE_ID, heldout_dir, heldout_opponents
 
 HELDOUT_DIR = heldout_dir(MAZERACE_ID)
 from spade_rllib.rllib.heldout_eval import LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
+from spade_rllib.results import flatten
 
 HELDOUT_OPPONENTS = heldout_opponents(MAZERACE_ID)
 SMALL_MAPS = [str(HELDOUT_DIR / "open_room.txt"), str(HELDOUT_DIR / "pillars.txt")]
@@ -85,11 +86,11 @@ def test_spade_ppo_heldout_metrics_in_results(ray_session):
     algo = build_algo_config(cfg).build_algo()
     try:
         first = algo.train()  # launches the evaluation of iteration 1 (a Ray task); NaN until it returns
-        flat = _flatten(first)
+        flat = flatten(first)
         assert expected_keys() <= set(flat)
         assert algo.heldout.pending is not None and algo.heldout.pending_iteration == 1
         assert algo.heldout.poll(timeout=180), "held-out task did not finish"
-        second = _flatten(algo.train())
+        second = flatten(algo.train())
         assert second["heldout/iteration"] == 1.0 and second["heldout/eval_s"] > 0
         for lv in LEVELS:
             for opp in HELDOUT_OPPONENTS:
@@ -106,12 +107,3 @@ def test_placeholders_cover_every_key():
     assert expected_keys() <= set(m) and all(math.isnan(v) for v in m.values())
 
 
-def _flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "/"))
-        else:
-            out[key] = v
-    return out
