@@ -358,7 +358,8 @@ def main(argv=None) -> int:
     console = console_callback(cfg)
     stopper = GracefulStop(stop_criteria(cfg))
     stop = ", ".join(f"{k.rpartition('/')[2]}={v:g}" for k, v in stop_criteria(cfg).items()) or "never (Ctrl-C stops)"
-    print(f"training {cfg.env.id} ({cfg.self_play.mode}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
+    how = "league" if cfg.league.enabled else cfg.self_play.mode  # the league's plan replaces the self-play mode
+    print(f"training {cfg.env.id} ({how}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
     t0 = time.time()
     from spade_rllib.reporting.tensorboard import heatmap_callback  # noqa: PLC0415
     from spade_rllib.trackers import tracker_callbacks  # noqa: PLC0415

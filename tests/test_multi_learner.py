@@ -230,6 +230,7 @@ def test_two_learners_train_ctf_league_checkpoint_and_resume(tmp_path):
     proc = subprocess.run(cmd + ["--set", "training.stop.iterations=2"], capture_output=True, text=True, timeout=240,
                           cwd=ROOT, env=env, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "training CaptureTheFlag-v0 (league) as 'flagship'" in proc.stdout, proc.stdout[:2000]  # not "(mirror)"
     trial = next((tmp_path / "flagship").glob("flagship_*"))
     lines = _iteration_lines((trial / "iterations.log").read_text())
     assert sorted(lines) == [1, 2] and all("+snapshot" in ln for ln in lines.values()), lines
