@@ -60,6 +60,7 @@ def read_results(trial: Path) -> list[dict]:
 
 def summarize(results: list[dict], warmup: int = WARMUP_ITERS) -> dict:
     """sps, spread, phase seconds and shares of the iterations after `warmup` (pure: tested on synthetic rows)."""
+    from spade_rllib.console import iteration_rate
     from spade_rllib.phases import PhaseTotals, phase_shares, rate_spread
     from spade_rllib.results import result_value
 
@@ -71,7 +72,7 @@ def summarize(results: list[dict], warmup: int = WARMUP_ITERS) -> dict:
         t = float(r.get("time_this_iter_s") or 0.0)
         steps, wall = steps + n, wall + t
         phases = result_value(r, "spade/phase_s", {})
-        totals.add(phases if isinstance(phases, dict) else {}, n / t if t > 0 else None)
+        totals.add(phases if isinstance(phases, dict) else {}, iteration_rate(r))
     return {
         "iterations": len(rows),
         "env_steps": int(steps),
@@ -83,10 +84,11 @@ def summarize(results: list[dict], warmup: int = WARMUP_ITERS) -> dict:
     }
 
 
-def run_config(name: str, seconds: float, out_dir: Path, extra: tuple = ()) -> dict:
-    """Train tune_configs/<name>.yaml for `seconds` through the user's command; its summary (see `summarize`)."""
-    config = ROOT / "tune_configs" / f"{name.split('@')[0]}.yaml"
-    label = name if not extra else FIXED
+def run_config(name: str, seconds: float, out_dir: Path, extra: tuple = (), label: str = "") -> dict:
+    """Train tune_configs/<name>.yaml (with `extra` overrides, as experiment `label`, default `name`) for
+    `seconds` through the user's command; its summary (see `summarize`)."""
+    config = ROOT / "tune_configs" / f"{name}.yaml"
+    label = label or name
     cmd = [sys.executable, "-m", "spade_rllib.train", "--config", str(config),
            "--set", f"training.stop.time_s={seconds:g}", "--set", "training.stop.env_steps=null",
            "--set", "training.stop.iterations=null",
@@ -140,7 +142,7 @@ def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10
     out: dict = {"configs": {}, "seconds": seconds, "load_avg_1m_start": round(os.getloadavg()[0], 2)}
     with tempfile.TemporaryDirectory(prefix="spade_shipped_") as tmp:
         tmp_path = Path(tmp)
-        fixed = run_config("quickstart", seconds, tmp_path, extra=FIXED_OVERRIDES)
+        fixed = run_config("quickstart", seconds, tmp_path, extra=FIXED_OVERRIDES, label=FIXED)
         print(f"{'fixed (quickstart, 9x9)':<26} {fixed['sps']:9,.0f} env steps/s | {_phase_line(fixed)}", flush=True)
         ceiling, stock_sps = in_process("quickstart", FIXED_OVERRIDES, ceiling_seconds, stock_seconds)
         print(f"{'learner ceiling':<26} {ceiling:9,.0f} env steps/s", flush=True)

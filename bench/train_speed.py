@@ -374,7 +374,8 @@ def main() -> None:
     ap.add_argument("--difficulty", type=float, default=6.0,
                     help="env.difficulty of every row (6: 11x11 levels, issue 17's target); 0 = the config's")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
-    ap.add_argument("--seconds", type=float, default=20.0, help="measuring time per figure (after warm-up)")
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="measuring time per figure (after warm-up); default 20, with --shipped-configs 45 of training per config")
     ap.add_argument("--skip-stock", "--skip-baseline", dest="skip_stock", action="store_true")
     ap.add_argument("--skip-league", action="store_true", help="skip the league and league+curriculum rows")
     ap.add_argument("--skip-sync", action="store_true", help="skip the sample_ahead=false row")
@@ -391,11 +392,12 @@ def main() -> None:
     if args.shipped_configs is not None:
         from bench.shipped_speed import parse_configs, shipped_rows
 
-        seconds = args.seconds if "--seconds" in sys.argv else 45.0
-        out = shipped_rows(parse_configs(args.shipped_configs), seconds)
+        out = shipped_rows(parse_configs(args.shipped_configs), 45.0 if args.seconds is None else args.seconds)
         out.update(cpus=os.cpu_count(), mode="shipped_configs")
         print(json.dumps(out))
         return
+    if args.seconds is None:
+        args.seconds = 20.0
     scaling = set(SCALING) if args.scaling == "all" else {s for s in args.scaling.split(",") if s}
     if scaling - set(SCALING):
         ap.error(f"--scaling: unknown {sorted(scaling - set(SCALING))}; allowed {', '.join(SCALING)}")

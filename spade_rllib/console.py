@@ -67,18 +67,16 @@ def eval_scores(result: dict) -> dict[str, tuple[float, float, float]]:
     return out
 
 
-def steps_per_s(result: dict) -> Optional[float]:
-    sps = _num(_get(result, "env_runners/num_env_steps_sampled_lifetime_throughput"))
-    if sps is None:
-        n, t = _num(_get(result, "env_runners/num_env_steps_sampled")), _num(result.get("time_this_iter_s"))
-        sps = n / t if n is not None and t else None
-    return sps
-
-
 def iteration_rate(result: dict) -> Optional[float]:
     """This iteration's env steps / its wall time (`time_this_iter_s`), None when either is missing."""
     n, t = _num(_get(result, "env_runners/num_env_steps_sampled")), _num(result.get("time_this_iter_s"))
     return n / t if n is not None and t else None
+
+
+def steps_per_s(result: dict) -> Optional[float]:
+    """RLlib's env-step throughput, else this iteration's rate."""
+    sps = _num(_get(result, "env_runners/num_env_steps_sampled_lifetime_throughput"))
+    return iteration_rate(result) if sps is None else sps
 
 
 def short_line(result: dict, budget_s: Optional[float] = None, width: int = WIDTH,

@@ -18,7 +18,7 @@ The phases of `SpadePPO.step` (PHASES, in the order they run):
     checkpoint    writing the checkpoint Tune asked for after the previous iteration
     other         the rest of the iteration (RLlib's metrics reduction, result assembly)
 
-Pure Python: no Ray, no torch.
+Pure Python and numpy: no Ray, no torch.
 """
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ import math
 import time
 from contextlib import contextmanager
 from typing import Iterator, Mapping, Sequence
+
+import numpy as np
 
 from spade_rllib.results import flatten
 
@@ -102,13 +104,8 @@ class PhaseTotals:
 
 def rate_spread(rates: Sequence[float]) -> dict[str, float]:
     """p10 / median / p90 of per-iteration env steps/s (NaN where there are none)."""
-    xs = sorted(float(r) for r in rates if isinstance(r, (int, float)) and math.isfinite(r))
+    xs = [float(r) for r in rates if isinstance(r, (int, float)) and math.isfinite(r)]
     if not xs:
         return {"p10": math.nan, "median": math.nan, "p90": math.nan}
-
-    def q(p: float) -> float:
-        pos = p * (len(xs) - 1)
-        lo, hi = math.floor(pos), math.ceil(pos)
-        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-    return {"p10": q(0.1), "median": q(0.5), "p90": q(0.9)}
+    p10, median, p90 = (float(q) for q in np.quantile(xs, (0.1, 0.5, 0.9)))
+    return {"p10": p10, "median": median, "p90": p90}
