@@ -138,7 +138,9 @@ def in_process(name: str, overrides: tuple, seconds: float, stock_seconds: float
 
 
 def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10.0, stock_seconds: float = 20.0) -> dict:
-    """Every row and ratio of this bench (see the module docstring)."""
+    """Every row and ratio of this bench (see the module docstring). Bad durations (NaN included) exit with
+    one line before anything runs."""
+    check_seconds(seconds, stock_seconds)
     out: dict = {"configs": {}, "seconds": seconds, "load_avg_1m_start": round(os.getloadavg()[0], 2)}
     with tempfile.TemporaryDirectory(prefix="spade_shipped_") as tmp:
         tmp_path = Path(tmp)
@@ -160,6 +162,14 @@ def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10
                   f"{_phase_line(row)}", flush=True)
     out["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
     return out
+
+
+def check_seconds(seconds: float, stock_seconds: float) -> None:
+    """--seconds > 0 and --stock-seconds >= 0, both finite, or one line and exit 2."""
+    for flag, value, low in (("--seconds", seconds, 1e-9), ("--stock-seconds", stock_seconds, 0.0)):
+        if not (math.isfinite(value) and value >= low):
+            print(f"{flag} = {value}: must be a finite number {'> 0' if low else '>= 0'}", file=sys.stderr)
+            raise SystemExit(2)
 
 
 def _phase_line(row: dict) -> str:
@@ -189,10 +199,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seconds", type=float, default=45.0, help="training seconds per config")
     ap.add_argument("--stock-seconds", type=float, default=20.0, help="stock RLlib's row (0: skip it)")
     args = ap.parse_args(argv)
-    for name in ("seconds", "stock_seconds"):
-        value = getattr(args, name)
-        if not (value >= (0 if name == "stock_seconds" else 1e-9) and math.isfinite(value)):
-            raise SystemExit(f"--{name.replace('_', '-')} = {value}: must be a positive number")
     out = shipped_rows(parse_configs(args.configs), args.seconds, stock_seconds=args.stock_seconds)
     print(json.dumps(out))
 

@@ -163,3 +163,14 @@ def test_shipped_bench_runs_the_users_command_and_reads_its_trial(tmp_path, monk
     monkeypatch.setattr(shipped_speed.subprocess, "run", failing)
     with pytest.raises(RuntimeError, match="train exited 2: config error"):
         shipped_speed.run_config("flagship", 7, tmp_path)
+
+
+@pytest.mark.parametrize("seconds, stock, flag", [(float("nan"), 20.0, "--seconds"), (0.0, 20.0, "--seconds"),
+                                                  (45.0, float("inf"), "--stock-seconds"), (45.0, -1.0, "--stock-seconds")])
+def test_shipped_bench_refuses_bad_durations_before_running(seconds, stock, flag, capsys):
+    from bench.shipped_speed import shipped_rows
+
+    with pytest.raises(SystemExit) as e:
+        shipped_rows(["quickstart"], seconds, stock_seconds=stock)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(flag) and err.count("\n") == 1, err
