@@ -90,17 +90,19 @@ def heldout_paths(env_id: str, max_size: int = 0) -> list[str]:
 
 
 def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
-          keep: Sequence[str] = (), on_built: Optional[Callable[[Any], None]] = None) -> dict:
+          keep: Sequence[str] = (), on_built: Optional[Callable[[Any], None]] = None,
+          on_iteration: Optional[Callable[[Any, int], None]] = None) -> dict:
     """Train one `SpadePPO` for `minutes` of wall clock (and at most `env_steps`), from the first
-    iteration; the iteration running when the budget ends completes. Returns the algorithm config,
-    main's final weights, the per-iteration values of the `keep` metric keys and the totals."""
+    iteration; the iteration running when the budget ends completes. `on_iteration(algo, env_steps)` runs
+    after every iteration. Returns the algorithm config, main's final weights, the per-iteration values of
+    the `keep` metric keys (and `env_steps`, the lifetime env steps after each iteration) and the totals."""
     from spade_rllib.config import parse_config
     from spade_rllib.rllib.algorithm import build_algo_config
 
     cfg = parse_config(raw)
     algo_config = build_algo_config(cfg)
     algo = algo_config.build_algo()
-    history: dict[str, list] = {k: [] for k in keep}
+    history: dict[str, list] = {k: [] for k in keep} | {"env_steps": []}
     result: dict = {}
     try:
         if on_built is not None:
@@ -111,9 +113,12 @@ def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
             result = algo.train()
             flat = flatten(result)
             steps = int(flat.get("env_runners/num_env_steps_sampled_lifetime", 0))
+            history["env_steps"].append(steps)
             for k in keep:
                 v = flat.get(k, math.nan)
                 history[k].append(float(v) if isinstance(v, (int, float)) else math.nan)
+            if on_iteration is not None:
+                on_iteration(algo, steps)
         print(f"  [{label}] {int(result.get('training_iteration', 0))} iterations, {steps:,d} env steps, "
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         weights = algo.main_weights()  # the learner's copy of main, as numpy
@@ -167,20 +172,41 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
 
 
 def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapping[str, Any], env_id: str,
-                 games: int, greedy: bool = False, max_size: int = 0) -> list[float]:
-    """Scores of A (1 win, 0.5 draw, 0 loss) against B on every held-out map, `games` per map and seat
-    (both sample their actions unless `greedy`)."""
+                 games: int, greedy: bool = False, max_size: int = 0, heldout: bool = True) -> list[float]:
+    """Scores of A (1 win, 0.5 draw, 0 loss) against B, `games` per seat on every held-out map (level games),
+    or from the evaluation start positions (`heldout=False`: a board game's `evaluation.random_opening_plies`);
+    both sample their actions unless `greedy`."""
     from spade_rllib.rllib.frozen_opponent import FROZEN_SLOT
     from spade_rllib.rllib.plan import DriverUpdate
 
     runner = make_runner(algo_config, weights_a)
     try:
         runner.apply_driver_update(DriverUpdate(slot_weights={FROZEN_SLOT: {"member": "b", "weights": dict(weights_b)}}))
-        levels = heldout_reset_options(heldout_paths(env_id, max_size), agents_per_team=len(runner.games[0].teams[0]))
+        levels = heldout_reset_options(heldout_paths(env_id, max_size), agents_per_team=len(runner.games[0].teams[0])) \
+            if heldout else None
         records = runner.evaluate_main({"opponents": [FROZEN_SLOT], "games": 2 * games, "greedy": greedy, "levels": levels})
     finally:
         runner.stop()
     return [float(r.learner_score) for r in records if r.learner_score is not None]
+
+
+STILL = "still"
+"""The opponent that never moves: a score against it is navigation (1 = always captures)."""
+
+
+def heldout_scores(run: dict, env_id: str, games: int, seed: int, max_size: int = 0) -> dict[str, float]:
+    """Main's held-out score (win + draw/2) per opponent on the held-out maps up to `max_size`, `games` per
+    map, seat and opponent, actions sampled: every ladder bot (`bot:<name>` -> `<name>`) and `still`."""
+    from spade_rllib.rllib.heldout_line import PREFIX, final_heldout_evaluation
+
+    ladder = ladder_of(env_id)
+    out = final_heldout_evaluation(run["algo_config"], run["weights"], heldout_paths(env_id), max_size,
+                                   [STILL, *ladder.values()], games, seed=seed)
+    scores = {}
+    for name, opp in [(STILL, STILL), *ladder.items()]:
+        w, d = out.get(f"{PREFIX}/{opp}/win_rate", math.nan), out.get(f"{PREFIX}/{opp}/draw_rate", 0.0)
+        scores[name] = float(w) + 0.5 * float(d)
+    return scores
 
 
 def ladder_and_navigation(run: dict, env_id: str, games: int, seed: int, greedy: bool, max_size: int = 0) -> None:
@@ -283,7 +309,7 @@ def fmt_interval(stat: Mapping[str, Any]) -> str:
     return f"{stat['mean']:.3f}" + ("" if stat["low"] is None else f" [{stat['low']:.3f}, {stat['high']:.3f}]")
 
 
-def ablation_parser(doc: str, *, kind: str, names: Sequence[str], seeds: int, minutes: float, games: int,
+def ablation_parser(doc: str, *, kind: str, names: Sequence[str], seeds: int, minutes: float, games: Optional[int],
                     games_help: str, out_dir: str, out_help: str, default_names: Optional[Sequence[str]] = None,
                     exploit_minutes: Optional[float] = None, env_id: bool = True, greedy: bool = True,
                     env_steps_help: str = "also stop each run at this many env steps",
@@ -327,9 +353,11 @@ def parse_ablation_args(ap: argparse.ArgumentParser, argv: Optional[Sequence[str
     chosen = [s.strip() for s in getattr(args, kind).split(",") if s.strip()]
     bad = [s for s in chosen if s not in names]
     exploit = getattr(args, "exploit_minutes", 1.0)
-    if bad or not chosen or args.seeds < 1 or args.minutes <= 0 or exploit <= 0 or args.games < 1 or args.max_map_size < 0:
-        ap.error(f"--{kind} takes {', '.join(names)} (got {bad or chosen}); --seeds >= 1; minutes > 0; --games >= 1; "
-                 "--max-map-size >= 0")
+    games_ok = args.games is None or args.games >= 1  # None: the bench fills in its own default
+    if bad or not chosen or args.seeds < 1 or not args.minutes > 0 or not exploit > 0 or not games_ok \
+            or args.max_map_size < 0 or not math.isfinite(args.minutes) or not math.isfinite(exploit):
+        ap.error(f"--{kind} takes {', '.join(names)} (got {bad or chosen}); --seeds >= 1; minutes > 0 and finite; "
+                 "--games >= 1; --max-map-size >= 0")
     for item in args.overrides:
         if "=" not in item:
             ap.error(f"--set {item!r}: expected KEY=VALUE")

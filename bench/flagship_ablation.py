@@ -66,13 +66,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.ablation_common import (  # noqa: E402
     ROOT,
+    STILL,
     LazyRay,
     UnitCache,
     ablation_parser,
     deep_merge,
     exploitability,
     fmt_interval,
-    heldout_paths,
+    heldout_scores,
     ladder_of,
     parse_ablation_args,
     round_robin,
@@ -88,7 +89,6 @@ CONFIDENCE = 0.95
 N_BOOTSTRAP = 2000
 ARMS = ("mirror", "pfsp", "maestro", "pfsp_exploiters")
 DEFAULT_ARMS = ("mirror", "pfsp", "maestro")
-STILL = "still"
 
 
 def arm_config(base: dict, arm: str, seed: int, overrides: list[str], out_dir: Path) -> dict:
@@ -127,20 +127,6 @@ def bootstrap_over_seeds(values, clip: bool = True, seed: int = 0) -> dict:
         low, high, mean = (min(1.0, max(0.0, float(x))) for x in (low, high, mean))
     return {"mean": clean(mean), "low": clean(low), "high": clean(high), "n": int(vals.size),
             "values": [clean(v) for v in values]}
-
-
-def heldout_scores(run: dict, env_id: str, games: int, seed: int, max_size: int = 0) -> dict[str, float]:
-    """Main's held-out score per opponent: every ladder bot (`bot:<name>` -> `<name>`) and `still`."""
-    from spade_rllib.rllib.heldout_line import PREFIX, final_heldout_evaluation
-
-    ladder = ladder_of(env_id)
-    out = final_heldout_evaluation(run["algo_config"], run["weights"], heldout_paths(env_id), max_size, [STILL, *ladder.values()],
-                                   games, seed=seed)
-    scores = {}
-    for name, opp in [(STILL, STILL), *ladder.items()]:
-        w, d = out.get(f"{PREFIX}/{opp}/win_rate", math.nan), out.get(f"{PREFIX}/{opp}/draw_rate", 0.0)
-        scores[name] = float(w) + 0.5 * float(d)
-    return scores
 
 
 def exploiter_config(base: dict, seed: int, overrides: list[str], out_dir: Path) -> dict:

@@ -1,0 +1,420 @@
+"""The league's claim where it should hold: self-play arms with no scripted opponent in training, scored
+against opponents no arm trained against, with a real best response and a cross-time payoff matrix.
+
+    python bench/league_claim.py --game ctf|c4 [--seeds 3] [--env-steps N] [--exploit-env-steps N]
+        [--arms mirror,league,league_exploiters] [--opponents A,B] [--games G] [--snapshots K] [--payoff-games G]
+        [--minutes CAP] [--exploit-minutes CAP] [--set KEY=VALUE ...] [--out-dir bench_out/league_claim_<game>]
+        [--max-map-size N] [--cpus 2] [--only-seeds K,K] [--max-units K]
+
+Arms (everything else from the game's shipped recipe: model, batch, epochs, curriculum, env runners; the same
+seeds and the same env-step budget, not wall clock; exploiters' env steps count in their arm's budget):
+    mirror             pure mirror self-play: main plays itself in every game
+    league             main's own frozen snapshots, no scripted player and no `random` in the pool:
+                       40% self-play, 20% the newest snapshot, the rest PFSP `hard` over all snapshots
+    league_exploiters  league + one main exploiter and one league exploiter (AlphaStar's roles)
+    reference          optional: the shipped recipe as it is, scripted opponents in its training mix
+                       (for it those bots are training opponents, not held-out ones)
+
+Games: `ctf` starts from tune_configs/flagship.yaml (PLR over generated levels); `c4` from
+tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights are measured by:
+  * held-out opponents: CTF, every ladder bot and a still team (navigation) on the six held-out maps, never
+    trained on, `--games` per map, seat and opponent, actions sampled. Connect Four, masked argmax after 0-2
+    random opening plies, `--games` per seat against random, tactical, lookahead and the MCTS ladder
+    (mcts10 / mcts100 / mcts1000: UCT with random rollouts at 10, 100, 1000 simulations).
+  * exploitability with a real best response: a fresh learner (the mirror recipe, another seed) trains
+    `--exploit-env-steps` with every game against the frozen final main. Its training score per iteration
+    is the curve (reported with its area, the mean score over the run, and `plateau`: the last quarter's
+    mean minus the quarter before it); its final score against main in `--games` games per map and seat
+    (CTF) or per seat (Connect Four) is the exploitability. Lower is better.
+  * forgetting and cycling: `--snapshots` copies of main taken at evenly spaced env steps (the last one is
+    the final main) play every pair, `--payoff-games` per seat (and map): the cross-time payoff matrix
+    M[i][j] = score of snapshot i against snapshot j. `progress` = mean of M[i][j] over i > j (later vs
+    earlier; > 0.5 = it keeps improving), `final_vs_past` = the final main's mean over all earlier ones,
+    `regressions` = share of pairs i > j with M[i][j] < 0.5 (a later main losing to an earlier one).
+    `<out-dir>/payoff.png` draws the matrices, averaged over seeds, one panel per arm.
+Per arm: mean and two-sided 95% Student-t interval over seeds; per arm other than mirror: the paired
+difference to mirror, seed by seed, with its interval (`paired`).
+
+Units (one (arm, seed) training run with all its measures) are cached in `<out-dir>/units/` as they finish;
+a rerun with the same --out-dir reuses them; `--only-seeds` and `--max-units` cut the run into chunks; a
+changed setting stops with one line (exit 2) before Ray starts (see `bench/ablation_common.py`).
+
+The LAST line is one JSON object: {"bench": "league_claim", "game", "env_id", "config", "seeds", "env_steps",
+"exploit_env_steps", "games", "opponents", "arms": {arm: {"heldout": {opponent: stat}, "heldout_mean",
+"exploitability", "exploit_auc", "exploit_plateau", "exploit_curves", "payoff": {"progress", "final_vs_past",
+"regressions", "matrix"}, "env_steps", "train_s"}}, "paired": {arm: {measure: stat}}, "complete",
+"units_done", "units_missing"}; stat = {mean, low, high, n, iqm, iqm_low, iqm_high, values}.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.ablation_common import (  # noqa: E402
+    ROOT,
+    STILL,
+    LazyRay,
+    UnitCache,
+    ablation_parser,
+    deep_merge,
+    fmt_interval,
+    head_to_head,
+    heldout_scores,
+    make_runner,
+    over_seeds,
+    parse_ablation_args,
+    plot_curves,
+    train,
+    unit_manifest,
+    unit_progress,
+    unit_runs,
+)
+from spade_rllib.atomic_io import write_text  # noqa: E402
+
+ARMS = ("mirror", "league", "league_exploiters", "reference")
+DEFAULT_ARMS = ("mirror", "league", "league_exploiters")
+BASELINE = "mirror"
+TARGET = "target"
+"""The frozen main's member name in its best response's training games (`train/target/...`)."""
+EVAL_OPENING_PLIES = 2
+"""Connect Four evaluation games start after 0-2 uniformly random plies, so two argmax players meet in more
+than the two games the empty board allows."""
+
+
+@dataclass(frozen=True)
+class ClaimGame:
+    """One game of the claim: its recipe and what measures it."""
+
+    env_id: str
+    config: Path
+    league: Mapping[str, Any]
+    """The league block of the league arms: main's own snapshots only (no random, no bots, no reference floor)."""
+    opponents: tuple[str, ...]
+    """Held-out opponents reported (bot names; `still` is the still team of level games)."""
+    level_game: bool
+    """Level games are scored on the held-out maps with sampled actions; board games by masked argmax."""
+    env_steps: int
+    exploit_env_steps: int
+    games: int
+
+
+NO_REFERENCES = {"include_random": False, "bots": [], "reference_floor": 0.0}
+GAMES: dict[str, ClaimGame] = {
+    "ctf": ClaimGame(
+        env_id="CaptureTheFlag-v0", config=ROOT / "tune_configs" / "flagship.yaml",
+        league=NO_REFERENCES, level_game=True,
+        opponents=(STILL, "random", "rusher", "defender", "raider", "hybrid"),
+        env_steps=6_000_000, exploit_env_steps=7_000_000, games=5),
+    "c4": ClaimGame(
+        env_id="connect_four_v3", config=ROOT / "tune_configs" / "connect_four.yaml",
+        league={"enabled": True, "win_rate_threshold": 0.6, "window": 300, "min_iterations_between": 3,
+                "every_n_iterations": 10, "self_play_ratio": 0.4, "latest_ratio": 0.2, "sampling": "pfsp",
+                "pfsp_weighting": "hard", "max_size": 20, "num_opponent_slots": 4, **NO_REFERENCES},
+        level_game=False,
+        opponents=("random", "tactical", "lookahead", "mcts10", "mcts100", "mcts1000"),
+        env_steps=1_500_000, exploit_env_steps=1_000_000, games=20),
+}
+
+
+def arm_config(base: dict, game: ClaimGame, arm: str, seed: int, overrides: Sequence[str], out_dir: Path) -> dict:
+    """The recipe of one arm and seed, no in-training evaluation (it would eat the budget)."""
+    from spade_rllib.config import apply_overrides
+
+    raw = deep_merge(copy.deepcopy(base), {
+        "experiment": {"seed": int(seed), "name": f"{arm}_seed{seed}", "storage_path": str(out_dir / "runs")},
+        "evaluation": {"interval": 0, "heldout_levels": [], "final_heldout_levels": []}})
+    if not game.level_game:
+        raw["evaluation"]["random_opening_plies"] = EVAL_OPENING_PLIES
+    raw = apply_overrides(raw, list(overrides))  # --set first: every arm derives from the same settings
+    if arm == "reference":
+        return raw
+    raw["self_play"] = {**(raw.get("self_play") or {}), "mode": "mirror", "opponent_mix": {}}
+    league = {**(raw.get("league") or {}), **game.league}
+    if arm == BASELINE:
+        raw["league"] = {**league, "enabled": False}
+    else:
+        raw["league"] = {**league, "enabled": True}
+        if arm == "league_exploiters":
+            raw["league"].update(main_exploiters=1, league_exploiters=1)
+    return raw
+
+
+def exploiter_config(base: dict, game: ClaimGame, seed: int, overrides: Sequence[str], out_dir: Path) -> dict:
+    """The best response to seed `seed`'s main: the mirror recipe with a fresh network (another seed)."""
+    raw = arm_config(base, game, BASELINE, 1000 + seed, overrides, out_dir)
+    raw["experiment"]["name"] = f"exploiter_seed{seed}"
+    return raw
+
+
+def board_scores(run: dict, game: ClaimGame, opponents: Sequence[str], games: int) -> dict[str, float]:
+    """Main's score (win + draw/2) per scripted opponent, masked argmax, `games` per seat."""
+    runner = make_runner(run["algo_config"], run["weights"])
+    try:
+        scores = {}
+        for name in opponents:
+            records = runner.evaluate_main({"opponents": [f"bot:{name}"], "games": 2 * games, "greedy": True})
+            scores[name] = float(np.mean([r.learner_score for r in records if r.learner_score is not None]))
+        return scores
+    finally:
+        runner.stop()
+
+
+def versus(run: dict, game: ClaimGame, weights_a: Mapping, weights_b: Mapping, games: int, max_size: int) -> float:
+    """A's mean score against B: the held-out maps with sampled actions (level games), or argmax from the
+    evaluation openings (board games)."""
+    scores = head_to_head(run["algo_config"], weights_a, weights_b, game.env_id, games, greedy=not game.level_game,
+                          max_size=max_size, heldout=game.level_game)
+    return float(np.mean(scores)) if scores else math.nan
+
+
+def payoff_matrix(run: dict, game: ClaimGame, snapshots: Sequence[Mapping], games: int, max_size: int) -> list[list[float]]:
+    """M[i][j] = score of snapshot i against snapshot j (M[i][i] = 0.5; M[j][i] = 1 - M[i][j])."""
+    k = len(snapshots)
+    m = np.full((k, k), 0.5)
+    for i in range(k):
+        for j in range(i):
+            m[i, j] = versus(run, game, snapshots[i], snapshots[j], games, max_size)
+            m[j, i] = 1.0 - m[i, j]
+    return [[round(float(x), 4) for x in row] for row in m]
+
+
+def payoff_summary(matrix: Sequence[Sequence[float]]) -> dict[str, float]:
+    """progress (mean later-vs-earlier score), final_vs_past (the last row's mean over earlier columns) and
+    regressions (share of later-vs-earlier scores below 0.5)."""
+    m = np.asarray(matrix, dtype=float)
+    later = m[np.tril_indices(len(m), -1)]
+    return {"progress": float(later.mean()), "final_vs_past": float(m[-1, :-1].mean()),
+            "regressions": float((later < 0.5).mean())}
+
+
+def curve_stats(curve: Sequence[float]) -> dict[str, float]:
+    """The best response's training curve: its area (mean score) and plateau (last quarter's mean minus the
+    quarter before it; near 0 = it stopped improving)."""
+    ys = np.asarray([y for y in curve if not math.isnan(y)], dtype=float)
+    if ys.size == 0:
+        return {"auc": math.nan, "plateau": math.nan}
+    q = max(1, ys.size // 4)
+    before = ys[-2 * q:-q] if ys.size >= 2 * q else ys[:q]
+    return {"auc": float(ys.mean()), "plateau": float(ys[-q:].mean() - before.mean())}
+
+
+def best_response(target: Mapping, base: dict, game: ClaimGame, seed: int, args, overrides: Sequence[str]) -> dict:
+    """Train a fresh learner against the frozen `target` and score it; its curve, area and plateau."""
+    from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
+
+    def install(algo):
+        algo.components.append(FrozenOpponentComponent(target, member=TARGET, seed=seed))
+        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
+
+    keys = [f"train/{TARGET}/win_rate", f"train/{TARGET}/draw_rate", f"train/{TARGET}/games"]
+    br = train(exploiter_config(base, game, seed, overrides, args.out_dir), args.exploit_minutes,
+               args.exploit_env_steps, f"best response seed {seed}", keep=keys, on_built=install)
+    h = br["history"]
+    curve = [w + 0.5 * (0.0 if math.isnan(d) else d) for w, d in zip(h[keys[0]], h[keys[1]])]
+    score = versus(br, game, br["weights"], target, args.games, args.max_map_size)
+    return {"score": score, "curve": [round(c, 4) for c in curve], "curve_env_steps": h["env_steps"],
+            "games_last_iteration": h[keys[2]][-1] if h[keys[2]] else 0, "env_steps": br["env_steps"],
+            "train_s": br["train_s"], **curve_stats(curve)}
+
+
+def snapshot_marks(env_steps: int, k: int) -> list[int]:
+    """The env steps at which main is copied for the payoff matrix: k - 1 evenly spaced marks before the end
+    (the final main is the k-th)."""
+    return [int(env_steps * (i + 1) / k) for i in range(k - 1)]
+
+
+def copy_tree(tree: Any) -> Any:
+    return {k: copy_tree(v) for k, v in tree.items()} if isinstance(tree, Mapping) else np.array(tree, copy=True)
+
+
+def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
+    def run_unit(arm: str, seed: int) -> tuple[dict, dict]:
+        marks, snaps = snapshot_marks(args.env_steps, args.snapshots), []
+
+        def copy_main(algo, steps: int) -> None:
+            while len(snaps) < len(marks) and steps >= marks[len(snaps)]:
+                snaps.append(copy_tree(algo.main_weights()))  # the learner's arrays change in place
+
+        run = train(arm_config(base, game, arm, seed, overrides, args.out_dir), args.minutes, args.env_steps,
+                    f"{arm} seed {seed}", on_iteration=copy_main)
+        if game.level_game:
+            scores = heldout_scores(run, game.env_id, args.games, seed, args.max_map_size)
+            run["heldout"] = {o: scores[o] for o in args.opponents}
+        else:
+            run["heldout"] = board_scores(run, game, args.opponents, args.games)
+        br = best_response(run["weights"], base, game, seed, args, overrides)
+        matrix = payoff_matrix(run, game, [*snaps, run["weights"]], args.payoff_games, args.max_map_size)
+        record = {"heldout": run["heldout"], "exploit": br, "payoff": matrix, "snapshot_env_steps": marks,
+                  "env_steps": run["env_steps"], "iterations": run["iterations"], "train_s": run["train_s"]}
+        return record, run["weights"]
+
+    return run_unit
+
+
+def measures(record: Mapping, opponents: Sequence[str]) -> dict[str, float]:
+    """The per-unit numbers the summary and the paired differences are made of."""
+    held = {f"heldout/{o}": float(record["heldout"][o]) for o in opponents}
+    pay = payoff_summary(record["payoff"])
+    return {**held, "heldout_mean": float(np.mean([record["heldout"][o] for o in opponents])),
+            "exploitability": float(record["exploit"]["score"]), "exploit_auc": float(record["exploit"]["auc"]),
+            "exploit_plateau": float(record["exploit"]["plateau"]),
+            **{f"payoff/{k}": v for k, v in pay.items()}}
+
+
+def summarize(runs: Mapping[str, Sequence[dict]], opponents: Sequence[str]) -> tuple[dict, dict]:
+    """(per-arm statistics, paired differences to mirror by seed)."""
+    arms: dict[str, dict] = {}
+    per_seed: dict[str, dict[int, dict]] = {}
+    for arm, rs in runs.items():
+        ms = [measures(r, opponents) for r in rs]
+        per_seed[arm] = {int(r["seed"]): m for r, m in zip(rs, ms)}
+        stat = lambda key: over_seeds([m[key] for m in ms])  # noqa: E731
+        mean_matrix = np.mean([r["payoff"] for r in rs], axis=0).round(4).tolist() if rs else []
+        arms[arm] = {
+            "heldout": {o: stat(f"heldout/{o}") for o in opponents}, "heldout_mean": stat("heldout_mean"),
+            "exploitability": stat("exploitability"), "exploit_auc": stat("exploit_auc"),
+            "exploit_plateau": stat("exploit_plateau"),
+            "exploit_curves": [r["exploit"]["curve"] for r in rs],
+            "payoff": {k: stat(f"payoff/{k}") for k in ("progress", "final_vs_past", "regressions")}
+            | {"matrix": mean_matrix},
+            "env_steps": [r["env_steps"] for r in rs], "train_s": [round(r["train_s"], 1) for r in rs],
+            "exploit_env_steps": [r["exploit"]["env_steps"] for r in rs],
+        }
+    paired: dict[str, dict] = {}
+    base = per_seed.get(BASELINE, {})
+    for arm, seeds in per_seed.items():
+        shared = sorted(set(seeds) & set(base))
+        if arm == BASELINE or not shared:
+            continue
+        keys = list(seeds[shared[0]])
+        paired[arm] = {k: over_seeds([seeds[s][k] - base[s][k] for s in shared]) for k in keys}
+    return arms, paired
+
+
+def plot_payoff(arms: Mapping[str, dict], path: Path, title: str) -> Optional[Path]:
+    """One heatmap per arm of its seed-averaged cross-time payoff matrix (rows: the later main)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"matplotlib is not installed: {path.name} not written", file=sys.stderr)
+        return None
+    shown = {a: s["payoff"]["matrix"] for a, s in arms.items() if s["payoff"]["matrix"]}
+    if not shown:
+        return None
+    fig, axes = plt.subplots(1, len(shown), figsize=(3.6 * len(shown), 3.4), squeeze=False)
+    for ax, (arm, m) in zip(axes[0], shown.items()):
+        im = ax.imshow(np.asarray(m), vmin=0.0, vmax=1.0, cmap="RdBu_r", origin="upper")
+        ax.set_title(arm, fontsize=10)
+        ax.set_xlabel("opponent snapshot")
+        ax.set_ylabel("snapshot")
+        k = len(m)
+        ax.set_xticks(range(k))
+        ax.set_yticks(range(k))
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="row's score")
+    fig.suptitle(title, fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def parse_args(argv=None):
+    """(args, arms, overrides, game, base config); one argparse error for a bad command line."""
+    ap = ablation_parser(__doc__, kind="arms", names=ARMS, default_names=DEFAULT_ARMS, seeds=3, minutes=90.0,
+                         games=None, exploit_minutes=60.0, env_id=False, greedy=False, out_dir="league_claim",
+                         bench="league_claim", out_help="units/, manifest.json, payoff.png, exploitability.png",
+                         games_help="games per seat against each held-out opponent (per map in CTF) and in the "
+                                    "best response's final match (default per game: ctf 5, c4 20)",
+                         env_steps_help="env steps per arm and seed (default per game: ctf 6M, c4 1.5M)")
+    ap.add_argument("--game", required=True, choices=sorted(GAMES), help="ctf (CaptureTheFlag 1v1) or c4 (Connect Four)")
+    ap.add_argument("--exploit-env-steps", type=int, default=None,
+                    help="env steps of each best response (default per game: ctf 7M, c4 1M)")
+    ap.add_argument("--opponents", default=None, metavar="A,B,...",
+                    help="held-out opponents to score (a subset of the game's; default: all of them)")
+    ap.add_argument("--snapshots", type=int, default=6, help="copies of main for the cross-time payoff matrix (>= 2)")
+    ap.add_argument("--payoff-games", type=int, default=None,
+                    help="games per seat (and map) for each pair of the payoff matrix (default: --games, at most 10)")
+    args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS)
+    game = GAMES[args.game]
+    args.games = game.games if args.games is None else args.games
+    if args.opponents is None:
+        args.opponents = list(game.opponents)
+    else:
+        args.opponents = [o.strip() for o in args.opponents.split(",") if o.strip()]
+        bad = [o for o in args.opponents if o not in game.opponents]
+        if bad or not args.opponents:
+            import difflib
+
+            close = difflib.get_close_matches(bad[0], game.opponents, n=1) if bad else []
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            ap.error(f"--opponents {','.join(bad) or 'empty'}{hint}: --game {args.game} has {','.join(game.opponents)}")
+    args.env_steps = game.env_steps if args.env_steps is None else args.env_steps
+    args.exploit_env_steps = game.exploit_env_steps if args.exploit_env_steps is None else args.exploit_env_steps
+    args.payoff_games = min(10, args.games) if args.payoff_games is None else args.payoff_games
+    if args.env_steps < 1 or args.exploit_env_steps < 1:
+        ap.error(f"--env-steps {args.env_steps} / --exploit-env-steps {args.exploit_env_steps}: expected >= 1")
+    if args.snapshots < 2 or args.payoff_games < 1:
+        ap.error(f"--snapshots {args.snapshots} (>= 2) / --payoff-games {args.payoff_games} (>= 1)")
+    if args.max_map_size and not game.level_game:
+        ap.error(f"--max-map-size {args.max_map_size}: only level games have maps (--game ctf)")
+    if args.out_dir == Path("bench_out") / "league_claim":
+        args.out_dir = Path("bench_out") / f"league_claim_{args.game}"
+    args.out_dir = args.out_dir.resolve()
+    from spade_rllib.config import read_yaml
+
+    base = read_yaml(game.config.read_text())
+    return args, arms, overrides, game, base
+
+
+def main(argv=None) -> int:
+    args, arms, overrides, game, base = parse_args(argv)
+    manifest = unit_manifest(args, game.env_id, game.config.read_text())
+    manifest.update({"game": args.game, "opponents": args.opponents, "snapshots": args.snapshots,
+                     "payoff_games": args.payoff_games})
+    cache = UnitCache(args.out_dir, manifest)
+    cache.check()  # before Ray: a mismatch writes nothing
+    with LazyRay(args.cpus) as ray:
+        runs = unit_runs(args, arms, run_unit_for(base, game, args, overrides), cache, ray)
+    progress = unit_progress(args, arms, runs, argv)
+    summary, paired = summarize(runs, args.opponents)
+
+    title = (f"{args.game}: cross-time payoff, {args.snapshots} snapshots over {args.env_steps:,d} env steps, "
+             f"mean of {max(len(r) for r in runs.values())} seeds")
+    plot_payoff(summary, args.out_dir / "payoff.png", title)
+    plot_curves({a: s["exploit_curves"] for a, s in summary.items()}, "best response's training score",
+                args.out_dir / "exploitability.png", f"{args.game}: best responses against each final main")
+
+    fmt = fmt_interval
+    print(f"league claim on {game.env_id} ({game.config.name}): {args.seeds} seeds x {args.env_steps:,d} env steps per arm"
+          f"{'' if progress['complete'] else ' (INCOMPLETE: seeds present only)'}; best responses "
+          f"{args.exploit_env_steps:,d} env steps; mean [95% t-interval over seeds]")
+    print(" | ".join(["arm", *(f"vs {o}" for o in args.opponents), "exploitability", "progress", "regressions"]))
+    for arm, s in summary.items():
+        print(" | ".join([arm, *(fmt(s["heldout"][o]) for o in args.opponents), fmt(s["exploitability"]),
+                          fmt(s["payoff"]["progress"]), fmt(s["payoff"]["regressions"])]))
+    for arm, d in paired.items():
+        print(f"{arm} - {BASELINE}, paired by seed: held-out mean {fmt(d['heldout_mean'])}, "
+              f"exploitability {fmt(d['exploitability'])}, progress {fmt(d['payoff/progress'])}")
+    out = {"bench": "league_claim", "game": args.game, "env_id": game.env_id, "config": game.config.name,
+           "seeds": args.seeds, "env_steps": args.env_steps, "exploit_env_steps": args.exploit_env_steps,
+           "games": args.games, "payoff_games": args.payoff_games, "snapshots": args.snapshots,
+           "opponents": args.opponents, "arms": summary, "paired": paired, **progress}
+    write_text(args.out_dir / "summary.json", json.dumps(out, indent=1))
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
