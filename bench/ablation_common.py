@@ -36,7 +36,7 @@ import numpy as np
 from bench.common import ROOT, local_ray  # noqa: F401 - re-exported for the ablation benches
 from spade_rllib.atomic_io import atomic_path, write_text
 from spade_rllib.curriculum.heldout_levels import heldout_reset_options
-from spade_rllib.games import bot_names, heldout_dir
+from spade_rllib.games import default_bot_names, heldout_dir
 from spade_rllib.outcome import MAIN
 from spade_rllib.results import flatten
 from spade_rllib.sweeps.stats import seed_interval
@@ -73,8 +73,9 @@ def setup_raw(env_id: str, seed: int, overrides: Sequence[str], *parts: Mapping)
 
 
 def ladder_of(env_id: str) -> dict[str, str]:
-    """The env's scripted bots, weakest to strongest as registered: metric name -> runner opponent id."""
-    return {name: f"bot:{name}" for name in bot_names(env_id)}
+    """The env's default bots (`default_bot_names`), weakest to strongest as registered: metric name ->
+    runner opponent id."""
+    return {name: f"bot:{name}" for name in default_bot_names(env_id)}
 
 
 def heldout_paths(env_id: str, max_size: int = 0) -> list[str]:

@@ -60,7 +60,8 @@ class EvalConfig:
     env: str | None = None
     """Env id override; by default the env recorded in the checkpoint (or inferred from its spaces)."""
     bots: list[str] | None = None
-    """Scripted players to add; default: the game's bots (`bot_names(env_id)`: CTF's ladder, MazeRace's three), random otherwise."""
+    """Scripted players to add; default: the game's default bots (`default_bot_names(env_id)`: CTF's ladder,
+    MazeRace's three, connect four's bots but the slow `mcts1000`), random otherwise."""
     league: bool = True
     """Include frozen league snapshots stored in the checkpoints (False: main only)."""
     bootstrap: int = 200
@@ -105,7 +106,8 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
                    help="parallel Ray tasks (0: no Ray, play in this process)")
     p.add_argument("--local", action="store_const", const=0, dest="workers", help="same as --workers 0")
     p.add_argument("--env", default=None, help="env id override (default: the env.id in the run's config.yaml)")
-    p.add_argument("--bots", default=None, help="comma-separated bots to add, or 'none'")
+    p.add_argument("--bots", default=None, help="comma-separated bots to add, or 'none' (default: the game's "
+                   "default bots)")
     p.add_argument("--no-league", action="store_false", dest="league", help="main only, no frozen snapshots")
     p.add_argument("--bootstrap", type=int, default=200)
     p.add_argument("--max-round-robin", type=int, default=16)
@@ -175,7 +177,7 @@ def _members(info, league: bool) -> list[str]:
 
 def build_pool(cfg: EvalConfig):
     """Resolve checkpoints, env and players. Returns {player_id: PlayerSpec} in pool order and a legend."""
-    from spade_rllib.evaluation.players import BOT_KIND, MODULE_KIND, PlayerSpec, bots_for_env
+    from spade_rllib.evaluation.players import BOT_KIND, MODULE_KIND, PlayerSpec, bots_for_env, default_bots_for_env
 
     entries = []  # (checkpoint info, members, is_vs)
     for path in cfg.checkpoints:
@@ -212,7 +214,7 @@ def build_pool(cfg: EvalConfig):
             specs[pid] = PlayerSpec(pid, MODULE_KIND, member, checkpoint=str(info.path), run=label,
                                     deterministic=not cfg.stochastic)
     valid_bots = bots_for_env(env_id)
-    bots = list(valid_bots) if cfg.bots is None else cfg.bots
+    bots = list(default_bots_for_env(env_id)) if cfg.bots is None else cfg.bots
     for bot in bots:
         if bot not in valid_bots:
             raise PolicyLoadError(f"--bots: {bot!r} does not play {env_id}; available: {', '.join(valid_bots)}")
@@ -236,7 +238,8 @@ def build_role_pool(cfg: EvalConfig, info):
     `cfg.main_id` (the first role's main). Returns ({player_id: PlayerSpec}, legend)."""
     from spade_rllib.checkpoint_layout import checkpoint_env_roles, member_module  # noqa: PLC0415
     from spade_rllib.evaluation.match_engine import make_game_env  # noqa: PLC0415
-    from spade_rllib.evaluation.players import BOT_KIND, MODULE_KIND, PlayerSpec, bots_for_env  # noqa: PLC0415
+    from spade_rllib.evaluation.players import (BOT_KIND, MODULE_KIND, PlayerSpec,  # noqa: PLC0415
+                                                bots_for_env, default_bots_for_env)
     from spade_rllib.games.roles import game_roles  # noqa: PLC0415
     from spade_rllib.validation import ConfigError  # noqa: PLC0415
 
@@ -259,7 +262,7 @@ def build_role_pool(cfg: EvalConfig, info):
         raise PolicyLoadError(f"{env_id} has roles {', '.join(names)}; evaluation plays role games of two roles "
                               "(two seats)")
     valid_bots = bots_for_env(env_id)
-    bots = list(valid_bots) if cfg.bots is None else cfg.bots
+    bots = list(default_bots_for_env(env_id)) if cfg.bots is None else cfg.bots
     for bot in bots:
         if bot not in valid_bots:
             raise PolicyLoadError(f"--bots: {bot!r} does not play {env_id}; available: {', '.join(valid_bots)}")

@@ -146,8 +146,9 @@ def test_ray_tasks_match_local(setup, ray_session, tmp_path):
 def test_connect_four_masked_evaluation(setup, tmp_path):
     outcome = evaluate(EvalConfig(checkpoints=[str(setup["c4"])], games_per_pair=6, seed=0, replays=1,
                                   out=str(tmp_path), workers=0, bootstrap=20, progress=False))
-    assert outcome["players"] == ["main", "random", "tactical", "lookahead"]  # spade_rllib.bots.c4_bots
-    assert len(outcome["results"]) == 36  # 6 pairs x 6 games; an illegal move would have raised in the engine
+    # The game's default bots (spade_rllib.bots.c4_bots.DEFAULT_BOTS): every bot but the slow mcts1000.
+    assert outcome["players"] == ["main", "random", "mcts10", "tactical", "mcts100", "lookahead"]
+    assert len(outcome["results"]) == 90  # 15 pairs x 6 games; an illegal move would have raised in the engine
     vs_main = [r.score("lookahead") for r in outcome["results"] if {r.seat0, r.seat1} == {"lookahead", "main"}]
     assert len(vs_main) == 6 and sum(vs_main) >= 5  # the negamax bot beats an untrained module
     assert all(r.reason in ("four", "full") for r in outcome["results"])

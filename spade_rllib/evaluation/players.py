@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
-from spade_rllib.games import bot_names, is_level_game, make_bot
+from spade_rllib.games import bot_names, default_bot_names, is_level_game, make_bot
 from spade_rllib.policy import Policy, load_policy
 
 GENERIC_BOTS = ("random",)
@@ -29,6 +29,12 @@ MODULE_KIND = "module"
 def bots_for_env(env_id: str) -> tuple[str, ...]:
     """The scripted reference players of a game (its `GameSpec.bots`); `random` for a game without bots."""
     return bot_names(env_id) or GENERIC_BOTS
+
+
+def default_bots_for_env(env_id: str) -> tuple[str, ...]:
+    """The bots played when none are named (its `GameSpec.default_bots`, else every bot); `random` for a
+    game without bots."""
+    return default_bot_names(env_id) or GENERIC_BOTS
 
 
 @dataclass(frozen=True)

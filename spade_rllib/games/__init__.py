@@ -10,15 +10,16 @@
 Adding a game: write its env (a `spade_rllib.envs.LevelGame` subclass for a level game) and register
 one `GameSpec` in `catalog.py`. No Ray, no torch.
 """
-from spade_rllib.games.catalog import (CONNECT_FOUR_ID, CTF_ID, MAZERACE_ID, GameSpec, bot_names, find_game, game,
-                                       game_ids, heldout_dir, heldout_opponents, level_game_for, level_game_ids,
-                                       level_game_spec, make_bot, make_env, register, unregister)
+from spade_rllib.games.catalog import (CONNECT_FOUR_ID, CTF_ID, MAZERACE_ID, GameSpec, bot_names,
+                                       default_bot_names, find_game, game, game_ids, heldout_dir, heldout_opponents,
+                                       level_game_for, level_game_ids, level_game_spec, make_bot, make_env, register,
+                                       unregister)
 from spade_rllib.games.ids import (LEVEL_KIND, EnvIdError, EnvKind, allowed_forms, canonical_env_id, env_kind,
                                    import_env_module, import_module, is_level_game, make_raw_env, parse_env_id,
                                    parse_env_path, resolve_env, spade_env_ids)
 
-__all__ = ["CONNECT_FOUR_ID", "CTF_ID", "MAZERACE_ID", "GameSpec", "bot_names", "find_game", "game", "game_ids",
-           "heldout_dir", "heldout_opponents", "level_game_for", "level_game_ids", "level_game_spec", "make_bot",
-           "make_env", "register", "unregister", "LEVEL_KIND", "EnvKind", "canonical_env_id", "env_kind",
-           "import_env_module", "import_module", "is_level_game", "parse_env_path", "spade_env_ids", "EnvIdError",
-           "allowed_forms", "make_raw_env", "parse_env_id", "resolve_env"]
+__all__ = ["CONNECT_FOUR_ID", "CTF_ID", "MAZERACE_ID", "GameSpec", "bot_names", "default_bot_names", "find_game",
+           "game", "game_ids", "heldout_dir", "heldout_opponents", "level_game_for", "level_game_ids",
+           "level_game_spec", "make_bot", "make_env", "register", "unregister", "LEVEL_KIND", "EnvKind",
+           "canonical_env_id", "env_kind", "import_env_module", "import_module", "is_level_game", "parse_env_path",
+           "spade_env_ids", "EnvIdError", "allowed_forms", "make_raw_env", "parse_env_id", "resolve_env"]

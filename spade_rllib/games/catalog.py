@@ -27,8 +27,9 @@ from spade_rllib.envs.level_game import ACTION_NAMES, LevelGame
 from spade_rllib.outcome import BOT_PREFIX, MIRROR
 
 __all__ = ["GameSpec", "Turns", "register", "unregister", "game", "find_game", "game_ids", "level_game_ids",
-           "make_env", "make_bot", "bot_names", "heldout_dir", "heldout_opponents", "level_game_for",
-           "level_game_spec", "maze_ascii", "connect_four_ascii", "CTF_ID", "MAZERACE_ID", "CONNECT_FOUR_ID"]
+           "make_env", "make_bot", "bot_names", "default_bot_names", "heldout_dir", "heldout_opponents",
+           "level_game_for", "level_game_spec", "maze_ascii", "connect_four_ascii", "CTF_ID", "MAZERACE_ID",
+           "CONNECT_FOUR_ID"]
 
 Turns = Literal["simultaneous", "alternating"]
 LEVELS_DIR = Path(__file__).resolve().parent.parent / "levels"
@@ -48,10 +49,13 @@ class GameSpec:
     """`(knobs, seed) -> Level` of a level game (one that takes ``reset(options={"level": ...})``); None otherwise."""
     bots: Mapping[str, type] = field(default_factory=dict)
     """Scripted players: name -> class, `cls(seed).act(env, agent) -> int`."""
+    default_bots: tuple[str, ...] = ()
+    """Bots played when none are named (evaluation's default pool); empty = every bot. Slow bots stay out
+    of it and are played when named (`bot:<name>`, `evaluate --bots`)."""
     heldout_dir: Optional[Path] = None
     """The shipped held-out maps (level games)."""
     heldout_opponents: tuple[str, ...] = ()
-    """Bot names the held-out evaluation plays (main also plays itself); empty = every bot."""
+    """Bot names the held-out evaluation plays (main also plays itself); empty = `default_bots`."""
     render_ascii: Optional[Callable[[Any], str]] = None
     """`env -> str`: the board as text, for replays and `play`."""
     action_names: tuple[str, ...] = ()
@@ -60,6 +64,11 @@ class GameSpec:
     """The `LevelGame` subclass of a level game (its `obs_layout`, `CTF_LEVELS`)."""
     result_reasons: tuple[str, str] = ("higher return", "equal return")
     """The reason of a decided and of a drawn game, for a game whose env gives none (evaluation tables)."""
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.default_bots if name not in self.bots]
+        if unknown:
+            raise ValueError(f"game {self.id!r}: default_bots {unknown} are not among its bots {list(self.bots)}")
 
     @property
     def is_level_game(self) -> bool:
@@ -143,6 +152,13 @@ def bot_names(env_id: str) -> tuple[str, ...]:
     return tuple(spec.bots) if spec is not None else ()
 
 
+def default_bot_names(env_id: str) -> tuple[str, ...]:
+    """The bots played when none are named: the game's `default_bots`, else every bot (empty for a game
+    without bots or an unknown id)."""
+    spec = find_game(env_id)
+    return (spec.default_bots or tuple(spec.bots)) if spec is not None else ()
+
+
 def make_bot(name: str, seed: int | None = None, *, env_id: str):
     """A scripted player of the game `env_id` by name; unknown names raise ValueError listing the valid ones."""
     bots = game(env_id).bots
@@ -165,7 +181,7 @@ def heldout_dir(env_id: str) -> Path:
 def heldout_opponents(env_id: str) -> dict[str, str]:
     """Metric name -> opponent id of the held-out evaluation: the game's held-out bots, then "self" (mirror)."""
     spec = game(env_id)
-    names = spec.heldout_opponents or tuple(spec.bots)
+    names = spec.heldout_opponents or spec.default_bots or tuple(spec.bots)
     return {**{name: f"{BOT_PREFIX}{name}" for name in names}, "self": MIRROR}
 
 
@@ -224,5 +240,5 @@ CTF_ID = register(level_game_spec(CaptureTheFlag, bots=ctf_bots.BOTS, heldout=LE
 CONNECT_FOUR_ID = register(GameSpec(
     id="connect_four_v3", make_env=_connect_four, turns="alternating",
     aliases=("pettingzoo.classic:connect_four_v3", "pettingzoo.classic.connect_four_v3:env"),
-    bots=c4_bots.BOTS, render_ascii=connect_four_ascii, action_names=tuple(f"column {c}" for c in range(7)),
-    result_reasons=("four", "full"))).id
+    bots=c4_bots.BOTS, default_bots=c4_bots.DEFAULT_BOTS, render_ascii=connect_four_ascii,
+    action_names=tuple(f"column {c}" for c in range(7)), result_reasons=("four", "full"))).id
