@@ -35,7 +35,7 @@ tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights
 Per arm: mean and two-sided 95% Student-t interval over seeds; per arm other than mirror: the paired
 difference to mirror, seed by seed, with its interval (`paired`).
 
-Units (one (arm, seed) training run with all its measures) are cached in `<out-dir>/units/` as they finish;
+Units (one (arm, seed) training run with all its measures and its resolved config) are cached in `<out-dir>/units/` as they finish;
 a rerun with the same --out-dir reuses them; `--only-seeds` and `--max-units` cut the run into chunks; a
 changed setting stops with one line (exit 2) before Ray starts (see `bench/ablation_common.py`).
 
@@ -244,8 +244,8 @@ def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
             while len(snaps) < len(marks) and steps >= marks[len(snaps)]:
                 snaps.append(copy_tree(algo.main_weights()))  # the learner's arrays change in place
 
-        run = train(arm_config(base, game, arm, seed, overrides, args.out_dir), args.minutes, args.env_steps,
-                    f"{arm} seed {seed}", on_iteration=copy_main)
+        raw = arm_config(base, game, arm, seed, overrides, args.out_dir)
+        run = train(raw, args.minutes, args.env_steps, f"{arm} seed {seed}", on_iteration=copy_main)
         if game.level_game:
             scores = heldout_scores(run, game.env_id, args.games, seed, args.max_map_size)
             run["heldout"] = {o: scores[o] for o in args.opponents}
@@ -254,7 +254,8 @@ def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
         br = best_response(run["weights"], base, game, seed, args, overrides)
         matrix = payoff_matrix(run, game, [*snaps, run["weights"]], args.payoff_games, args.max_map_size)
         record = {"heldout": run["heldout"], "exploit": br, "payoff": matrix, "snapshot_env_steps": marks,
-                  "env_steps": run["env_steps"], "iterations": run["iterations"], "train_s": run["train_s"]}
+                  "env_steps": run["env_steps"], "iterations": run["iterations"], "train_s": run["train_s"],
+                  "config": raw}
         return record, run["weights"]
 
     return run_unit
