@@ -121,7 +121,7 @@ GAMES: dict[str, ClaimGame] = {
                 "pfsp_weighting": "hard", "max_size": 20, "num_opponent_slots": 4, **NO_REFERENCES},
         level_game=False,
         opponents=("random", "tactical", "lookahead", "mcts10", "mcts100", "mcts1000"),
-        env_steps=1_500_000, exploit_env_steps=1_000_000, games=20),
+        env_steps=1_500_000, exploit_env_steps=2_000_000, games=20),
 }
 
 
@@ -341,7 +341,7 @@ def parse_args(argv=None):
                          env_steps_help="env steps per arm and seed (default per game: ctf 6M, c4 1.5M)")
     ap.add_argument("--game", required=True, choices=sorted(GAMES), help="ctf (CaptureTheFlag 1v1) or c4 (Connect Four)")
     ap.add_argument("--exploit-env-steps", type=int, default=None,
-                    help="env steps of each best response (default per game: ctf 7M, c4 1M)")
+                    help="env steps of each best response (default per game: ctf 7M, c4 2M)")
     ap.add_argument("--opponents", default=None, metavar="A,B,...",
                     help="held-out opponents to score (a subset of the game's; default: all of them)")
     ap.add_argument("--snapshots", type=int, default=6, help="copies of main for the cross-time payoff matrix (>= 2)")
