@@ -437,11 +437,15 @@ def _torch_tree(tree: Any) -> Any:
 
 class UnitCache:
     """The finished units of one bench in `out_dir`: `units/<name>_seed<k>.json` (written last, so its
-    presence means the unit is whole) and `units/<name>_seed<k>.pt`, and the `manifest` they were made with."""
+    presence means the unit is whole) and `units/<name>_seed<k>.pt` (unless `keep_weights` is False), and the
+    `manifest` they were made with."""
 
-    def __init__(self, out_dir: Path, manifest: Mapping[str, Any]):
+    def __init__(self, out_dir: Path, manifest: Mapping[str, Any], keep_weights: bool = True):
         self.out_dir = Path(out_dir)
         self.manifest = dict(manifest)
+        self.keep_weights = keep_weights
+        """False: a unit is its JSON record alone (a bench that never reloads main's weights; units small
+        enough to commit)."""
 
     @property
     def units_dir(self) -> Path:
@@ -473,7 +477,7 @@ class UnitCache:
     def load(self, name: str, seed: int) -> Optional[dict]:
         """The unit's record, or None when it is not cached (both files are needed)."""
         path = self.unit_path(name, seed)
-        whole = path.is_file() and self.unit_path(name, seed, ".pt").is_file()
+        whole = path.is_file() and (not self.keep_weights or self.unit_path(name, seed, ".pt").is_file())
         return json.loads(path.read_text()) if whole else None
 
     def weights(self, name: str, seed: int) -> dict:
@@ -489,8 +493,9 @@ class UnitCache:
         self.units_dir.mkdir(parents=True, exist_ok=True)
         if not (self.out_dir / MANIFEST).is_file():
             write_text(self.out_dir / MANIFEST, json.dumps(self.manifest, indent=1))
-        with atomic_path(self.unit_path(name, seed, ".pt")) as tmp:
-            torch.save(_torch_tree(weights), tmp)
+        if self.keep_weights:
+            with atomic_path(self.unit_path(name, seed, ".pt")) as tmp:
+                torch.save(_torch_tree(weights), tmp)
         stored = {"name": name, "seed": int(seed), "finished": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
                   **dict(record)}
         stored = json.loads(json.dumps(stored, default=float))

@@ -22,10 +22,14 @@ tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights
     random opening plies, `--games` per seat against random, tactical, lookahead and the MCTS ladder
     (mcts10 / mcts100 / mcts1000: UCT with random rollouts at 10, 100, 1000 simulations).
   * exploitability with a real best response: a fresh learner (the mirror recipe, another seed) trains
-    `--exploit-env-steps` with every game against the frozen final main. Its training score per iteration
-    is the curve (reported with its area, the mean score over the run, and `plateau`: the last quarter's
-    mean minus the quarter before it); its final score against main in `--games` games per map and seat
-    (CTF) or per seat (Connect Four) is the exploitability. Lower is better.
+    `--exploit-env-steps` with every game against the frozen final main, both sampling their actions as in
+    training. Its training score (win + draw/2) per iteration is the curve; the exploitability is the score
+    it plateaus at, the mean of the curve's last quarter (hundreds of games per iteration). Also reported:
+    `exploit_auc` (the curve's mean), `exploit_plateau` (the last quarter's mean minus the quarter before it:
+    near 0 = the best response stopped improving) and `exploit_match`, its score in a final match against
+    main: on the held-out maps, sampled (CTF), or by argmax from the evaluation openings (Connect Four,
+    where an argmax main is a single deterministic line, which a best response refutes every time).
+    Lower is better.
   * forgetting and cycling: `--snapshots` copies of main taken at evenly spaced env steps (the last one is
     the final main) play every pair, `--payoff-games` per seat (and map): the cross-time payoff matrix
     M[i][j] = score of snapshot i against snapshot j. `progress` = mean of M[i][j] over i > j (later vs
@@ -41,7 +45,7 @@ changed setting stops with one line (exit 2) before Ray starts (see `bench/ablat
 
 The LAST line is one JSON object: {"bench": "league_claim", "game", "env_id", "config", "seeds", "env_steps",
 "exploit_env_steps", "games", "opponents", "arms": {arm: {"heldout": {opponent: stat}, "heldout_mean",
-"exploitability", "exploit_auc", "exploit_plateau", "exploit_curves", "payoff": {"progress", "final_vs_past",
+"exploitability", "exploit_auc", "exploit_plateau", "exploit_match", "exploit_curves", "payoff": {"progress", "final_vs_past",
 "regressions", "matrix"}, "env_steps", "train_s"}}, "paired": {arm: {measure: stat}}, "complete",
 "units_done", "units_missing"}; stat = {mean, low, high, n, iqm, iqm_low, iqm_high, values}.
 """
@@ -197,14 +201,15 @@ def payoff_summary(matrix: Sequence[Sequence[float]]) -> dict[str, float]:
 
 
 def curve_stats(curve: Sequence[float]) -> dict[str, float]:
-    """The best response's training curve: its area (mean score) and plateau (last quarter's mean minus the
-    quarter before it; near 0 = it stopped improving)."""
+    """The best response's training curve: `final`, its last quarter's mean (the score it plateaus at: the
+    exploitability); `auc`, its area (the mean score over the run); `plateau`, the last quarter's mean minus
+    the quarter before it (near 0 = it stopped improving)."""
     ys = np.asarray([y for y in curve if not math.isnan(y)], dtype=float)
     if ys.size == 0:
-        return {"auc": math.nan, "plateau": math.nan}
+        return {"final": math.nan, "auc": math.nan, "plateau": math.nan}
     q = max(1, ys.size // 4)
     before = ys[-2 * q:-q] if ys.size >= 2 * q else ys[:q]
-    return {"auc": float(ys.mean()), "plateau": float(ys[-q:].mean() - before.mean())}
+    return {"final": float(ys[-q:].mean()), "auc": float(ys.mean()), "plateau": float(ys[-q:].mean() - before.mean())}
 
 
 def best_response(target: Mapping, base: dict, game: ClaimGame, seed: int, args, overrides: Sequence[str]) -> dict:
@@ -232,6 +237,14 @@ def snapshot_marks(env_steps: int, k: int) -> list[int]:
     return [int(env_steps * (i + 1) / k) for i in range(k - 1)]
 
 
+def portable(raw: dict, out_dir: Path) -> dict:
+    """The run config as a unit records it: the storage path relative to the out-dir (units can be committed
+    and moved; no machine path in them)."""
+    raw = copy.deepcopy(raw)
+    raw["experiment"]["storage_path"] = str(Path(raw["experiment"]["storage_path"]).relative_to(out_dir))
+    return raw
+
+
 def copy_tree(tree: Any) -> Any:
     return {k: copy_tree(v) for k, v in tree.items()} if isinstance(tree, Mapping) else np.array(tree, copy=True)
 
@@ -255,7 +268,7 @@ def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
         matrix = payoff_matrix(run, game, [*snaps, run["weights"]], args.payoff_games, args.max_map_size)
         record = {"heldout": run["heldout"], "exploit": br, "payoff": matrix, "snapshot_env_steps": marks,
                   "env_steps": run["env_steps"], "iterations": run["iterations"], "train_s": run["train_s"],
-                  "config": raw}
+                  "config": portable(raw, args.out_dir)}
         return record, run["weights"]
 
     return run_unit
@@ -265,10 +278,10 @@ def measures(record: Mapping, opponents: Sequence[str]) -> dict[str, float]:
     """The per-unit numbers the summary and the paired differences are made of."""
     held = {f"heldout/{o}": float(record["heldout"][o]) for o in opponents}
     pay = payoff_summary(record["payoff"])
+    curve = curve_stats(record["exploit"]["curve"])
     return {**held, "heldout_mean": float(np.mean([record["heldout"][o] for o in opponents])),
-            "exploitability": float(record["exploit"]["score"]), "exploit_auc": float(record["exploit"]["auc"]),
-            "exploit_plateau": float(record["exploit"]["plateau"]),
-            **{f"payoff/{k}": v for k, v in pay.items()}}
+            "exploitability": curve["final"], "exploit_auc": curve["auc"], "exploit_plateau": curve["plateau"],
+            "exploit_match": float(record["exploit"]["score"]), **{f"payoff/{k}": v for k, v in pay.items()}}
 
 
 def summarize(runs: Mapping[str, Sequence[dict]], opponents: Sequence[str]) -> tuple[dict, dict]:
@@ -283,7 +296,7 @@ def summarize(runs: Mapping[str, Sequence[dict]], opponents: Sequence[str]) -> t
         arms[arm] = {
             "heldout": {o: stat(f"heldout/{o}") for o in opponents}, "heldout_mean": stat("heldout_mean"),
             "exploitability": stat("exploitability"), "exploit_auc": stat("exploit_auc"),
-            "exploit_plateau": stat("exploit_plateau"),
+            "exploit_plateau": stat("exploit_plateau"), "exploit_match": stat("exploit_match"),
             "exploit_curves": [r["exploit"]["curve"] for r in rs],
             "payoff": {k: stat(f"payoff/{k}") for k in ("progress", "final_vs_past", "regressions")}
             | {"matrix": mean_matrix},
@@ -384,7 +397,7 @@ def main(argv=None) -> int:
     manifest = unit_manifest(args, game.env_id, game.config.read_text())
     manifest.update({"game": args.game, "opponents": args.opponents, "snapshots": args.snapshots,
                      "payoff_games": args.payoff_games})
-    cache = UnitCache(args.out_dir, manifest)
+    cache = UnitCache(args.out_dir, manifest, keep_weights=False)  # every measure is taken inside the unit
     cache.check()  # before Ray: a mismatch writes nothing
     with LazyRay(args.cpus) as ray:
         runs = unit_runs(args, arms, run_unit_for(base, game, args, overrides), cache, ray)

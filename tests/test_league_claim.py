@@ -60,6 +60,7 @@ def test_curve_stats_area_and_plateau():
     assert lc.curve_stats(rising)["plateau"] == pytest.approx(0.2)  # (0.75) - (0.55): still climbing
     assert lc.curve_stats(flat)["plateau"] == pytest.approx(0.0)
     assert lc.curve_stats(flat)["auc"] == pytest.approx(np.mean(flat))
+    assert lc.curve_stats(rising)["final"] == pytest.approx(0.75)  # the last quarter: what it plateaus at
     assert np.isnan(lc.curve_stats([float("nan")])["auc"])
 
 
@@ -70,8 +71,7 @@ def test_snapshot_marks_are_evenly_spaced_before_the_end():
 
 def test_summarize_pairs_by_seed():
     def record(seed, score, exploit):
-        return {"seed": seed, "heldout": {"random": score}, "exploit": {"score": exploit, "auc": exploit, "plateau": 0.0,
-                                                                        "curve": [exploit], "env_steps": 10},
+        return {"seed": seed, "heldout": {"random": score}, "exploit": {"score": 1.0, "curve": [exploit], "env_steps": 10},
                 "payoff": [[0.5, 0.3], [0.7, 0.5]], "env_steps": 100, "train_s": 1.0}
     runs = {"mirror": [record(0, 0.5, 0.6), record(1, 0.7, 0.5)], "league": [record(1, 0.8, 0.2), record(0, 0.55, 0.4)]}
     arms, paired = lc.summarize(runs, ["random"])
@@ -81,6 +81,15 @@ def test_summarize_pairs_by_seed():
     assert diff["mean"] == pytest.approx(seed_interval([0.05, 0.1]).mean)
     assert paired["league"]["exploitability"]["values"] == [pytest.approx(-0.2), pytest.approx(-0.3)]
     assert arms["mirror"]["payoff"]["progress"]["mean"] == pytest.approx(0.7)
+
+
+def test_units_without_weights_round_trip(tmp_path):
+    from bench.ablation_common import UnitCache
+
+    cache = UnitCache(tmp_path, {"bench": "league_claim"}, keep_weights=False)
+    cache.save("league", 2, {"heldout": {"random": 0.75}}, {"pi": {"w": np.zeros(2)}})
+    assert cache.load("league", 2)["heldout"] == {"random": 0.75} and cache.load("league", 1) is None
+    assert sorted(p.name for p in (tmp_path / "units").iterdir()) == ["league_seed2.json"]
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -120,7 +129,7 @@ def test_league_claim_smoke_on_connect_four(tmp_path):
     assert out["bench"] == "league_claim" and out["game"] == "c4" and out["complete"] is True
     assert out["opponents"] == ["random", "mcts10"] and set(out["arms"]) == {"mirror", "league"}
     for arm in out["arms"].values():
-        stats = [*arm["heldout"].values(), arm["heldout_mean"], arm["exploitability"], arm["exploit_auc"],
+        stats = [*arm["heldout"].values(), arm["heldout_mean"], arm["exploitability"], arm["exploit_auc"], arm["exploit_match"],
                  *(arm["payoff"][k] for k in ("progress", "final_vs_past", "regressions"))]
         for stat in stats:
             iv = seed_interval(stat["values"])
@@ -136,5 +145,7 @@ def test_league_claim_smoke_on_connect_four(tmp_path):
     assert unit["exploit"]["games_last_iteration"] > 0  # the best response trained against the frozen main
     assert len(unit["snapshot_env_steps"]) == 2 and (tmp_path / "payoff.png").is_file()
     assert unit["config"]["league"]["enabled"] is True and unit["config"]["experiment"]["seed"] == 1  # what ran
+    assert str(tmp_path) not in json.dumps(unit)  # no machine path: units can be committed and moved
+    assert not list((tmp_path / "units").glob("*.pt"))  # a unit is its JSON record alone
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
     assert json.loads(again.stdout.strip().splitlines()[-1]) == out and again.stderr.count("cached: ") == 4
