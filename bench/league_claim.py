@@ -101,7 +101,8 @@ class ClaimGame:
     env_id: str
     config: Path
     league: Mapping[str, Any]
-    """The league block of the league arms: main's own snapshots only (no random, no bots, no reference floor)."""
+    """League settings of the self-play arms on top of the recipe's own (`--set` can change them); the arms
+    then keep main's own snapshots only: no random, no bots, no reference floor (`NO_REFERENCES`)."""
     opponents: tuple[str, ...]
     """Held-out opponents reported (bot names; `still` is the still team of level games)."""
     level_game: bool
@@ -115,14 +116,14 @@ NO_REFERENCES = {"include_random": False, "bots": [], "reference_floor": 0.0}
 GAMES: dict[str, ClaimGame] = {
     "ctf": ClaimGame(
         env_id="CaptureTheFlag-v0", config=ROOT / "tune_configs" / "flagship.yaml",
-        league=NO_REFERENCES, level_game=True,
+        league={}, level_game=True,
         opponents=(STILL, "random", "rusher", "defender", "raider", "hybrid"),
         env_steps=6_000_000, exploit_env_steps=7_000_000, games=5),
     "c4": ClaimGame(
         env_id="connect_four_v3", config=ROOT / "tune_configs" / "connect_four.yaml",
         league={"enabled": True, "win_rate_threshold": 0.6, "window": 300, "min_iterations_between": 3,
                 "every_n_iterations": 10, "self_play_ratio": 0.4, "latest_ratio": 0.2, "sampling": "pfsp",
-                "pfsp_weighting": "hard", "max_size": 20, "num_opponent_slots": 4, **NO_REFERENCES},
+                "pfsp_weighting": "hard", "max_size": 20, "num_opponent_slots": 4},
         level_game=False,
         opponents=("random", "tactical", "lookahead", "mcts10", "mcts100", "mcts1000"),
         env_steps=1_500_000, exploit_env_steps=2_000_000, games=20),
@@ -138,11 +139,13 @@ def arm_config(base: dict, game: ClaimGame, arm: str, seed: int, overrides: Sequ
         "evaluation": {"interval": 0, "heldout_levels": [], "final_heldout_levels": []}})
     if not game.level_game:
         raw["evaluation"]["random_opening_plies"] = EVAL_OPENING_PLIES
-    raw = apply_overrides(raw, list(overrides))  # --set first: every arm derives from the same settings
+    if arm != "reference":
+        raw = deep_merge(raw, {"league": dict(game.league)})
+    raw = apply_overrides(raw, list(overrides))  # --set wins over the game's settings, not over the arm's
     if arm == "reference":
         return raw
     raw["self_play"] = {**(raw.get("self_play") or {}), "mode": "mirror", "opponent_mix": {}}
-    league = {**(raw.get("league") or {}), **game.league}
+    league = {**(raw.get("league") or {}), **NO_REFERENCES}
     if arm == BASELINE:
         raw["league"] = {**league, "enabled": False}
     else:
@@ -237,6 +240,20 @@ def snapshot_marks(env_steps: int, k: int) -> list[int]:
     return [int(env_steps * (i + 1) / k) for i in range(k - 1)]
 
 
+LEAGUE_KEYS = ("league/snapshot_event", "league/win_rate_vs_latest")
+
+
+def league_trace(history: Mapping[str, Sequence[float]]) -> dict:
+    """What the league did in a run: snapshots taken, and main's win rate against its newest snapshot (last
+    value and its mean over the run); empty without a league."""
+    snaps = [x for x in history.get(LEAGUE_KEYS[0], []) if not math.isnan(x)]
+    rates = [x for x in history.get(LEAGUE_KEYS[1], []) if not math.isnan(x)]
+    if not snaps:
+        return {}
+    return {"snapshots": int(sum(snaps)), "win_rate_vs_latest": rates[-1] if rates else None,
+            "mean_win_rate_vs_latest": float(np.mean(rates)) if rates else None}
+
+
 def portable(raw: dict, out_dir: Path) -> dict:
     """The run config as a unit records it: the storage path relative to the out-dir (units can be committed
     and moved; no machine path in them)."""
@@ -258,7 +275,7 @@ def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
                 snaps.append(copy_tree(algo.main_weights()))  # the learner's arrays change in place
 
         raw = arm_config(base, game, arm, seed, overrides, args.out_dir)
-        run = train(raw, args.minutes, args.env_steps, f"{arm} seed {seed}", on_iteration=copy_main)
+        run = train(raw, args.minutes, args.env_steps, f"{arm} seed {seed}", on_iteration=copy_main, keep=LEAGUE_KEYS)
         if game.level_game:
             scores = heldout_scores(run, game.env_id, args.games, seed, args.max_map_size)
             run["heldout"] = {o: scores[o] for o in args.opponents}
@@ -268,7 +285,7 @@ def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
         matrix = payoff_matrix(run, game, [*snaps, run["weights"]], args.payoff_games, args.max_map_size)
         record = {"heldout": run["heldout"], "exploit": br, "payoff": matrix, "snapshot_env_steps": marks,
                   "env_steps": run["env_steps"], "iterations": run["iterations"], "train_s": run["train_s"],
-                  "config": portable(raw, args.out_dir)}
+                  "league": league_trace(run["history"]), "config": portable(raw, args.out_dir)}
         return record, run["weights"]
 
     return run_unit

@@ -39,6 +39,15 @@ def test_self_play_arms_meet_no_scripted_player_in_training(game, tmp_path):
     assert br.experiment.seed == 1002 and not br.league.enabled  # a fresh network, not main's seed
 
 
+def test_set_overrides_the_games_league_settings_but_not_the_arm(tmp_path):
+    spec = lc.GAMES["c4"]
+    base = read_yaml(spec.config.read_text())
+    raw = lc.arm_config(base, spec, "league", 0, ["league.every_n_iterations=1", "league.include_random=true"], tmp_path)
+    cfg = parse_config(raw)
+    assert cfg.league.every_n_iterations == 1  # the user's --set wins over the game's default (10)
+    assert cfg.league.include_random is False  # but the arm stays a league of main's own snapshots
+
+
 def test_board_game_evaluation_starts_from_random_openings(tmp_path):
     spec = lc.GAMES["c4"]
     cfg = parse_config(lc.arm_config(read_yaml(spec.config.read_text()), spec, "league", 0, [], tmp_path))
@@ -145,6 +154,8 @@ def test_league_claim_smoke_on_connect_four(tmp_path):
     assert unit["exploit"]["games_last_iteration"] > 0  # the best response trained against the frozen main
     assert len(unit["snapshot_env_steps"]) == 2 and (tmp_path / "payoff.png").is_file()
     assert unit["config"]["league"]["enabled"] is True and unit["config"]["experiment"]["seed"] == 1  # what ran
+    assert unit["league"]["snapshots"] >= 1  # the league arm froze snapshots of main
+    assert json.loads((tmp_path / "units" / "mirror_seed1.json").read_text())["league"] == {}
     assert str(tmp_path) not in json.dumps(unit)  # no machine path: units can be committed and moved
     assert not list((tmp_path / "units").glob("*.pt"))  # a unit is its JSON record alone
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
