@@ -509,17 +509,18 @@ def _fail(message: str) -> int:
 
 
 class LazyRay(contextlib.ExitStack):
-    """A local Ray (`local_ray`) started by the first `ensure()` and stopped when the block ends: a bench
-    whose units are all cached starts none."""
+    """A local Ray (`local_ray`; the cluster at `address` when given) started by the first `ensure()` and
+    stopped when the block ends: a bench whose units are all cached starts none."""
 
-    def __init__(self, cpus: int):
+    def __init__(self, cpus: int, address: Optional[str] = None):
         super().__init__()
         self.cpus = cpus
+        self.address = address
         self.started = False
 
     def ensure(self) -> None:
         if not self.started:
-            self.enter_context(local_ray(self.cpus, quiet=True))
+            self.enter_context(local_ray(self.cpus, quiet=True, address=self.address))
             self.started = True
 
 

@@ -39,16 +39,19 @@ def league_curriculum_config(name: str, seed: int, *, storage_path: str, window:
 
 
 @contextlib.contextmanager
-def local_ray(cpus: int = 2, quiet: bool = False) -> Iterator[None]:
+def local_ray(cpus: int = 2, quiet: bool = False, address: Optional[str] = None) -> Iterator[None]:
     """A local Ray with `cpus` CPUs and no dashboard while the block runs (`quiet`: errors only, repeated
-    worker logs folded)."""
+    worker logs folded); with `address` ("auto" inside `ray job submit`), the running cluster instead."""
     import ray
 
     extra = {}
     if quiet:
         os.environ.setdefault("RAY_DEDUP_LOGS", "1")
         extra["logging_level"] = "ERROR"
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, **extra)
+    if address:
+        ray.init(address=address, log_to_driver=False, **extra)
+    else:
+        ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, **extra)
     try:
         yield
     finally:

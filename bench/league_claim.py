@@ -121,7 +121,7 @@ GAMES: dict[str, ClaimGame] = {
         env_steps=6_000_000, exploit_env_steps=7_000_000, games=5),
     "c4": ClaimGame(
         env_id="connect_four_v3", config=ROOT / "tune_configs" / "connect_four.yaml",
-        league={"enabled": True, "win_rate_threshold": 0.6, "window": 300, "min_iterations_between": 3,
+        league={"win_rate_threshold": 0.6, "window": 300, "min_iterations_between": 3,
                 "every_n_iterations": 10, "self_play_ratio": 0.4, "latest_ratio": 0.2, "sampling": "pfsp",
                 "pfsp_weighting": "hard", "max_size": 20, "num_opponent_slots": 4},
         level_game=False,
@@ -258,7 +258,8 @@ def portable(raw: dict, out_dir: Path) -> dict:
     """The run config as a unit records it: the storage path relative to the out-dir (units can be committed
     and moved; no machine path in them)."""
     raw = copy.deepcopy(raw)
-    raw["experiment"]["storage_path"] = str(Path(raw["experiment"]["storage_path"]).relative_to(out_dir))
+    path = Path(raw["experiment"]["storage_path"])
+    raw["experiment"]["storage_path"] = str(path.relative_to(out_dir) if path.is_relative_to(out_dir) else path.name)
     return raw
 
 
@@ -372,6 +373,8 @@ def parse_args(argv=None):
     ap.add_argument("--game", required=True, choices=sorted(GAMES), help="ctf (CaptureTheFlag 1v1) or c4 (Connect Four)")
     ap.add_argument("--exploit-env-steps", type=int, default=None,
                     help="env steps of each best response (default per game: ctf 7M, c4 2M)")
+    ap.add_argument("--address", default=None,
+                    help="run on this Ray cluster (`auto` inside `ray job submit`) instead of a local Ray of --cpus")
     ap.add_argument("--opponents", default=None, metavar="A,B,...",
                     help="held-out opponents to score (a subset of the game's; default: all of them)")
     ap.add_argument("--snapshots", type=int, default=6, help="copies of main for the cross-time payoff matrix (>= 2)")
@@ -416,7 +419,7 @@ def main(argv=None) -> int:
                      "payoff_games": args.payoff_games})
     cache = UnitCache(args.out_dir, manifest, keep_weights=False)  # every measure is taken inside the unit
     cache.check()  # before Ray: a mismatch writes nothing
-    with LazyRay(args.cpus) as ray:
+    with LazyRay(args.cpus, args.address) as ray:
         runs = unit_runs(args, arms, run_unit_for(base, game, args, overrides), cache, ray)
     progress = unit_progress(args, arms, runs, argv)
     summary, paired = summarize(runs, args.opponents)
