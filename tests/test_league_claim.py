@@ -160,3 +160,21 @@ def test_league_claim_smoke_on_connect_four(tmp_path):
     assert not list((tmp_path / "units").glob("*.pt"))  # a unit is its JSON record alone
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
     assert json.loads(again.stdout.strip().splitlines()[-1]) == out and again.stderr.count("cached: ") == 4
+
+
+def test_address_joins_the_running_cluster_instead_of_starting_one(monkeypatch):
+    import ray
+
+    from bench.common import local_ray
+
+    calls = []
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
+    with local_ray(2, quiet=True, address="auto"):
+        pass
+    with local_ray(3):
+        pass
+    assert calls[0]["address"] == "auto" and "num_cpus" not in calls[0]  # a cluster's CPUs are its own
+    assert calls[2]["num_cpus"] == 3 and "address" not in calls[2] and calls.count("shutdown") == 2
+    args = lc.parse_args(["--game", "c4", "--address", "auto"])[0]
+    assert args.address == "auto"
