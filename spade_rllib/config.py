@@ -406,6 +406,11 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
         key = "lstm_use_prev_action" if model.lstm_use_prev_action else "lstm_use_prev_reward"
         raise ConfigError(f"agent.model.{key} = true: only allowed with resources.num_learners = 0 (the local "
                           f"learner's packed path; RLlib's stock learner pipeline has no previous-action input)")
+    learners = cfg.resources.num_learners
+    if learners > 1 and cfg.agent.train_batch_size % learners:
+        fits = cfg.agent.train_batch_size - cfg.agent.train_batch_size % learners
+        raise ConfigError(f"agent.train_batch_size = {cfg.agent.train_batch_size}: not divisible by resources.num_learners "
+                          f"= {learners} (each learner takes an equal share); did you mean {fits} or {fits + learners}?")
     stop = cfg.training.stop
     if (stop.metric is None) != (stop.target is None):
         raise ConfigError(f"training.stop.metric = {stop.metric!r}: metric and target must be given together (target = {stop.target!r})")

@@ -89,6 +89,11 @@ def test_global_batch_sizes_are_split_over_the_learners():
                         "resources": {"num_learners": 2, "num_cpus_per_learner": 0.5}})
     algo = build_algo_config(cfg)
     assert (algo.train_batch_size_per_learner, algo.minibatch_size, algo.total_train_batch_size) == (500, 125, 1000)
+    with pytest.raises(ConfigError) as e:  # a remainder would be dropped without a word
+        parse_config({"env": {"id": C4}, "agent": {"train_batch_size": 1001, "minibatch_size": 250},
+                      "resources": {"num_learners": 2}})
+    assert str(e.value) == ("agent.train_batch_size = 1001: not divisible by resources.num_learners = 2 (each learner "
+                            "takes an equal share); did you mean 1000 or 1002?")
 
 
 def test_bad_multi_learner_combinations_are_one_line_config_errors(monkeypatch):
@@ -99,7 +104,8 @@ def test_bad_multi_learner_combinations_are_one_line_config_errors(monkeypatch):
     load_config(FLAGSHIP, ["resources.num_learners=2", "curriculum.plr.score=learnability"])
 
     learnability = "curriculum.plr.score=learnability"
-    cfg = load_config(QUICKSTART, ["resources.num_cpus=2", "resources.num_learners=3", learnability])
+    cfg = load_config(QUICKSTART, ["resources.num_cpus=2", "resources.num_learners=3", learnability,
+                                   "agent.train_batch_size=6144"])
     with pytest.raises(ConfigError, match=r"^resources.num_learners = 3: out of range, the learners alone take 3 CPUs .* "
                                           r"resources.num_cpus = 2; lower num_learners or num_cpus_per_learner"):
         preflight.check_launch(cfg)
