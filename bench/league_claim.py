@@ -35,7 +35,8 @@ tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights
     M[i][j] = score of snapshot i against snapshot j. `progress` = mean of M[i][j] over i > j (later vs
     earlier; > 0.5 = it keeps improving), `final_vs_past` = the final main's mean over all earlier ones,
     `regressions` = share of pairs i > j with M[i][j] < 0.5 (a later main losing to an earlier one).
-    `<out-dir>/payoff.png` draws the matrices, averaged over seeds, one panel per arm.
+    `<out-dir>/payoff.png` draws the matrices, averaged over seeds, one panel per arm, and
+    `<out-dir>/exploitability.png` the best responses' curves (each unit's JSON holds its curve).
 Per arm: mean and two-sided 95% Student-t interval over seeds; per arm other than mirror: the paired
 difference to mirror, seed by seed, with its interval (`paired`).
 
@@ -45,7 +46,7 @@ changed setting stops with one line (exit 2) before Ray starts (see `bench/ablat
 
 The LAST line is one JSON object: {"bench": "league_claim", "game", "env_id", "config", "seeds", "env_steps",
 "exploit_env_steps", "games", "opponents", "arms": {arm: {"heldout": {opponent: stat}, "heldout_mean",
-"exploitability", "exploit_auc", "exploit_plateau", "exploit_match", "exploit_curves", "payoff": {"progress", "final_vs_past",
+"exploitability", "exploit_auc", "exploit_plateau", "exploit_match", "payoff": {"progress", "final_vs_past",
 "regressions", "matrix"}, "env_steps", "train_s"}}, "paired": {arm: {measure: stat}}, "complete",
 "units_done", "units_missing"}; stat = {mean, low, high, n, iqm, iqm_low, iqm_high, values}.
 """
@@ -315,7 +316,6 @@ def summarize(runs: Mapping[str, Sequence[dict]], opponents: Sequence[str]) -> t
             "heldout": {o: stat(f"heldout/{o}") for o in opponents}, "heldout_mean": stat("heldout_mean"),
             "exploitability": stat("exploitability"), "exploit_auc": stat("exploit_auc"),
             "exploit_plateau": stat("exploit_plateau"), "exploit_match": stat("exploit_match"),
-            "exploit_curves": [r["exploit"]["curve"] for r in rs],
             "payoff": {k: stat(f"payoff/{k}") for k in ("progress", "final_vs_past", "regressions")}
             | {"matrix": mean_matrix},
             "env_steps": [r["env_steps"] for r in rs], "train_s": [round(r["train_s"], 1) for r in rs],
@@ -427,7 +427,7 @@ def main(argv=None) -> int:
     title = (f"{args.game}: cross-time payoff, {args.snapshots} snapshots over {args.env_steps:,d} env steps, "
              f"mean of {max(len(r) for r in runs.values())} seeds")
     plot_payoff(summary, args.out_dir / "payoff.png", title)
-    plot_curves({a: s["exploit_curves"] for a, s in summary.items()}, "best response's training score",
+    plot_curves({a: [r["exploit"]["curve"] for r in rs] for a, rs in runs.items()}, "best response's training score",
                 args.out_dir / "exploitability.png", f"{args.game}: best responses against each final main")
 
     fmt = fmt_interval
