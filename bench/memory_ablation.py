@@ -1,7 +1,7 @@
 """What memory buys on the flagship: MLP + trail vs LSTM + trail vs LSTM without the trail channel on
 CaptureTheFlag-v0, at equal wall clock, the same curriculum and opponent mix, several seeds.
 
-    python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail]
+    python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail,mlp_seen_map]
         [--games 10] [--env-steps N] [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/memory] [--cpus 2]
         [--only-seeds K,K] [--max-units K]
 
@@ -10,14 +10,17 @@ Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play
     mlp_trail      the feed-forward MLP with the decaying trail channel (the current flagship default)
     lstm_trail     the same trunk, one 128-wide hidden layer, then an LSTM of 128 (max_seq_len 32)
     lstm_notrail   the LSTM with the trail channel off (env.kwargs.trail: false): memory alone
+    mlp_seen_map   the MLP + trail with the memory map (env.kwargs.seen_map: 7, 7x7 blocks of 3x3 cells of
+                   what this agent has seen: docs/ctf.md); compare it at equal env steps (`--env-steps N
+                   --minutes <large>`): the env steps at about 0.4x the speed with it
 Each (setup, seed) trains for `--minutes` of wall clock (and at most `--env-steps`). Main's final weights
 then play the shipped held-out CTF maps (never trained on) alone against a team that never moves
 (navigation), and against every ladder bot (`random`, `rusher`, `raider`, ...), `--games` games per
 map and seat, sampling actions as in training (`--greedy`: argmax). The recurrent setups carry one
 state per agent and game. Per setup: mean and 95% Student-t interval over seeds.
 
-A real measurement needs >= 15 minutes per run and >= 2 seeds: 3 setups x 2 seeds x 15 min plus
-evaluation is about 100 minutes of an otherwise idle 2-CPU machine, so it can be spread over sessions:
+A real measurement needs >= 15 minutes per run and >= 2 seeds: 4 setups x 2 seeds x 15 min plus
+evaluation is about 130 minutes of an otherwise idle 2-CPU machine, so it can be spread over sessions:
 each finished (setup, seed) unit is cached in `<out-dir>/units/` (`ablation_common.UnitCache`: numbers,
 history, main's final weights) and a rerun with the same `--out-dir` trains only the missing ones, e.g.
 `--seeds 2 --only-seeds 0` in one session and `--seeds 2` in the next (`--max-units K`: stop after K new
@@ -54,6 +57,7 @@ SETUPS: dict[str, dict] = {
     "mlp_trail": {},
     "lstm_trail": {"agent": {"model": LSTM_MODEL}},
     "lstm_notrail": {"agent": {"model": LSTM_MODEL}, "env": {"kwargs": {"trail": False}}},
+    "mlp_seen_map": {"env": {"kwargs": {"seen_map": 7}}},
 }
 OPPONENT_MIX = {"random": 0.1, "bot:rusher": 0.1, "bot:raider": 0.1}
 CURRICULUM = {"enabled": True, "strategy": "threshold"}

@@ -25,3 +25,15 @@ def test_memory_ablation_smoke(tmp_path):
             assert all(0.0 <= v <= 1.0 for v in stat["values"])
         assert all(i >= 1 for i in setup["iterations"])
     assert set(out["winner"]) == {"navigation", *(f"ladder/{b}" for b in out["ladder"])}
+
+
+def test_memory_ablation_has_the_memory_map_arm():
+    """`mlp_seen_map`: the MLP + trail recipe with the memory map on; nothing else differs from `mlp_trail`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench.memory_ablation import setup_config
+
+    seen = setup_config("CaptureTheFlag-v0", "mlp_seen_map", 0, [])
+    plain = setup_config("CaptureTheFlag-v0", "mlp_trail", 0, [])
+    assert seen["env"]["kwargs"] == {"seen_map": 7}
+    seen["env"].pop("kwargs")
+    assert seen == plain
