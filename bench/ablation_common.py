@@ -195,16 +195,20 @@ STILL = "still"
 """The opponent that never moves: a score against it is navigation (1 = always captures)."""
 
 
-def heldout_scores(run: dict, env_id: str, games: int, seed: int, max_size: int = 0) -> dict[str, float]:
+def heldout_scores(run: dict, env_id: str, games: int, seed: int, max_size: int = 0,
+                   opponents: Optional[Sequence[str]] = None) -> dict[str, float]:
     """Main's held-out score (win + draw/2) per opponent on the held-out maps up to `max_size`, `games` per
-    map, seat and opponent, actions sampled: every ladder bot (`bot:<name>` -> `<name>`) and `still`."""
+    map, seat and opponent, actions sampled: `still` and every ladder bot (`bot:<name>` -> `<name>`), or only
+    the names in `opponents`."""
     from spade_rllib.rllib.heldout_line import PREFIX, final_heldout_evaluation
 
-    ladder = ladder_of(env_id)
+    played = [(STILL, STILL), *ladder_of(env_id).items()]
+    if opponents is not None:
+        played = [(name, opp) for name, opp in played if name in opponents]
     out = final_heldout_evaluation(run["algo_config"], run["weights"], heldout_paths(env_id), max_size,
-                                   [STILL, *ladder.values()], games, seed=seed)
+                                   [opp for _, opp in played], games, seed=seed)
     scores = {}
-    for name, opp in [(STILL, STILL), *ladder.items()]:
+    for name, opp in played:
         w, d = out.get(f"{PREFIX}/{opp}/win_rate", math.nan), out.get(f"{PREFIX}/{opp}/draw_rate", 0.0)
         scores[name] = float(w) + 0.5 * float(d)
     return scores
@@ -216,21 +220,33 @@ def ladder_and_navigation(run: dict, env_id: str, games: int, seed: int, greedy:
     run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], env_id, games, seed, greedy, max_size)
 
 
+TARGET = "target"
+"""The frozen policy's member name in a learner's training games against it (`train/target/...`)."""
+
+
+def train_against(target_weights: Mapping[str, Any], raw: dict, seed: int, minutes: float, env_steps: Optional[int],
+                  label: str, keep: Sequence[str] = ()) -> dict:
+    """`train` a fresh learner configured by `raw` with every game against the frozen `target_weights`
+    (`FrozenOpponentComponent`, member `TARGET`)."""
+    from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
+
+    def install(algo):
+        algo.components.append(FrozenOpponentComponent(target_weights, member=TARGET, seed=seed))
+        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
+
+    return train(raw, minutes, env_steps, label, keep=keep, on_built=install)
+
+
 def exploitability(target_weights: Mapping[str, Any], exploiter_raw: dict, env_id: str, seed: int, minutes: float,
                    env_steps: Optional[int], games: int, greedy: bool = False, max_size: int = 0) -> tuple[float, float]:
     """(score of a fresh learner, configured by `exploiter_raw`, trained `minutes` with every game against
     the frozen `target_weights`, then played against them on the held-out maps; its training games
     against the target in its last iteration, the proof that it trained against it)."""
-    from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
-
-    def install(algo):
-        algo.components.append(FrozenOpponentComponent(target_weights, member="target", seed=seed))
-        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
-
-    exploiter = train(exploiter_raw, minutes, env_steps, f"exploiter seed {seed}", on_built=install,
-                      keep=["train/target/games"])
+    games_key = f"train/{TARGET}/games"
+    exploiter = train_against(target_weights, exploiter_raw, seed, minutes, env_steps, f"exploiter seed {seed}",
+                              keep=[games_key])
     scores = head_to_head(exploiter["algo_config"], exploiter["weights"], target_weights, env_id, games, greedy, max_size)
-    return (float(np.mean(scores)) if scores else math.nan), exploiter["history"]["train/target/games"][-1]
+    return (float(np.mean(scores)) if scores else math.nan), exploiter["history"][games_key][-1]
 
 
 def round_robin(mains: Sequence[tuple[str, dict]], env_id: str, games: int, greedy: bool = False,
@@ -270,8 +286,8 @@ def separated(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return a["low"] > b["high"]
 
 
-def plot_curves(curves: Mapping[str, Sequence[Sequence[float]]], ylabel: str, path: Path, title: str) -> Optional[Path]:
-    """One line per seed, one colour per setup; None (and a note) when matplotlib is missing."""
+def pyplot(path: Path) -> Any:
+    """matplotlib.pyplot on the Agg backend, or None (and a note that `path` is not written) without matplotlib."""
     try:
         import matplotlib
 
@@ -279,6 +295,14 @@ def plot_curves(curves: Mapping[str, Sequence[Sequence[float]]], ylabel: str, pa
         import matplotlib.pyplot as plt
     except ImportError:
         print(f"matplotlib is not installed: {path.name} not written", file=sys.stderr)
+        return None
+    return plt
+
+
+def plot_curves(curves: Mapping[str, Sequence[Sequence[float]]], ylabel: str, path: Path, title: str) -> Optional[Path]:
+    """One line per seed, one colour per setup; None (and a note) when matplotlib is missing."""
+    plt = pyplot(path)
+    if plt is None:
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, (setup, runs) in enumerate(curves.items()):

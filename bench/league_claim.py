@@ -65,17 +65,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.ablation_common import (  # noqa: E402
-    ROOT, STILL, LazyRay, UnitCache, ablation_parser, deep_merge,
+    ROOT, STILL, TARGET, LazyRay, UnitCache, ablation_parser, deep_merge,
     fmt_interval, head_to_head, heldout_scores, make_runner, over_seeds, parse_ablation_args,
-    plot_curves, train, unit_manifest, unit_progress, unit_runs,
+    plot_curves, pyplot, train, train_against, unit_manifest, unit_progress, unit_runs,
 )
 from spade_rllib.atomic_io import write_text  # noqa: E402
 
 ARMS = ("mirror", "league", "league_exploiters", "reference")
 DEFAULT_ARMS = ("mirror", "league", "league_exploiters")
 BASELINE = "mirror"
-TARGET = "target"
-"""The frozen main's member name in its best response's training games (`train/target/...`)."""
 EVAL_OPENING_PLIES = 2
 """Connect Four evaluation games start after 0-2 uniformly random plies, so two argmax players meet in more
 than the two games the empty board allows."""
@@ -203,22 +201,17 @@ def curve_stats(curve: Sequence[float]) -> dict[str, float]:
 
 
 def best_response(target: Mapping, base: dict, game: ClaimGame, seed: int, args, overrides: Sequence[str]) -> dict:
-    """Train a fresh learner against the frozen `target` and score it; its curve, area and plateau."""
-    from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
-
-    def install(algo):
-        algo.components.append(FrozenOpponentComponent(target, member=TARGET, seed=seed))
-        algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
-
+    """Train a fresh learner against the frozen `target`: its training curve (score per iteration, and the env
+    steps at each) and its final match score against `target` (`curve_stats` reads the curve)."""
     keys = [f"train/{TARGET}/win_rate", f"train/{TARGET}/draw_rate", f"train/{TARGET}/games"]
-    br = train(exploiter_config(base, game, seed, overrides, args.out_dir), args.exploit_minutes,
-               args.exploit_env_steps, f"best response seed {seed}", keep=keys, on_built=install)
+    br = train_against(target, exploiter_config(base, game, seed, overrides, args.out_dir), seed, args.exploit_minutes,
+                       args.exploit_env_steps, f"best response seed {seed}", keep=keys)
     h = br["history"]
     curve = [w + 0.5 * (0.0 if math.isnan(d) else d) for w, d in zip(h[keys[0]], h[keys[1]])]
     score = versus(br, game, br["weights"], target, args.games, args.max_map_size)
     return {"score": score, "curve": [round(c, 4) for c in curve], "curve_env_steps": h["env_steps"],
             "games_last_iteration": h[keys[2]][-1] if h[keys[2]] else 0, "env_steps": br["env_steps"],
-            "train_s": br["train_s"], **curve_stats(curve)}
+            "train_s": br["train_s"]}
 
 
 def snapshot_marks(env_steps: int, k: int) -> list[int]:
@@ -265,8 +258,7 @@ def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
         raw = arm_config(base, game, arm, seed, overrides, args.out_dir)
         run = train(raw, args.minutes, args.env_steps, f"{arm} seed {seed}", on_iteration=copy_main, keep=LEAGUE_KEYS)
         if game.level_game:
-            scores = heldout_scores(run, game.env_id, args.games, seed, args.max_map_size)
-            run["heldout"] = {o: scores[o] for o in args.opponents}
+            run["heldout"] = heldout_scores(run, game.env_id, args.games, seed, args.max_map_size, args.opponents)
         else:
             run["heldout"] = board_scores(run, game, args.opponents, args.games)
         br = best_response(run["weights"], base, game, seed, args, overrides)
@@ -320,13 +312,8 @@ def summarize(runs: Mapping[str, Sequence[dict]], opponents: Sequence[str]) -> t
 
 def plot_payoff(arms: Mapping[str, dict], path: Path, title: str) -> Optional[Path]:
     """One heatmap per arm of its seed-averaged cross-time payoff matrix (rows: the later main)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"matplotlib is not installed: {path.name} not written", file=sys.stderr)
+    plt = pyplot(path)
+    if plt is None:
         return None
     shown = {a: s["payoff"]["matrix"] for a, s in arms.items() if s["payoff"]["matrix"]}
     if not shown:
