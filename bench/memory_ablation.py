@@ -11,8 +11,8 @@ Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play
     lstm_trail     the same trunk, one 128-wide hidden layer, then an LSTM of 128 (max_seq_len 32)
     lstm_notrail   the LSTM with the trail channel off (env.kwargs.trail: false): memory alone
     mlp_seen_map   the MLP + trail with the memory map (env.kwargs.seen_map: 7, 7x7 blocks of 3x3 cells of
-                   what this agent has seen: docs/ctf.md); compare it at equal env steps (`--env-steps N
-                   --minutes <large>`): the env steps at about 0.4x the speed with it
+                   what this agent has seen and where it last saw the opponent: docs/ctf.md); compare it at
+                   equal env steps (`--env-steps N --minutes <large>`): each env step costs more with it
 Each (setup, seed) trains for `--minutes` of wall clock (and at most `--env-steps`). Main's final weights
 then play the shipped held-out CTF maps (never trained on) alone against a team that never moves
 (navigation), and against every ladder bot (`random`, `rusher`, `raider`, ...), `--games` games per

@@ -9,7 +9,8 @@ from spade_rllib.envs import CaptureTheFlag, Knobs, Level
 from spade_rllib.envs.ctf import (CH_CARRIER, CH_ENEMY_BASE, CH_ENEMY_FLAG, CH_HALF, CH_OPP, CH_OWN_BASE, CH_OWN_FLAG,
                                   CH_TRAIL, CH_WALL, DOWN, LEFT, NOOP, RIGHT, TAG, UP, V_BASE_DC, V_BASE_DIST, V_BASE_DR,
                                   V_CARRYING, V_COOLDOWN, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_ENEMY_FLAG_DR,
-                                  V_ENEMY_FLAG_HOME, V_OWN_FLAG_HOME, V_RESPAWN, V_TAG_READY, V_TEAM, V_TIME)
+                                  V_ENEMY_FLAG_HOME, V_OWN_FLAG_HOME, V_RESPAWN, V_TAG_READY, V_TEAM, V_TIME,
+                                  SEEN_CHANNELS, SEEN_DECAY)
 
 P0, P1 = "player_0", "player_1"
 # a (1,1) and b (3,7); A's half is the left part, B's the right; column 4 is neutral
@@ -282,7 +283,7 @@ def test_seen_map_remembers_what_left_the_view_and_only_that():
     corridor = "#" * 23 + "\n#a" + "." * 19 + "A#\n#" + "." * 21 + "#\n#B" + "." * 19 + "b#\n" + "#" * 23
     env = env_for(corridor, seen_map=5, seen_map_block=3, view_radius=2)
     (w, _, c), v = CaptureTheFlag.obs_layout(2)
-    assert env.observation_space(P0).shape == (w * w * c + v + 5 * 5 * 3,)
+    assert env.observation_space(P0).shape == (w * w * c + v + 5 * 5 * SEEN_CHANNELS,) and SEEN_CHANNELS == 5
     obs = env._observe(P0)
     assert env.observation_space(P0).contains(obs)
     assert np.array_equal(obs[: w * w * c + v], CaptureTheFlag(level=env.level, view_radius=2).reset(seed=0)[0][P0])
@@ -302,6 +303,34 @@ def test_seen_map_remembers_what_left_the_view_and_only_that():
     fresh._remember(P0)
     assert fresh.seen_map_of(P0)[2, 0].sum() == 0  # a copy that never walked there knows nothing of it
     assert env.seen_map_of(P1).sum() > 0 and not np.array_equal(env.seen_map_of(P1), after)  # each agent its own
+
+
+def test_seen_map_remembers_where_it_last_saw_the_opponent_and_its_flag():
+    """Channels 3 and 4: where the agent last saw the opponent, and its own flag off its base (on the carrier),
+    in its own window only; the sighting stays where it was made, fading by SEEN_DECAY per step, until the
+    opponent is seen again; the flag's goes when the flag is home."""
+    corridor = "#" * 23 + "\n#a" + "." * 19 + "A#\n#" + "." * 21 + "#\n#B" + "." * 19 + "b#\n" + "#" * 23
+    env = env_for(corridor, seen_map=5, seen_map_block=3, view_radius=2)
+    place(env, player_0=(2, 10), player_1=(2, 12))
+    env.carrier = [P1, None]  # player_1 carries player_0's flag
+    env.step({P0: NOOP, P1: NOOP})
+    seen = env.seen_map_of(P0)
+    assert seen[2, 3, 3] == pytest.approx(1.0) and seen[2, 3, 4] == pytest.approx(1.0)  # fresh, one block right
+    assert seen[..., 3].sum() == pytest.approx(1.0) and seen[..., 4].sum() == pytest.approx(1.0)
+    assert env.seen_map_of(P1)[..., 4].sum() == 0  # player_1's own flag is home
+    for _ in range(3):  # the carrier leaves the 5x5 window: the sighting stays at (2, 12) and fades
+        env.step({P0: NOOP, P1: RIGHT})
+    seen = env.seen_map_of(P0)
+    assert seen[2, 3, 3] == pytest.approx(SEEN_DECAY ** 3) and seen[2, 3, 4] == pytest.approx(SEEN_DECAY ** 3)
+    assert seen[..., 3].sum() == pytest.approx(SEEN_DECAY ** 3)  # nothing where it really is now, (2, 15)
+    for _ in range(3):  # walking after it: seen again at (2, 15), the old sighting is replaced
+        env.step({P0: RIGHT, P1: NOOP})
+    seen = env.seen_map_of(P0)
+    assert seen[2, 3, 3] == pytest.approx(1.0) and seen[..., 3].sum() == pytest.approx(1.0)
+    env.carrier = [None, None]  # the flag is home again: the flag channel empties
+    env.step({P0: NOOP, P1: NOOP})
+    assert env.seen_map_of(P0)[..., 4].sum() == 0 and env.seen_map_of(P0)[..., 3].sum() == pytest.approx(1.0)
+    assert env.observation_space(P0).contains(env._observe(P0))
 
 
 def test_seen_map_is_off_by_default_so_old_checkpoints_keep_their_layout():

@@ -163,7 +163,7 @@ def test_a_run_with_its_own_observation_kwargs_is_evaluated_and_loaded_with_them
     kwargs = {"view_radius": 3, "seen_map": 5, "draw_reward": -0.1}
     ckpt = save_tiny_checkpoint(tmp_path / "run", "CaptureTheFlag-v0", seed=3, env_kwargs=kwargs)
     policy = load_policy(ckpt, env_id="CaptureTheFlag-v0")
-    assert policy.feature_size == 7 * 7 * 10 + 16 + 5 * 5 * 3
+    assert policy.feature_size == 7 * 7 * 10 + 16 + 5 * 5 * 5  # the memory map: 5 channels per block
     outcome = evaluate(EvalConfig(checkpoints=[str(ckpt)], levels="generated:1@2", games_per_pair=2, seed=0,
                                   replays=1, out=str(tmp_path / "eval"), workers=0, bootstrap=10, progress=False,
                                   bots=["rusher"], league=False))

@@ -91,11 +91,14 @@ window (channels-last, C order, cells outside the map read as walls) comes first
 
 Memory map (``seen_map=B``, off by default so older checkpoints keep their layout)
 ------------------------------------------------------------------------------------
-``B * B * 3`` more values after the vector: an egocentric map of ``B x B`` blocks of ``seen_map_block``
+``B * B * 5`` more values after the vector: an egocentric map of ``B x B`` blocks of ``seen_map_block``
 (default 3) cells a side centred on the agent (B = 7: 21 x 21 cells), built only from the agent's own past
 windows. Per block: the share of its cells the agent has seen open, seen as wall (outside the map counts as
-a known wall), and stood on. What it walked past stays known after it leaves the view; nothing it never saw
-is in it (no oracle). ``CaptureTheFlag.seen_map_of(agent)`` returns it as ``(B, B, 3)``.
+a known wall), and stood on; then where it last saw each opponent, and its own flag off its base (on the
+opponent carrying it), as ``SEEN_DECAY ** (steps since)`` (0.95; the freshest where a block holds two), kept
+until it sees them again (the flag's also until the flag is home). What it walked past stays known after it
+leaves the view; nothing it never saw is in it (no oracle). ``CaptureTheFlag.seen_map_of(agent)`` returns it
+as ``(B, B, 5)``.
 
 Infos
 -----
@@ -136,7 +139,9 @@ V_ENEMY_FLAG_DR, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_BASE_DR, V_BASE_DC, V_BAS
     V_OWN_FLAG_HOME, V_ENEMY_FLAG_HOME, V_TAG_READY, V_COOLDOWN, V_TIME, V_TEAM, V_OWN_CAPTURES, \
     V_OPP_CAPTURES, V_RESPAWN = range(16)
 VECTOR_SIZE = 16
-SEEN_CHANNELS = 3  # memory map per block: remembered open, remembered wall, visited
+SEEN_CHANNELS = 5  # memory map per block: remembered open, wall, visited; opponent and own flag last seen
+SEEN_DECAY = 0.95
+"""Per step, a sighting in the memory map fades by this factor (half of it is gone after 13-14 steps)."""
 DIST_SCALE = 32.0
 TEAM_LETTERS = ("A", "B")
 
@@ -268,8 +273,9 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if self.seen_map:
             pad = self.seen_map * self.seen_map_block // 2
             self._cells = level.cached(("ctf_seen_cells", pad), lambda lv: _seen_cells(lv, pad))
-            shape = (self._cells.shape[0], self._cells.shape[1], SEEN_CHANNELS)
+            shape = (self._cells.shape[0], self._cells.shape[1], 3)  # open, wall, visited; sightings are points
             self._memory = {a: np.zeros(shape, dtype=np.float32) for a in self.possible_agents}
+            self._last_seen: dict[str, dict[str, tuple[int, int, int]]] = {a: {} for a in self.possible_agents}
             for a in self.possible_agents:
                 self._remember(a)
 
@@ -376,8 +382,10 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
 
     # ------------------------------------------------------------------ memory map
     def _remember(self, agent: str) -> None:
-        """What `agent` sees now joins its memory: every cell of its window (open or wall), and its own cell
-        as visited."""
+        """What `agent` sees now joins its memory: every cell of its window (open or wall), its own cell as
+        visited, and where (and when) it sees each opponent and its own flag off its base. A sighting stays
+        where it was made until the same opponent (or the flag) is seen again; the flag's is dropped when the
+        flag is home."""
         r, c = self.positions[agent]
         pad, rad = self.seen_map * self.seen_map_block // 2, self.view_radius
         r0, c0 = r + pad - rad, c + pad - rad
@@ -385,18 +393,42 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         memory = self._memory[agent]
         memory[rows, cols, :2] = self._cells[rows, cols]
         memory[r + pad, c + pad, 2] = 1.0
+        last = self._last_seen[agent]  # {opponent name or "flag": (padded row, padded column, step)}
+        own_flag_carrier = self.carrier[self._team[agent]]
+        if own_flag_carrier is None:
+            last.pop("flag", None)
+        for o in self._opponents[agent]:
+            orr, oc = self.positions[o]
+            if abs(orr - r) <= rad and abs(oc - c) <= rad:
+                last[o] = (orr + pad, oc + pad, self.step_count)
+                if o == own_flag_carrier:
+                    last["flag"] = last[o]
 
     def seen_map_of(self, agent: str) -> np.ndarray:
-        """`agent`'s memory map, ``(B, B, 3)`` around it (B = `seen_map` blocks of `seen_map_block` cells a side):
+        """`agent`'s memory map, ``(B, B, 5)`` around it (B = `seen_map` blocks of `seen_map_block` cells a side):
         per block, the share of its cells remembered open, remembered wall (outside the map counts as a
-        known wall), and stood on."""
+        known wall), and stood on; then its freshest sighting of an opponent, and of the own flag off its
+        base, as ``SEEN_DECAY ** (steps since)``."""
+        out = np.empty((self.seen_map, self.seen_map, SEEN_CHANNELS), dtype=np.float32)
+        self._fill_seen_map(agent, out)
+        return out
+
+    def _fill_seen_map(self, agent: str, out: np.ndarray) -> None:
+        """Writes `seen_map_of(agent)` into `out` (a ``(B, B, 5)`` view of the observation)."""
         b, k = self.seen_map, self.seen_map_block
         r, c = self.positions[agent]
         span = b * k
-        region = self._memory[agent][r:r + span, c:c + span].reshape(b, k, b, k, SEEN_CHANNELS)
-        out = region.sum(axis=(1, 3))
-        out *= 1.0 / (k * k)
-        return out
+        # Two single-axis sums (rows in blocks of k, then columns) on views: a third of the time of one
+        # sum over both block axes of the 5-d reshape, which numpy reduces element by element.
+        rows = np.add.reduce(self._memory[agent][r:r + span, c:c + span].reshape(b, k, span * 3), axis=1)
+        rows *= 1.0 / (k * k)
+        np.add.reduce(rows.reshape(b, b, k, 3), axis=2, out=out[..., :3])
+        out[..., 3:] = 0.0
+        for key, (sr, sc, step) in self._last_seen[agent].items():
+            br, bc = (sr - r) // k, (sc - c) // k  # the memory's padded row r is the map's top row
+            if 0 <= br < b and 0 <= bc < b:
+                ch = 4 if key == "flag" else 3
+                out[br, bc, ch] = max(out[br, bc, ch], SEEN_DECAY ** (self.step_count - step))
 
     # ------------------------------------------------------------------ observation
     def _observe(self, agent: str) -> np.ndarray:
@@ -407,7 +439,7 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if self.seen_map:  # the memory map after the vector
             o = np.empty(self.observation_spaces[agent].shape, dtype=np.float32)
             o[:template.shape[0]] = template
-            o[template.shape[0]:] = self.seen_map_of(agent).ravel()
+            self._fill_seen_map(agent, o[template.shape[0]:].reshape(self.seen_map, self.seen_map, SEEN_CHANNELS))
         else:
             o = template.copy()
         k, side, rad = self._k, self._side, self.view_radius
