@@ -61,7 +61,7 @@ def test_deterministic_in_knobs_and_seed():
 
 def test_flag_distance_limits_are_reachable():
     assert max_flag_distance(11, "open") == 8 and max_flag_distance(11, "maze", 0.0) == 16
-    for fam, braid in (("open", 0.0), ("rooms", 0.0), ("maze", 0.0), ("maze", 1.0)):
+    for fam, braid in (("open", 0.0), ("rooms", 0.0), ("halls", 0.0), ("maze", 0.0), ("maze", 1.0)):
         for size in (7, 15, 25):
             k = Knobs(family=fam, size=size, braid=braid, wall_density=0.3,
                       flag_distance=max_flag_distance(size, fam, braid), agents_per_team=2)
@@ -72,6 +72,21 @@ def test_maze_is_a_maze():
     lv = generate_level(Knobs(family="maze", size=21, braid=0.0, flag_distance=36), 0)
     assert lv.walls.mean() > 0.4  # corridors, not an open room
     assert lv.team_distances()[0][0] >= 29
+
+
+def test_halls_are_rooms_of_uneven_sizes_joined_by_doors():
+    """`halls`: mirrored wall lines at random gaps (rooms 2-6 cells wide, sometimes a line through the centre),
+    one door per wall segment (two from 6 cells): a layout unlike `open`, with more than one room width."""
+    widths, centre_lines = set(), 0
+    for seed in range(20):
+        k = Knobs(family="halls", size=21, wall_density=0.0)
+        lv = generate_level(k, seed)
+        _check_level(lv, k)
+        full = [r for r in range(1, 20) if lv.walls[r, 1:-1].mean() > 0.6]  # a wall line, doors aside
+        assert full, lv.to_ascii()
+        widths |= {b - a - 1 for a, b in zip([0] + full, full + [20])}
+        centre_lines += 10 in full
+    assert {2, 3, 4, 5, 6} <= widths and 0 < centre_lines < 20
 
 
 @pytest.mark.parametrize("kwargs, knob", [

@@ -14,7 +14,9 @@ from spade_rllib.validation import check_choice, check_number, out_of_range, set
 
 STRATEGIES = ("threshold", "plr", "accel", "uniform", "fixed", "maestro")
 SIGNALS = ("score", "win_rate", "completion", "return")
-FAMILIES = ("open", "maze", "rooms")
+FAMILIES = ("open", "maze", "rooms", "halls")
+DEFAULT_FAMILIES = ("open", "maze", "rooms")
+"""What `curriculum.uniform.families` draws from when a config does not say (`halls` came later: opt in)."""
 PLR_SCORES = ("learnability", "positive_value_loss")
 COPLAYER_SCORES = ("max", "mean")
 LEARNABILITY_P = ("score", "completion", "win_share")
@@ -64,9 +66,9 @@ class ThresholdConfig:
 class UniformConfig:
     """Domain randomization: knobs drawn uniformly from these ranges (also PLR's new-level generator)."""
 
-    families: tuple[str, ...] = setting(FAMILIES, help='Generator families to draw from, uniformly.')
+    families: tuple[str, ...] = setting(DEFAULT_FAMILIES, help='Generator families to draw from, uniformly (open, maze, rooms, halls).')
     size: tuple[int, int] = setting((7, 21), help='[low, high] level size; odd sizes only are drawn (Knobs.size is odd 5..25).', pair=True, min=5, max=25)
-    wall_density: tuple[float, float] = setting((0.0, 0.3), help='[low, high] wall density for the open and rooms families.', pair=True, min=0.0, max=0.4)
+    wall_density: tuple[float, float] = setting((0.0, 0.3), help='[low, high] wall density for the open, rooms and halls families.', pair=True, min=0.0, max=0.4)
     braid: tuple[float, float] = setting((0.0, 1.0), help='[low, high] braid (share of dead ends opened) for the maze family.', pair=True, min=0.0, max=1.0)
     flag_distance_frac: tuple[float, float] | None = setting((0.5, 1.0), help="[low, high] spawn-to-flag distance as a fraction of (size - 3), as knobs_for_difficulty scales it (result at least 2); None = the generator's default (as far as possible).", pair=True, min=0.0, max=3.0)
 

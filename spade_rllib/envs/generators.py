@@ -1,4 +1,4 @@
-"""Level generators for MazeRace and CaptureTheFlag: knobs, three families, and the difficulty scalar.
+"""Level generators for MazeRace and CaptureTheFlag: knobs, four families, and the difficulty scalar.
 
 Every generated level is **point-symmetric** about its centre cell, which holds the flag; team B's
 spawns are the mirror images ``(n-1-r, n-1-c)`` of team A's. BFS distances are symmetric too, so
@@ -13,6 +13,10 @@ Families (``Knobs.family``):
 * ``"rooms"`` - rooms separated by wall lines every 4 cells, one door per wall segment, plus random
   blocks inside rooms (``wall_density`` of the room floor). Size 5 has no room lines and degenerates
   to ``"open"``.
+* ``"halls"`` - rooms of uneven sizes: mirrored wall lines at random gaps (rooms 2-6 cells wide) and,
+  with probability 1/2 per axis, one line through the centre (a "river" with doors); one door per wall
+  segment (two from 6 cells), plus random blocks (``wall_density``). The shapes of the held-out maps
+  ``twin_rooms``, ``crossroads`` and ``river``, never those maps. Sizes below 9 may have no line.
 
 Random blocks (open, rooms) are placed in mirrored pairs and never disconnect the floor (a block
 whose 8-neighbour ring would split its floor neighbours is skipped), so the achieved density can fall
@@ -61,7 +65,7 @@ __all__ = [
     "generate_ctf_level", "ctf_default_max_steps", "CTF_SPAWN_OFFSET",
 ]
 
-FAMILIES = ("open", "maze", "rooms")
+FAMILIES = ("open", "maze", "rooms", "halls")
 MIN_SIZE, MAX_SIZE = 5, 25
 MAX_WALL_DENSITY = 0.4
 MAX_ATTEMPTS = 200
@@ -99,7 +103,7 @@ class Knobs:
     """The small set of numbers that drives a generator. Bad values raise ``ValueError``."""
 
     family: str = "open"
-    """Generator family: "open" | "maze" | "rooms"."""
+    """Generator family: "open" | "maze" | "rooms" | "halls"."""
     size: int = 11
     """Side of the square map, odd, 5..25."""
     wall_density: float = 0.1
@@ -334,7 +338,53 @@ def _gen_rooms(k: Knobs, rng: np.random.Generator) -> np.ndarray:
     return walls
 
 
-_FAMILY_HOOKS = {"open": _gen_open, "maze": _gen_maze, "rooms": _gen_rooms}
+def _hall_lines(n: int, rng: np.random.Generator) -> list[int]:
+    """Wall lines across one axis for ``halls``: mirrored pairs walked in from the border with rooms of 2-6
+    cells between them, and with probability 1/2 one line through the centre (the "river")."""
+    c0 = n // 2
+    central = bool(rng.random() < 0.5)
+    last_ok = c0 - 3 if central else c0 - 2  # the room(s) around the centre keep >= 2 (>= 3 without the line)
+    lines, x = [], 0
+    while True:
+        x += int(rng.integers(3, 8))
+        if x > last_ok:
+            break
+        lines += [x, n - 1 - x]
+    return sorted(lines + ([c0] if central else []))
+
+
+def _gen_halls(k: Knobs, rng: np.random.Generator) -> np.ndarray:
+    n = k.size
+    c0 = n // 2
+    walls = _bordered(n)
+    row_lines, col_lines = _hall_lines(n, rng), _hall_lines(n, rng)
+    for x in row_lines:
+        walls[x, :] = True
+    for y in col_lines:
+        walls[:, y] = True
+    # doors: every wall segment between two crossings gets one (two from 6 cells), mirrored with its image
+    for horizontal, lines, across in ((True, row_lines, col_lines), (False, col_lines, row_lines)):
+        bounds = [0] + across + [n - 1]
+        segments = list(zip(bounds[:-1], bounds[1:]))
+        done: set[tuple[int, int]] = set()  # a segment's mirror image gets its doors from it, not its own
+        for x in lines:
+            for si, (lo, hi) in enumerate(segments):
+                cells = list(range(lo + 1, hi))
+                if not cells or (x, si) in done:
+                    continue
+                done.add((n - 1 - x, len(segments) - 1 - si))
+                for pos in rng.choice(cells, size=min(len(cells), 1 if len(cells) < 6 else 2), replace=False).tolist():
+                    r, c = (x, pos) if horizontal else (pos, x)
+                    walls[r, c] = False
+                    walls[_mirror(n, r, c)] = False
+    walls[c0, c0] = False  # the flag cell (a door when a centre line runs through it)
+    allowed = ~walls  # doors and the cells in front of them are never blocked: _can_block refuses them
+    allowed[c0, c0] = False
+    _scatter_blocks(walls, k.wall_density, rng, allowed)
+    return walls
+
+
+_FAMILY_HOOKS = {"open": _gen_open, "maze": _gen_maze, "rooms": _gen_rooms, "halls": _gen_halls}
 
 
 # ---------------------------------------------------------------------------- spawns and the driver
