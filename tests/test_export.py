@@ -56,3 +56,18 @@ def test_export_cli(ckpts, tmp_path):
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out.is_file() and out.stat().st_size > 0
     assert summary["max_abs_diff_vs_torch"] <= TOLERANCE
+
+
+def test_onnx_of_a_run_with_the_memory_map_acts_on_its_envs_observations(tmp_path):
+    """A CaptureTheFlag run with `env.kwargs.seen_map` (a longer observation) exports, and the ONNX model gives
+    torch's logits on real observations of an env built with the run's kwargs."""
+    from spade_rllib.envs import CaptureTheFlag
+
+    kwargs = {"seen_map": 5}
+    policy = load_policy(save_tiny_checkpoint(tmp_path / "ctf", "CaptureTheFlag-v0", seed=4, env_kwargs=kwargs))
+    env = CaptureTheFlag(difficulty=5, seed=0, **kwargs)
+    obs, _ = env.reset(seed=0)
+    x = np.stack([obs[a] for a in env.possible_agents]).astype(np.float32)
+    assert policy.feature_size == x.shape[1] == CaptureTheFlag.obs_layout(4)[1] + 9 * 9 * 10 + 5 * 5 * 5
+    path = export_onnx(policy, tmp_path / "ctf.onnx")
+    assert np.max(np.abs(onnx_logits(path, x) - torch_logits(policy, x))) <= TOLERANCE
