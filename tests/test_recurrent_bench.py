@@ -27,13 +27,15 @@ def test_memory_ablation_smoke(tmp_path):
     assert set(out["winner"]) == {"navigation", *(f"ladder/{b}" for b in out["ladder"])}
 
 
-def test_memory_ablation_has_the_memory_map_arm():
-    """`mlp_seen_map`: the MLP + trail recipe with the memory map on; nothing else differs from `mlp_trail`."""
+def test_memory_ablation_has_the_memory_map_and_wider_view_arms():
+    """`mlp_seen_map` (the memory map on) and `mlp_view6` (a 13x13 window): the MLP + trail recipe with that one
+    env option; nothing else differs from `mlp_trail`."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench.memory_ablation import setup_config
 
-    seen = setup_config("CaptureTheFlag-v0", "mlp_seen_map", 0, [])
     plain = setup_config("CaptureTheFlag-v0", "mlp_trail", 0, [])
-    assert seen["env"]["kwargs"] == {"seen_map": 7}
-    seen["env"].pop("kwargs")
-    assert seen == plain
+    for setup, kwargs in (("mlp_seen_map", {"seen_map": 7}), ("mlp_view6", {"view_radius": 6})):
+        other = setup_config("CaptureTheFlag-v0", setup, 0, [])
+        assert other["env"]["kwargs"] == kwargs
+        other["env"].pop("kwargs")
+        assert other == plain
