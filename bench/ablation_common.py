@@ -225,12 +225,15 @@ TARGET = "target"
 
 
 def train_against(target_weights: Mapping[str, Any], raw: dict, seed: int, minutes: float, env_steps: Optional[int],
-                  label: str, keep: Sequence[str] = ()) -> dict:
-    """`train` a fresh learner configured by `raw` with every game against the frozen `target_weights`
-    (`FrozenOpponentComponent`, member `TARGET`)."""
+                  label: str, keep: Sequence[str] = (), start_from_target: bool = False) -> dict:
+    """`train` a learner configured by `raw` with every game against the frozen `target_weights`
+    (`FrozenOpponentComponent`, member `TARGET`): a fresh network, or with `start_from_target` a copy of the
+    target's (it starts level with it and learns only what beats it)."""
     from spade_rllib.rllib.frozen_opponent import FrozenOpponentComponent
 
     def install(algo):
+        if start_from_target:
+            algo.load_main_weights(dict(target_weights))  # copied into the learner's parameters
         algo.components.append(FrozenOpponentComponent(target_weights, member=TARGET, seed=seed))
         algo.broadcast(full=True)  # send the plan and the frozen weights before the first sample
 

@@ -3,8 +3,8 @@ against opponents no arm trained against, with a real best response and a cross-
 
     python bench/league_claim.py --game ctf|c4 [--seeds 3] [--env-steps N] [--exploit-env-steps N]
         [--arms mirror,league,league_exploiters] [--opponents A,B] [--games G] [--snapshots K] [--payoff-games G]
-        [--minutes CAP] [--exploit-minutes CAP] [--set KEY=VALUE ...] [--out-dir bench_out/league_claim_<game>]
-        [--max-map-size N] [--cpus 2] [--only-seeds K,K] [--max-units K]
+        [--minutes CAP] [--exploit-minutes CAP] [--exploit-init fresh|main] [--set KEY=VALUE ...]
+        [--out-dir bench_out/league_claim_<game>] [--max-map-size N] [--cpus 2] [--only-seeds K,K] [--max-units K]
 
 Arms (everything else from the game's shipped recipe: model, batch, epochs, curriculum, env runners; the same
 seeds and the same env-step budget, not wall clock; exploiters' env steps count in their arm's budget):
@@ -21,9 +21,9 @@ tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights
     trained on, `--games` per map, seat and opponent, actions sampled. Connect Four, masked argmax after 0-2
     random opening plies, `--games` per seat against random, tactical, lookahead and the MCTS ladder
     (mcts10 / mcts100 / mcts1000: UCT with random rollouts at 10, 100, 1000 simulations).
-  * exploitability with a real best response: a fresh learner (the mirror recipe, another seed) trains
-    `--exploit-env-steps` with every game against the frozen final main, both sampling their actions as in
-    training. Its training score (win + draw/2) per iteration is the curve; the exploitability is the score
+  * exploitability with a real best response: a fresh learner (the mirror recipe, another seed; with
+    `--exploit-init main`, a copy of the final main instead) trains `--exploit-env-steps` with every game
+    against the frozen final main, both sampling their actions as in training. Its training score (win + draw/2) per iteration is the curve; the exploitability is the score
     it plateaus at, the mean of the curve's last quarter (hundreds of games per iteration). Also reported:
     `exploit_auc` (the curve's mean), `exploit_plateau` (the last quarter's mean minus the quarter before it:
     near 0 = the best response stopped improving) and `exploit_match`, its score in a final match against
@@ -74,6 +74,10 @@ from spade_rllib.atomic_io import write_text  # noqa: E402
 ARMS = ("mirror", "league", "league_exploiters", "reference")
 DEFAULT_ARMS = ("mirror", "league", "league_exploiters")
 BASELINE = "mirror"
+EXPLOIT_INITS = ("fresh", "main")
+"""Where a best response starts: a fresh network, or a copy of the main it exploits. In a symmetric game a
+true best response scores >= 0.5 (it could play main's own policy); a copy starts there and only has to find
+main's holes, where a fresh learner may first have to learn the game and fall short of 0.5."""
 EVAL_OPENING_PLIES = 2
 """Connect Four evaluation games start after 0-2 uniformly random plies, so two argmax players meet in more
 than the two games the empty board allows."""
@@ -201,11 +205,12 @@ def curve_stats(curve: Sequence[float]) -> dict[str, float]:
 
 
 def best_response(target: Mapping, base: dict, game: ClaimGame, seed: int, args, overrides: Sequence[str]) -> dict:
-    """Train a fresh learner against the frozen `target`: its training curve (score per iteration, and the env
+    """Train a learner (fresh, or from `target`'s weights: `--exploit-init`) against the frozen `target`: its training curve (score per iteration, and the env
     steps at each) and its final match score against `target` (`curve_stats` reads the curve)."""
     keys = [f"train/{TARGET}/win_rate", f"train/{TARGET}/draw_rate", f"train/{TARGET}/games"]
     br = train_against(target, exploiter_config(base, game, seed, overrides, args.out_dir), seed, args.exploit_minutes,
-                       args.exploit_env_steps, f"best response seed {seed}", keep=keys)
+                       args.exploit_env_steps, f"best response seed {seed}", keep=keys,
+                       start_from_target=args.exploit_init == "main")
     h = br["history"]
     curve = [w + 0.5 * (0.0 if math.isnan(d) else d) for w, d in zip(h[keys[0]], h[keys[1]])]
     score = versus(br, game, br["weights"], target, args.games, args.max_map_size)
@@ -351,6 +356,8 @@ def parse_args(argv=None):
     ap.add_argument("--opponents", default=None, metavar="A,B,...",
                     help="held-out opponents to score (a subset of the game's; default: all of them)")
     ap.add_argument("--snapshots", type=int, default=6, help="copies of main for the cross-time payoff matrix (>= 2)")
+    ap.add_argument("--exploit-init", choices=EXPLOIT_INITS, default="fresh",
+                    help="the best response starts from a fresh network (default) or from a copy of the final main")
     ap.add_argument("--payoff-games", type=int, default=None,
                     help="games per seat (and map) for each pair of the payoff matrix (default: --games, at most 10)")
     args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS)
@@ -390,6 +397,8 @@ def main(argv=None) -> int:
     manifest = unit_manifest(args, game.env_id, game.config.read_text())
     manifest.update({"game": args.game, "opponents": args.opponents, "snapshots": args.snapshots,
                      "payoff_games": args.payoff_games})
+    if args.exploit_init != "fresh":  # out-dirs of fresh best responses predate the option
+        manifest["exploit_init"] = args.exploit_init
     cache = UnitCache(args.out_dir, manifest, keep_weights=False)  # every measure is taken inside the unit
     cache.check()  # before Ray: a mismatch writes nothing
     with LazyRay(args.cpus, args.address) as ray:

@@ -164,6 +164,30 @@ def test_league_claim_smoke_on_connect_four(tmp_path):
     assert json.loads(again.stdout.strip().splitlines()[-1]) == out and again.stderr.count("cached: ") == 4
 
 
+@pytest.mark.ray
+def test_a_best_response_can_start_from_a_copy_of_main(ray_session, tmp_path):
+    """`--exploit-init main`: the learner trained against the frozen main starts with main's weights; the
+    default starts from a fresh network."""
+    from bench.ablation_common import train, train_against
+    from spade_rllib.config import apply_overrides
+
+    spec = lc.GAMES["c4"]
+    base = read_yaml(spec.config.read_text())
+    tiny = [C4_TINY[i + 1] for i, flag in enumerate(C4_TINY) if flag == "--set"]
+    raw = apply_overrides(lc.arm_config(base, spec, "mirror", 0, [], tmp_path), tiny)
+    target = train(raw, 10.0, 512, "target")["weights"]  # one iteration: weights of its own, not a fresh net's
+    br_raw = apply_overrides(lc.exploiter_config(base, spec, 0, [], tmp_path), tiny)
+
+    def diff(a, b):
+        return max(float(np.max(np.abs(np.asarray(a[k]) - np.asarray(b[k])))) for k in a)
+
+    copied = train_against(target, br_raw, 0, 0.0, None, "copy", start_from_target=True)["weights"]  # 0 iterations
+    fresh = train_against(target, br_raw, 0, 0.0, None, "fresh")["weights"]
+    assert diff(copied, target) == 0.0 and diff(fresh, target) > 0.05
+    assert lc.parse_args(["--game", "c4", "--exploit-init", "main"])[0].exploit_init == "main"
+    assert lc.parse_args(["--game", "c4"])[0].exploit_init == "fresh"
+
+
 def test_address_joins_the_running_cluster_instead_of_starting_one(monkeypatch):
     import ray
 

@@ -530,17 +530,26 @@ class SpadePPO(PPO):
         with torch.random.fork_rng():
             torch.manual_seed(int(seed))
             fresh = spec.build().get_state()
+        self.load_module_weights(module_id, fresh)
 
+    def load_main_weights(self, weights: dict) -> None:
+        """`load_module_weights` for main (the first role's main in a role game): e.g. a learner that starts
+        from a trained main's weights (`main_weights()`)."""
+        self.load_module_weights(self._first_module, weights)
+
+    def load_module_weights(self, module_id: str, weights: dict) -> None:
+        """Set a trained module's weights (a state dict, numpy or torch) on every learner, with a fresh
+        optimizer state, and push them to the env runners now (the next sample acts with them)."""
         def reset(learner) -> None:
-            learner.module[module_id].set_state(fresh)
+            learner.module[module_id].set_state(weights)
             for _, optimizer in learner.get_optimizers_for_module(module_id):
                 optimizer.state.clear()  # Adam's moments belong to the old weights
 
         self.learner_group.foreach_learner(reset)
         # RLlib's sync_weights would not do: runners skip states whose weights_seq_no they have seen,
-        # and a reset does not advance the learner's.
-        weights = self.module_weights(module_id)
-        self._on_all_runners(lambda r: r.set_module_weights(module_id, weights), tag="spade_update")
+        # and a load does not advance the learner's.
+        pushed = self.module_weights(module_id)
+        self._on_all_runners(lambda r: r.set_module_weights(module_id, pushed), tag="spade_update")
         if self._sample_ahead_on():
             self._reset_modules.add(module_id)
 
