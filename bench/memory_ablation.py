@@ -1,7 +1,7 @@
 """What memory buys on the flagship: MLP + trail vs LSTM + trail vs LSTM without the trail channel on
 CaptureTheFlag-v0, at equal wall clock, the same curriculum and opponent mix, several seeds.
 
-    python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail,mlp_seen_map,mlp_view6]
+    python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail,mlp_seen_map,mlp_seen_map_conv,mlp_view6]
         [--games 10] [--env-steps N] [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/memory] [--cpus 2]
         [--only-seeds K,K] [--max-units K]
 
@@ -13,6 +13,7 @@ Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play
     mlp_seen_map   the MLP + trail with the memory map (env.kwargs.seen_map: 7, 7x7 blocks of 3x3 cells of
                    what this agent has seen and where it last saw the opponent: docs/ctf.md); compare it at
                    equal env steps (`--env-steps N --minutes <large>`): each env step costs more with it
+    mlp_seen_map_conv  mlp_seen_map with two 3x3 conv layers of 16 over the memory map (agent.model.map_channels)
     mlp_view6      the MLP + trail seeing farther instead of remembering: a 13x13 window (view_radius 6, 9x9 by
                    default), still no oracle
 Each (setup, seed) trains for `--minutes` of wall clock (and at most `--env-steps`). Main's final weights
@@ -60,6 +61,7 @@ SETUPS: dict[str, dict] = {
     "lstm_trail": {"agent": {"model": LSTM_MODEL}},
     "lstm_notrail": {"agent": {"model": LSTM_MODEL}, "env": {"kwargs": {"trail": False}}},
     "mlp_seen_map": {"env": {"kwargs": {"seen_map": 7}}},
+    "mlp_seen_map_conv": {"env": {"kwargs": {"seen_map": 7}}, "agent": {"model": {"map_channels": [16, 16]}}},
     "mlp_view6": {"env": {"kwargs": {"view_radius": 6}}},
 }
 OPPONENT_MIX = {"random": 0.1, "bot:rusher": 0.1, "bot:raider": 0.1}

@@ -77,6 +77,7 @@ class ModelConfig:
     activation: str = setting("tanh", help="Hidden activation.", choices=("tanh", "relu"))
     vf_share_layers: bool = setting(False, help="Share the hidden layers between policy and value heads.")
     cnn_channels: list[int] = setting(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1, max=4096)
+    map_channels: list[int] = setting(help="Output channels of 3x3 conv layers over the memory map that ends a level game's observation (CaptureTheFlag env.kwargs.seen_map), for either kind; [] (default): the map enters the MLP flat.", factory=list, min=1, max=4096)
     use_lstm: bool = setting(False, help="Recurrent policy: an LSTM after the encoder (MLP or CNN); policy and value heads share encoder and LSTM (one hidden state per agent, vf_share_layers is then not used). RLlib's DefaultModelConfig naming.")
     lstm_cell_size: int = setting(256, help="use_lstm only: LSTM hidden size.", min=1, max=8192)
     max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
@@ -416,6 +417,10 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
         raise ConfigError(f"training.stop.metric = {stop.metric!r}: metric and target must be given together (target = {stop.target!r})")
     if cfg.agent.model.kind == "cnn" and kind != LEVEL_KIND:
         raise ConfigError(f"agent.model.kind = 'cnn': only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
+    if cfg.agent.model.map_channels and not _has_memory_map(cfg, kind):
+        raise ConfigError(f"agent.model.map_channels = {list(cfg.agent.model.map_channels)}: convolutions over a memory map, "
+                          f"but this observation has none; turn it on (CaptureTheFlag-v0: env.kwargs.seen_map, e.g. 7) or "
+                          f"set map_channels to []")
     if cfg.league.enabled:
         if kind == "gymnasium":
             raise ConfigError(f"league.enabled = true: single-agent env {cfg.env.id!r} has no opponent; turn the league off")
@@ -459,6 +464,18 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
 
 
 BUILTIN_OPPONENTS = (RANDOM, MIRROR)
+
+
+def _has_memory_map(cfg: RunConfig, kind: str) -> bool:
+    """Whether the run's observation ends with a memory map (a level game whose env.kwargs turn one on)."""
+    if kind != LEVEL_KIND:
+        return False
+    from spade_rllib.games import game as game_spec
+
+    try:
+        return game_spec(cfg.env.id).level_class.map_layout(**dict(cfg.env.kwargs)) is not None
+    except (TypeError, ValueError):
+        return False
 
 
 def _level_ids() -> str:

@@ -270,3 +270,23 @@ def test_league_on_ctf(ray_session):
         assert np.isfinite(results[-1]["league"]["main_rating"])
     finally:
         algo.stop()
+
+
+@pytest.mark.ray
+def test_league_with_the_memory_map_and_its_convolutions(ray_session):
+    """env.kwargs.seen_map + agent.model.map_channels through the whole pipeline: runners act, the learner
+    trains, snapshots of main play in the league, main's weights carry the map's convolutions."""
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    cfg = parse_config(tiny(env={"kwargs": {"seen_map": 5}}, agent={"model": {"hidden": [16], "map_channels": [4]}},
+                            league={"enabled": True, "every_n_iterations": 1, "win_rate_threshold": None,
+                                    "num_opponent_slots": 2}))
+    algo = build_algo_config(cfg).build_algo()
+    try:
+        results = [algo.train() for _ in range(3)]
+        assert any("map_convs" in k for k in algo.main_weights())
+        (comp,) = [c for c in algo.components if c.name == "league"]
+        assert len(comp.league.snapshots()) == 3 and results[-1]["league"]["size"] == 4.0
+        assert sum(comp.league.games(m) for m in comp.league.snapshots()) > 0  # the snapshots (map convs too) played
+    finally:
+        algo.stop()

@@ -58,13 +58,18 @@ def test_export_cli(ckpts, tmp_path):
     assert summary["max_abs_diff_vs_torch"] <= TOLERANCE
 
 
-def test_onnx_of_a_run_with_the_memory_map_acts_on_its_envs_observations(tmp_path):
-    """A CaptureTheFlag run with `env.kwargs.seen_map` (a longer observation) exports, and the ONNX model gives
-    torch's logits on real observations of an env built with the run's kwargs."""
+@pytest.mark.parametrize("model", [None, {"map_shape": [5, 5, 5], "map_channels": [4]},
+                                   {"kind": "cnn", "window_shape": [9, 9, 10], "cnn_channels": [4], "map_shape": [5, 5, 5],
+                                    "map_channels": [4]}], ids=["mlp", "mlp-map-convs", "cnn-map-convs"])
+def test_onnx_of_a_run_with_the_memory_map_acts_on_its_envs_observations(tmp_path, model):
+    """A CaptureTheFlag run with `env.kwargs.seen_map` (a longer observation; with `map_channels`, convolutions
+    over the map) exports, and the ONNX model gives torch's logits on real observations of an env built with
+    the run's kwargs."""
     from spade_rllib.envs import CaptureTheFlag
 
     kwargs = {"seen_map": 5}
-    policy = load_policy(save_tiny_checkpoint(tmp_path / "ctf", "CaptureTheFlag-v0", seed=4, env_kwargs=kwargs))
+    policy = load_policy(save_tiny_checkpoint(tmp_path / "ctf", "CaptureTheFlag-v0", seed=4, env_kwargs=kwargs,
+                                              model=model))
     env = CaptureTheFlag(difficulty=5, seed=0, **kwargs)
     obs, _ = env.reset(seed=0)
     x = np.stack([obs[a] for a in env.possible_agents]).astype(np.float32)

@@ -54,3 +54,46 @@ def test_cnn_falls_back_to_logits():
     x = obs_batch(4, 20)
     with torch.no_grad():
         assert torch.equal(module.fast_logits(x), module.logits(x))
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_the_memory_map_that_ends_the_features_gets_its_own_convolutions(kind):
+    """`map_shape` + `map_channels`: the last B*B*C feature entries get conv layers of their own (the CNN's
+    window convolutions come first, the vector between them as it is), for either kind; the parameter
+    count the preflight estimates is the module's."""
+    from spade_rllib.rllib.prelaunch import parameter_count
+
+    config = {"kind": kind, "hidden": [8], "activation": "relu", "map_shape": [3, 3, 2], "map_channels": [4, 3]}
+    if kind == "cnn":
+        config.update(window_shape=[3, 3, 2], cnn_channels=[4])
+    obs = 3 * 3 * 2 + 5 + 3 * 3 * 2  # window, vector, map
+    module = build(config, obs_size=obs)
+    encoders = [m for m in module.modules() if hasattr(m, "map_convs")]
+    assert encoders and encoders[0].map_convs[0].in_channels == 2 and hasattr(encoders[0], "convs") == (kind == "cnn")
+    assert sum(p.numel() for p in module.parameters()) == parameter_count(config, obs, 5)
+    x = obs_batch(4, obs)
+    moved = x.clone()
+    moved[:, -18:] = torch.roll(x[:, -18:].reshape(4, 3, 3, 2), 1, dims=1).reshape(4, 18)  # the map shifts a row
+    with torch.no_grad():
+        assert module.logits(x).shape == (4, 5)
+        assert not torch.allclose(module.logits(moved), module.logits(x))
+        assert torch.equal(module.fast_logits(x), module.logits(x))  # no plain-MLP fast path with convolutions
+    flat = {k: v for k, v in config.items() if k != "map_channels"}  # a map shape alone: the map enters flat
+    assert sum(p.numel() for p in build(flat, obs_size=obs).parameters()) == parameter_count(flat, obs, 5)
+    assert not [m for m in build(flat, obs_size=obs).modules() if hasattr(m, "map_convs")]
+
+
+def test_a_ctf_run_with_the_memory_map_and_map_channels_gives_the_module_its_map_shape():
+    from spade_rllib.config import parse_config
+    from spade_rllib.rllib.algorithm import describe_env, model_config_for
+
+    cfg = parse_config({"env": {"id": "CaptureTheFlag-v0", "difficulty": 3.0, "kwargs": {"seen_map": 5}},
+                        "agent": {"model": {"map_channels": [8]}}})
+    mc = model_config_for(cfg, describe_env(cfg))
+    assert mc["map_shape"] == [5, 5, 5] and mc["map_channels"] == [8]
+    plain = parse_config({"env": {"id": "CaptureTheFlag-v0", "difficulty": 3.0, "kwargs": {"seen_map": 5}}})
+    assert "map_shape" not in model_config_for(plain, describe_env(plain))  # the default: the map enters flat
+    from spade_rllib.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"agent.model.map_channels = \[8\]: .*has none; turn it on .*seen_map"):
+        parse_config({"env": {"id": "CaptureTheFlag-v0"}, "agent": {"model": {"map_channels": [8]}}})

@@ -29,7 +29,7 @@ def test_memory_ablation_smoke(tmp_path):
 
 def test_memory_ablation_has_the_memory_map_and_wider_view_arms():
     """`mlp_seen_map` (the memory map on) and `mlp_view6` (a 13x13 window): the MLP + trail recipe with that one
-    env option; nothing else differs from `mlp_trail`."""
+    env option; nothing else differs from `mlp_trail`; `mlp_seen_map_conv` adds convolutions over the map."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench.memory_ablation import setup_config
 
@@ -39,3 +39,6 @@ def test_memory_ablation_has_the_memory_map_and_wider_view_arms():
         assert other["env"]["kwargs"] == kwargs
         other["env"].pop("kwargs")
         assert other == plain
+    conv = setup_config("CaptureTheFlag-v0", "mlp_seen_map_conv", 0, [])
+    assert conv["agent"]["model"].pop("map_channels") == [16, 16]
+    assert conv == setup_config("CaptureTheFlag-v0", "mlp_seen_map", 0, [])  # the convolutions, nothing else

@@ -404,6 +404,11 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                 if o == own_flag_carrier:
                     last["flag"] = last[o]
 
+    @classmethod
+    def map_layout(cls, seen_map: int = 0, **_) -> tuple[int, int, int] | None:
+        """``(B, B, 5)`` with ``seen_map=B``: the memory map at the end of the observation; None without it."""
+        return (int(seen_map), int(seen_map), SEEN_CHANNELS) if seen_map else None
+
     def seen_map_of(self, agent: str) -> np.ndarray:
         """`agent`'s memory map, ``(B, B, 5)`` around it (B = `seen_map` blocks of `seen_map_block` cells a side):
         per block, the share of its cells remembered open, remembered wall (outside the map counts as a

@@ -215,6 +215,12 @@ class LevelGame(ParallelEnv):
         w = 2 * int(view_radius) + 1
         return (w, w, cls.NUM_CHANNELS), cls.VECTOR_SIZE
 
+    @classmethod
+    def map_layout(cls, **kwargs) -> tuple[int, int, int] | None:
+        """The shape ``(B, B, C)`` of a memory map the observation ends with under these env kwargs, or None
+        (the default: no map)."""
+        return None
+
     def observation_space(self, agent: str) -> spaces.Space:
         return self.observation_spaces[agent]
 

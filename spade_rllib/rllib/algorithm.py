@@ -126,12 +126,14 @@ def env_kwargs_for(cfg: RunConfig) -> dict:
 def describe_env(cfg: RunConfig) -> EnvInfo:
     """Build one env copy on the driver to learn spaces, teams and the mask size."""
     game = game_factory_for(cfg.env.id, env_kwargs_for(cfg), cfg.to_dict()["env"])()
-    window = None
+    window = map_shape = None
     kind = env_kind(cfg.env.id)
     if kind == LEVEL_KIND:
         from spade_rllib.games import game as game_spec  # noqa: PLC0415
 
-        window = tuple(game_spec(cfg.env.id).level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
+        level_class = game_spec(cfg.env.id).level_class
+        window = tuple(level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
+        map_shape = level_class.map_layout(**dict(cfg.env.kwargs))
     from spade_rllib.games.roles import game_roles  # noqa: PLC0415
 
     roles = game_roles(game, cfg.env.roles, cfg.env.id)
@@ -139,6 +141,7 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
     for agent, role in roles.items():
         role_shapes.setdefault(role, tuple(game.agent_shape(agent)))
     info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window,
+                   map_shape=None if map_shape is None else tuple(map_shape),
                    action_space=game.action_space(), roles=roles, role_shapes=role_shapes)
     close = getattr(game.raw_env, "close", None)
     if close:
@@ -153,6 +156,8 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
     if m.kind == "cnn":
         out["window_shape"] = list(info.window_shape)
         out["cnn_channels"] = list(m.cnn_channels)
+    if m.map_channels and info.map_shape:  # the memory map gets convolutions of its own
+        out.update(map_shape=list(info.map_shape), map_channels=list(m.map_channels))
     if m.train_bf16:
         out["train_bf16"] = True
     if info.action_space is not None and not hasattr(info.action_space, "n"):  # Box: a Gaussian head

@@ -49,6 +49,7 @@ class EnvInfo:
     obs_size: int
     mask_size: int
     window_shape: Optional[tuple] = None  # level games only
+    map_shape: Optional[tuple] = None  # (B, B, C) of a memory map ending the observation (level games with one)
     action_space: Any = None  # the game's flat action space (Discrete, or a float32 Box); None: Discrete(num_actions)
     roles: dict = field(default_factory=dict)  # agent -> role (role games; empty: one "main" plays every agent)
     role_shapes: dict = field(default_factory=dict)  # role -> (obs size, mask size, number of actions)

@@ -13,6 +13,8 @@ policy never picks an illegal move (neither when sampling nor with argmax).
   mask_size       0, or the number of trailing action-mask entries in the observation
   window_shape    (H, W, C) of the level game's window (cnn only): the first H*W*C entries, channels-last
   cnn_channels    conv widths (cnn only), 3x3 kernels, same padding
+  map_shape       (B, B, C) of a memory map ending the features (optional, any kind): with `map_channels`,
+  map_channels    the last B*B*C feature entries (channels-last) get 3x3 conv layers of these widths
   use_lstm        bool: an LSTM after the encoder (RLlib's naming); the policy and value heads
                   both read its output (one state per agent: {"h": (cell,), "c": (cell,)})
   lstm_cell_size  LSTM hidden size
@@ -41,7 +43,7 @@ Outside Ray: `RLModule.from_checkpoint(<ckpt>/learner_group/learner/rl_module/ma
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -68,27 +70,46 @@ def _mlp(in_size: int, hidden: list[int], activation: str) -> tuple[nn.Module, i
     return nn.Sequential(*layers), size
 
 
-class _WindowEncoder(nn.Module):
-    """Conv layers over the (H, W, C) window, flattened and joined with the vector part of the obs."""
+def _convs(in_c: int, channels: list[int], activation: str) -> tuple[nn.Sequential, int]:
+    layers: list[nn.Module] = []
+    for out_c in channels:
+        layers += [nn.Conv2d(in_c, out_c, 3, padding=1), _ACTIVATIONS[activation]()]
+        in_c = out_c
+    return nn.Sequential(*layers), in_c
 
-    def __init__(self, window_shape: tuple[int, int, int], vector_size: int, channels: list[int], activation: str):
+
+class _Encoder(nn.Module):
+    """Conv layers over the (H, W, C) window that starts the features (`window`: shape and widths), and/or over
+    the (B, B, C') memory map that ends them (`map`), each flattened; whatever lies between (the vector, and
+    the part given no convolutions) joins them as it is."""
+
+    def __init__(self, feat_size: int, activation: str, window: Optional[tuple] = None, map: Optional[tuple] = None):
         super().__init__()
-        h, w, c = window_shape
-        self.window_shape = (h, w, c)
-        self.window_size = h * w * c
-        convs: list[nn.Module] = []
-        in_c = c
-        for out_c in channels:
-            convs += [nn.Conv2d(in_c, out_c, 3, padding=1), _ACTIVATIONS[activation]()]
-            in_c = out_c
-        self.convs = nn.Sequential(*convs)
-        self.out_size = in_c * h * w + vector_size
+        self.window_shape = tuple(window[0]) if window else None
+        self.window_size = int(np.prod(self.window_shape)) if window else 0
+        self.map_shape = tuple(map[0]) if map else None
+        self.map_size = int(np.prod(self.map_shape)) if map else 0
+        self.out_size = feat_size - self.window_size - self.map_size
+        if window:  # named `convs` as before the memory map existed: checkpoints keep their keys
+            self.convs, out_c = _convs(self.window_shape[2], list(window[1]), activation)
+            self.out_size += out_c * self.window_shape[0] * self.window_shape[1]
+        if map:
+            self.map_convs, out_c = _convs(self.map_shape[2], list(map[1]), activation)
+            self.out_size += out_c * self.map_shape[0] * self.map_shape[1]
+
+    @staticmethod
+    def _conv(convs: nn.Module, flat, shape: tuple):
+        h, w, c = shape
+        return convs(flat.reshape(-1, h, w, c).permute(0, 3, 1, 2)).flatten(1)
 
     def forward(self, x):
-        h, w, c = self.window_shape
-        win = x[:, : self.window_size].reshape(-1, h, w, c).permute(0, 3, 1, 2)
-        feats = self.convs(win).flatten(1)
-        return torch.cat([feats, x[:, self.window_size :]], dim=1)
+        end = x.shape[1] - self.map_size
+        parts = [x[:, self.window_size:end]]
+        if self.window_shape:
+            parts.insert(0, self._conv(self.convs, x[:, : self.window_size], self.window_shape))
+        if self.map_shape:
+            parts.append(self._conv(self.map_convs, x[:, end:], self.map_shape))
+        return torch.cat(parts, dim=1)
 
 
 def _to_float32(tree: Any) -> Any:
@@ -118,9 +139,10 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
                         if self.continuous else None)
 
         def trunk() -> tuple[nn.Module, int]:
-            if mc.get("kind", "mlp") == "cnn":
-                window_shape = tuple(mc["window_shape"])
-                enc = _WindowEncoder(window_shape, feat_size - int(np.prod(window_shape)), list(mc.get("cnn_channels", [16, 32])), act)
+            window = (mc["window_shape"], mc.get("cnn_channels", [16, 32])) if mc.get("kind", "mlp") == "cnn" else None
+            seen = (mc["map_shape"], mc["map_channels"]) if mc.get("map_shape") and mc.get("map_channels") else None
+            if window or seen:
+                enc = _Encoder(feat_size, act, window=window, map=seen)
                 head, size = _mlp(enc.out_size, hidden, act)
                 return nn.Sequential(enc, head), size
             return _mlp(feat_size, hidden, act)

@@ -39,17 +39,23 @@ def check_env_builds(cfg):
 
 def parameter_count(model_config: dict, obs_size: int, num_actions: int) -> int:
     """Parameters of `SpadeModule` for `model_config` (an MLP trunk per head unless shared; the CNN's
-    convolutions over its window); an estimate for other kinds, used only to bound memory."""
+    convolutions over its window, and over the memory map with `map_channels`); an estimate for other kinds,
+    used only to bound memory."""
     hidden = [int(h) for h in model_config.get("hidden", [128, 128])]
     feat = obs_size - int(model_config.get("mask_size", 0))
     size, count = feat, 0
+    convs = []  # (shape, widths) of the window's and the memory map's convolutions
     if model_config.get("kind") == "cnn" and model_config.get("window_shape"):
-        h, w, c = (int(x) for x in model_config["window_shape"])
+        convs.append((model_config["window_shape"], model_config.get("cnn_channels", [16, 32])))
+    if model_config.get("map_shape") and model_config.get("map_channels"):
+        convs.append((model_config["map_shape"], model_config["map_channels"]))
+    for shape, widths in convs:
+        h, w, c = (int(x) for x in shape)
         in_c = c
-        for out_c in (int(x) for x in model_config.get("cnn_channels", [16, 32])):
+        for out_c in (int(x) for x in widths):
             count += in_c * out_c * 9 + out_c
             in_c = out_c
-        size = in_c * h * w + feat - h * w * c
+        size += in_c * h * w - h * w * c
     for width in hidden:
         count += size * width + width
         size = width
