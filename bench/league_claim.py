@@ -23,8 +23,8 @@ tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights
     (mcts10 / mcts100 / mcts1000: UCT with random rollouts at 10, 100, 1000 simulations).
   * exploitability with a real best response: a fresh learner (the mirror recipe, another seed; with
     `--exploit-init main`, a copy of the final main instead) trains `--exploit-env-steps` with every game
-    against the frozen final main, both sampling their actions as in training. Its training score (win + draw/2) per iteration is the curve; the exploitability is the score
-    it plateaus at, the mean of the curve's last quarter (hundreds of games per iteration). Also reported:
+    against the frozen final main, both sampling their actions as in training. Its training score (win +
+    draw/2) per iteration is the curve; the exploitability is the score it plateaus at, the mean of the curve's last quarter (hundreds of games per iteration). Also reported:
     `exploit_auc` (the curve's mean), `exploit_plateau` (the last quarter's mean minus the quarter before it:
     near 0 = the best response stopped improving) and `exploit_match`, its score in a final match against
     main: on the held-out maps, sampled (CTF), or by argmax from the evaluation openings (Connect Four,
@@ -205,8 +205,8 @@ def curve_stats(curve: Sequence[float]) -> dict[str, float]:
 
 
 def best_response(target: Mapping, base: dict, game: ClaimGame, seed: int, args, overrides: Sequence[str]) -> dict:
-    """Train a learner (fresh, or from `target`'s weights: `--exploit-init`) against the frozen `target`: its training curve (score per iteration, and the env
-    steps at each) and its final match score against `target` (`curve_stats` reads the curve)."""
+    """Train a learner (fresh, or from `target`'s weights: `--exploit-init`) against the frozen `target`: its
+    training curve (score per iteration, and the env steps at each) and its final match score against `target` (`curve_stats` reads the curve)."""
     keys = [f"train/{TARGET}/win_rate", f"train/{TARGET}/draw_rate", f"train/{TARGET}/games"]
     br = train_against(target, exploiter_config(base, game, seed, overrides, args.out_dir), seed, args.exploit_minutes,
                        args.exploit_env_steps, f"best response seed {seed}", keep=keys,

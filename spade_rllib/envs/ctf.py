@@ -140,6 +140,7 @@ V_ENEMY_FLAG_DR, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_BASE_DR, V_BASE_DC, V_BAS
     V_OPP_CAPTURES, V_RESPAWN = range(16)
 VECTOR_SIZE = 16
 SEEN_CHANNELS = 5  # memory map per block: remembered open, wall, visited; opponent and own flag last seen
+SEEN_DENSE = 3  # of them stored per cell (open, wall, visited); the sightings are points, kept apart
 SEEN_DECAY = 0.95
 """Per step, a sighting in the memory map fades by this factor (half of it is gone after 13-14 steps)."""
 DIST_SCALE = 32.0
@@ -273,7 +274,7 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if self.seen_map:
             pad = self.seen_map * self.seen_map_block // 2
             self._cells = level.cached(("ctf_seen_cells", pad), lambda lv: _seen_cells(lv, pad))
-            shape = (self._cells.shape[0], self._cells.shape[1], 3)  # open, wall, visited; sightings are points
+            shape = (self._cells.shape[0], self._cells.shape[1], SEEN_DENSE)
             self._memory = {a: np.zeros(shape, dtype=np.float32) for a in self.possible_agents}
             self._last_seen: dict[str, dict[str, tuple[int, int, int]]] = {a: {} for a in self.possible_agents}
             for a in self.possible_agents:
@@ -425,10 +426,10 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         span = b * k
         # Two single-axis sums (rows in blocks of k, then columns) on views: a third of the time of one
         # sum over both block axes of the 5-d reshape, which numpy reduces element by element.
-        rows = np.add.reduce(self._memory[agent][r:r + span, c:c + span].reshape(b, k, span * 3), axis=1)
+        rows = np.add.reduce(self._memory[agent][r:r + span, c:c + span].reshape(b, k, span * SEEN_DENSE), axis=1)
         rows *= 1.0 / (k * k)
-        np.add.reduce(rows.reshape(b, b, k, 3), axis=2, out=out[..., :3])
-        out[..., 3:] = 0.0
+        np.add.reduce(rows.reshape(b, b, k, SEEN_DENSE), axis=2, out=out[..., :SEEN_DENSE])
+        out[..., SEEN_DENSE:] = 0.0
         for key, (sr, sc, step) in self._last_seen[agent].items():
             br, bc = (sr - r) // k, (sc - c) // k  # the memory's padded row r is the map's top row
             if 0 <= br < b and 0 <= bc < b:
