@@ -24,7 +24,8 @@ tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights
   * exploitability with a real best response: a fresh learner (the mirror recipe, another seed; with
     `--exploit-init main`, a copy of the final main instead) trains `--exploit-env-steps` with every game
     against the frozen final main, both sampling their actions as in training. Its training score (win +
-    draw/2) per iteration is the curve; the exploitability is the score it plateaus at, the mean of the curve's last quarter (hundreds of games per iteration). Also reported:
+    draw/2) per iteration is the curve; the exploitability is the score it plateaus at, the mean of the
+    curve's last quarter (hundreds of games per iteration). Also reported:
     `exploit_auc` (the curve's mean), `exploit_plateau` (the last quarter's mean minus the quarter before it:
     near 0 = the best response stopped improving) and `exploit_match`, its score in a final match against
     main: on the held-out maps, sampled (CTF), or by argmax from the evaluation openings (Connect Four,
