@@ -148,12 +148,22 @@ def ladder_scores(algo_config: Any, weights: Mapping[str, Any], env_id: str, gam
     """Main's held-out score (win + draw/2, mean over the held-out maps, `games` per map and seat) against each
     ladder bot. Sampled actions by default: a memoryless CTF policy acting by argmax loops forever on maps it
     does not know (measured: every setup scored exactly 0.5 vs random, no capture at all), as in training."""
+    return ladder_scores_per_map(algo_config, weights, env_id, games, greedy, max_size)[0]
+
+
+def ladder_scores_per_map(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, greedy: bool = False,
+                          max_size: int = 0) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """(`ladder_scores`, {bot: {held-out map: score}}) from the same games."""
     from spade_rllib.rllib.heldout_eval import play_heldout
 
     ladder = ladder_of(env_id)
+    paths = heldout_paths(env_id, max_size)
     # play_heldout's games are per map, seats alternating: 2 * games = `games` from each seat
-    out = play_heldout(algo_config, weights, heldout_paths(env_id, max_size), games=2 * games, greedy=greedy, opponents=ladder)
-    return {name: float(out[f"heldout/{name}/score"]) for name in ladder}
+    out = play_heldout(algo_config, weights, paths, games=2 * games, greedy=greedy, opponents=ladder)
+    maps = sorted({name[len("heldout/"):].split("/", 1)[0] for name in out
+                   if name.count("/") == 3 and name.split("/")[2] in ladder})
+    per_map = {bot: {m: float(out[f"heldout/{m}/{bot}/score"]) for m in maps} for bot in ladder}
+    return {name: float(out[f"heldout/{name}/score"]) for name in ladder}, per_map
 
 
 def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, seed: int = 0,
@@ -161,15 +171,24 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
     """Share of held-out games main wins alone: the other team idles (NOOP) every step, so winning is
     pure navigation (MazeRace: reach the flag; CTF: capture the idle team's flag). `games` per map and
     seat; a timeout is a failure."""
+    per_map = navigation_per_map(algo_config, weights, env_id, games, seed, greedy, max_size)
+    return float(np.mean(list(per_map.values()))) if per_map else 0.0
+
+
+def navigation_per_map(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, seed: int = 0,
+                       greedy: bool = False, max_size: int = 0) -> dict[str, float]:
+    """{held-out map: `navigation_solve_rate` on it}; every map gets the same number of games."""
     from spade_rllib.rllib.heldout_line import still_team_results
 
     runner = make_runner(algo_config, weights)
     try:
         levels = heldout_reset_options(heldout_paths(env_id, max_size), agents_per_team=len(runner.games[0].teams[0]))
         results = still_team_results(runner, levels, games, greedy, np.random.default_rng(seed))
-        return results.count("win") / max(1, len(results))
     finally:
         runner.stop()
+    per_level = len(results) // max(1, len(levels))  # results come level by level, `games` per seat
+    return {opt["heldout_level"]: results[i * per_level:(i + 1) * per_level].count("win") / max(1, per_level)
+            for i, opt in enumerate(levels)}
 
 
 def head_to_head(algo_config: Any, weights_a: Mapping[str, Any], weights_b: Mapping[str, Any], env_id: str,
@@ -215,9 +234,12 @@ def heldout_scores(run: dict, env_id: str, games: int, seed: int, max_size: int 
 
 
 def ladder_and_navigation(run: dict, env_id: str, games: int, seed: int, greedy: bool, max_size: int = 0) -> None:
-    """Put main's held-out `ladder` scores and its `navigation` solve rate into `run` (from `train`)."""
-    run["ladder"] = ladder_scores(run["algo_config"], run["weights"], env_id, games, greedy, max_size)
-    run["navigation"] = navigation_solve_rate(run["algo_config"], run["weights"], env_id, games, seed, greedy, max_size)
+    """Put main's held-out `ladder` scores and its `navigation` solve rate into `run` (from `train`), and both
+    per held-out map in `per_map` ({bot or "navigation": {map: score}})."""
+    run["ladder"], per_map = ladder_scores_per_map(run["algo_config"], run["weights"], env_id, games, greedy, max_size)
+    nav = navigation_per_map(run["algo_config"], run["weights"], env_id, games, seed, greedy, max_size)
+    run["navigation"] = float(np.mean(list(nav.values()))) if nav else 0.0
+    run["per_map"] = {**per_map, "navigation": nav}
 
 
 TARGET = "target"
@@ -324,9 +346,14 @@ def plot_curves(curves: Mapping[str, Sequence[Sequence[float]]], ylabel: str, pa
 
 
 def ladder_navigation_summary(runs: Sequence[dict], ladder: Sequence[str]) -> dict:
-    """Per setup: the `over_seeds` statistics of each ladder score and of navigation, iterations, env steps."""
+    """Per setup: the `over_seeds` statistics of each ladder score and of navigation, iterations, env steps, and
+    `per_map` ({bot or "navigation": {map: over_seeds}}) from the runs that recorded it (units cached before
+    per-map scores existed have none)."""
+    with_maps = [r["per_map"] for r in runs if r.get("per_map")]
+    per_map = {key: {m: over_seeds([pm[key][m] for pm in with_maps]) for m in with_maps[0][key]}
+               for key in with_maps[0]} if with_maps else {}
     return {"ladder": {bot: over_seeds([r["ladder"][bot] for r in runs]) for bot in ladder},
-            "navigation": over_seeds([r["navigation"] for r in runs]),
+            "navigation": over_seeds([r["navigation"] for r in runs]), "per_map": per_map,
             "iterations": [r["iterations"] for r in runs], "env_steps": [r["env_steps"] for r in runs]}
 
 
@@ -411,7 +438,7 @@ def ladder_runs(args: argparse.Namespace, setups: Sequence[str], make_config: Ca
     def run_unit(setup: str, seed: int) -> tuple[dict, Mapping[str, Any]]:
         run = train(make_config(args.env_id, setup, seed), args.minutes, args.env_steps, f"{setup} seed {seed}", keep=keep)
         ladder_and_navigation(run, args.env_id, args.games, seed, args.greedy, args.max_map_size)
-        record = {k: run[k] for k in ("ladder", "navigation", "history", "iterations", "env_steps", "train_s")}
+        record = {k: run[k] for k in ("ladder", "navigation", "per_map", "history", "iterations", "env_steps", "train_s")}
         return record, run["weights"]
 
     cache = UnitCache(args.out_dir, unit_manifest(args, args.env_id)) if getattr(args, "bench", None) else None

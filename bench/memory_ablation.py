@@ -20,7 +20,8 @@ Each (setup, seed) trains for `--minutes` of wall clock (and at most `--env-step
 then play the shipped held-out CTF maps (never trained on) alone against a team that never moves
 (navigation), and against every ladder bot (`random`, `rusher`, `raider`, ...), `--games` games per
 map and seat, sampling actions as in training (`--greedy`: argmax). The recurrent setups carry one
-state per agent and game. Per setup: mean and 95% Student-t interval over seeds.
+state per agent and game. Per setup: mean and 95% Student-t interval over seeds, over all maps and per map
+(markdown tables printed before the JSON line).
 
 A real measurement needs >= 15 minutes per run and >= 2 seeds: 4 setups x 2 seeds x 15 min plus
 evaluation is about 130 minutes of an otherwise idle 2-CPU machine, so it can be spread over sessions:
@@ -30,7 +31,8 @@ history, main's final weights) and a rerun with the same `--out-dir` trains only
 units). `<out-dir>/manifest.json` pins the settings; a rerun that changes one stops with a one-line error
 (exit 2) before Ray starts; a different git commit only warns. The LAST line is one JSON object:
 {"bench", "env_id", "seeds", "minutes", "setups": {setup: {"ladder": {bot: {mean, low, high, n, values}},
-"navigation": {...}, "iterations": [...], "env_steps": [...]}}, "winner": {measure: [setups]}, "complete",
+"navigation": {...}, "per_map": {bot or "navigation": {map: {mean, low, high, ...}}}, "iterations": [...],
+"env_steps": [...]}}, "winner": {measure: [setups]}, "complete",
 "units_done", "units_missing"}, where `winner` names the setups whose interval lies above every other
 setup's on that measure; with "complete": false (units missing, listed with the command that continues)
 the intervals cover the seeds present.
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.ablation_common import (  # noqa: E402
     ablation_parser,
+    fmt_interval,
     ladder_navigation_summary,
     ladder_of,
     ladder_runs,
@@ -81,6 +84,21 @@ def winners(summary: dict, measures: list[str]) -> dict:
     return {m: [s for s in summary if all(separated(get(s, m), get(o, m)) for o in summary if o != s)] for m in measures}
 
 
+def per_map_tables(summary: dict) -> str:
+    """Markdown: per held-out map, each setup's mean over seeds, one table per measure (navigation, then each bot)."""
+    setups = [s for s in summary if summary[s]["per_map"]]
+    if not setups:
+        return ""
+    blocks = []
+    for measure in summary[setups[0]]["per_map"]:
+        maps = list(summary[setups[0]]["per_map"][measure])
+        rows = [f"| {measure} | " + " | ".join(setups) + " |", "|---|" + "---|" * len(setups)]
+        for m in maps:
+            rows.append(f"| {m} | " + " | ".join(fmt_interval(summary[s]["per_map"][measure][m]) for s in setups) + " |")
+        blocks.append("\n".join(rows))
+    return "\n\n".join(blocks)
+
+
 def main(argv=None) -> int:
     ap = ablation_parser(__doc__, kind="setups", names=list(SETUPS), seeds=2, minutes=15.0, games=10,
                          games_help="held-out games per map, seat and opponent", out_dir="memory", bench="memory_ablation",
@@ -96,6 +114,9 @@ def main(argv=None) -> int:
            "winner": winners(summary, ["navigation", *(f"ladder/{b}" for b in ladder)]),
            "load_avg": os.getloadavg()[0], **progress}
     (args.out_dir / "memory_ablation.json").write_text(json.dumps(out))
+    tables = per_map_tables(summary)
+    if tables:
+        print(tables, flush=True)
     print(json.dumps(out), flush=True)
     return 0
 

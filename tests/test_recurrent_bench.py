@@ -24,6 +24,14 @@ def test_memory_ablation_smoke(tmp_path):
             assert_interval_from_seeds(stat, 2)
             assert all(0.0 <= v <= 1.0 for v in stat["values"])
         assert all(i >= 1 for i in setup["iterations"])
+        # per held-out map: navigation and every bot, each map's interval over the same 2 seeds
+        assert set(setup["per_map"]) == {"navigation", *out["ladder"]}
+        maps = set(setup["per_map"]["navigation"])
+        assert len(maps) >= 2 and all(set(setup["per_map"][k]) == maps for k in setup["per_map"])
+        for per in setup["per_map"].values():
+            for stat in per.values():
+                assert_interval_from_seeds(stat, 2)
+                assert all(0.0 <= v <= 1.0 for v in stat["values"])
     assert set(out["winner"]) == {"navigation", *(f"ladder/{b}" for b in out["ladder"])}
 
 
