@@ -1,7 +1,8 @@
-"""What memory buys on the flagship: MLP + trail vs LSTM + trail vs LSTM without the trail channel on
-CaptureTheFlag-v0, at equal wall clock, the same curriculum and opponent mix, several seeds.
+"""What memory buys on large unseen CaptureTheFlag-v0 maps: the MLP + trail against the LSTM, the memory map,
+a wider window or one more level family, with the same curriculum and opponent mix, at equal env steps
+(`--env-steps N --minutes <large>`) or equal wall clock, several seeds.
 
-    python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail,mlp_seen_map,mlp_seen_map_conv,mlp_view6]
+    python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail,mlp_seen_map,mlp_seen_map_conv,mlp_view6,mlp_halls]
         [--games 10] [--env-steps N] [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/memory] [--cpus 2]
         [--only-seeds K,K] [--max-units K]
 
@@ -16,6 +17,9 @@ Setups (everything else from `ablation_common.base_config`: 1v1 mirror self-play
     mlp_seen_map_conv  mlp_seen_map with two 3x3 conv layers of 16 over the memory map (agent.model.map_channels)
     mlp_view6      the MLP + trail seeing farther instead of remembering: a 13x13 window (view_radius 6, 9x9 by
                    default), still no oracle
+    mlp_halls      the MLP + trail remembering nothing more, training on one more level family: `halls` (uneven
+                   rooms, river lines; the shapes of the held-out twin_rooms, crossroads and river) beside the
+                   default open, maze and rooms
 Each (setup, seed) trains for `--minutes` of wall clock (and at most `--env-steps`). Main's final weights
 then play the shipped held-out CTF maps (never trained on) alone against a team that never moves
 (navigation), and against every ladder bot (`random`, `rusher`, `raider`, ...), `--games` games per
@@ -66,6 +70,7 @@ SETUPS: dict[str, dict] = {
     "mlp_seen_map": {"env": {"kwargs": {"seen_map": 7}}},
     "mlp_seen_map_conv": {"env": {"kwargs": {"seen_map": 7}}, "agent": {"model": {"map_channels": [16, 16]}}},
     "mlp_view6": {"env": {"kwargs": {"view_radius": 6}}},
+    "mlp_halls": {"curriculum": {"uniform": {"families": ["open", "maze", "rooms", "halls"]}}},
 }
 OPPONENT_MIX = {"random": 0.1, "bot:rusher": 0.1, "bot:raider": 0.1}
 CURRICULUM = {"enabled": True, "strategy": "threshold"}

@@ -50,3 +50,8 @@ def test_memory_ablation_has_the_memory_map_and_wider_view_arms():
     conv = setup_config("CaptureTheFlag-v0", "mlp_seen_map_conv", 0, [])
     assert conv["agent"]["model"].pop("map_channels") == [16, 16]
     assert conv == setup_config("CaptureTheFlag-v0", "mlp_seen_map", 0, [])  # the convolutions, nothing else
+    # one more level family, the rest of the curriculum (strategy, sizes from --set) as mlp_trail's
+    sized = ["curriculum.strategy=plr", "curriculum.uniform.size=[7, 21]"]
+    halls = setup_config("CaptureTheFlag-v0", "mlp_halls", 0, sized)
+    assert halls["curriculum"]["uniform"].pop("families") == ["open", "maze", "rooms", "halls"]
+    assert halls == setup_config("CaptureTheFlag-v0", "mlp_trail", 0, sized)
