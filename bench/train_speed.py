@@ -85,6 +85,7 @@ TARGET_SPS = 20_000  # issue 17: league + curriculum, 1v1, 2 CPUs, no other load
 LSTM_TARGET_RATIO = 0.5  # LSTM main trains at >= half the MLP's env steps/s (same config, same run)
 # The throughput layout for 2 CPUs (docs/performance.md): 2 env runners x 128 envs each.
 FAST_LAYOUT = ("training.num_env_runners=2", "training.num_envs_per_runner=128")
+MLP_MODEL = ("agent.model.use_lstm=false", "agent.model.hidden=[128,128]")  # the rows' model (quickstart ships an LSTM)
 SCALING = ("runners", "league", "levels", "2v2")
 
 
@@ -406,8 +407,10 @@ def main() -> None:
 
     from spade_rllib.config import load_config
 
-    overrides = [f"env.id={args.env_id}", *([f"env.difficulty={args.difficulty:g}"] if args.difficulty else []),
-                 *args.overrides]
+    # The rows compare layouts with the MLP [128, 128] (the model stock RLlib is configured alike with); the
+    # quickstart's own model is an LSTM, measured in the LSTM rows. --set overrides either.
+    overrides = [*MLP_MODEL, f"env.id={args.env_id}",
+                 *([f"env.difficulty={args.difficulty:g}"] if args.difficulty else []), *args.overrides]
     cfg = load_config(args.config, overrides)
     load_start = os.getloadavg()[0]
     ray.init(num_cpus=cfg.resources.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
