@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,trackers,search,tensorboard,foreign]'
+	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,trackers,search,tensorboard,foreign,openspiel]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed

@@ -8,7 +8,7 @@ One run, sequentially, the same minutes of training each, on the same CPUs:
 1. **ours**: ``python -m spade_rllib.train --config CONFIG`` with ``training.stop.time_s = 60 * minutes``
    (``--set KEY=VALUE`` adds overrides, e.g. a league config's knobs).
 2. **peer**: RLlib 2.60's ``rllib/examples/multi_agent/self_play_with_open_spiel.py`` from the installed
-   wheel (needs ``open_spiel``: ``pip install -e '.[bench]'``), run unmodified in a subprocess with
+   wheel (needs ``open_spiel``: ``pip install -e '.[openspiel]'``), run unmodified in a subprocess with
    ``--num-env-runners=1`` and its own defaults otherwise (PPO, 512x512 MLP, 20 epochs, a snapshot of
    main at 95% win rate). Only three flags are added so that it trains for exactly the time given:
    ``--num-episodes-human-play=0``, ``--min-league-size`` and ``--stop-timesteps``/``--stop-iters``
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.games < 2 or args.ref_games < 2 or not 0 <= args.opening_plies < 7:
         parser.error("--games and --ref-games must be >= 2; --opening-plies in [0, 6]")
     if importlib.util.find_spec("pyspiel") is None:
-        parser.error("open_spiel is not installed (RLlib's example needs it): pip install -e '.[bench]'")
+        parser.error("open_spiel is not installed (RLlib's example needs it): pip install -e '.[openspiel]'")
     out = Path(args.out).resolve() / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
 
