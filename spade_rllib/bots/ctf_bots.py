@@ -18,7 +18,9 @@
 
 Tags land after the moves (see ``spade_rllib/envs/ctf.py``), so taggers aim at the intruder's
 *predicted* next cells: they tag when at least half of them are in reach. Paths come from BFS maps
-cached per level and target cell. ``Bot(seed).act(env, agent) -> int``; deterministic given ``seed``.
+cached per level, target cell and closed cell: a player that does not carry the enemy flag may not
+enter its own base (the rules' move 1), so its paths (and the predicted paths of opponents) go around
+it; a bot never chooses a move the rules refuse. ``Bot(seed).act(env, agent) -> int``; deterministic given ``seed``.
 """
 from __future__ import annotations
 
@@ -44,25 +46,43 @@ _MOVES = ((UP, -1, 0), (DOWN, 1, 0), (LEFT, 0, -1), (RIGHT, 0, 1))
 _DELTA = {act: (dr, dc) for act, dr, dc in _MOVES}
 
 
-def bfs_rows(level: Level, target: tuple[int, int]) -> list[list[int]]:
-    """BFS path lengths to ``target`` as nested lists (-1 = wall), cached on the level per target."""
-    return level.cached(("ctf_bot_bfs", target), lambda lv: _bfs(lv.walls, target).tolist())
+def bfs_rows(level: Level, target: tuple[int, int], closed: tuple[int, int] | None = None) -> list[list[int]]:
+    """BFS path lengths to ``target`` as nested lists (-1 = wall or unreachable), cached on the level per
+    target. ``closed`` is a cell the walker may not enter (a player's own base while it does not carry:
+    the rules' move 1); with it, every path avoids that cell, and a closed target is unreachable."""
+    def build(lv: Level) -> list[list[int]]:
+        walls = lv.walls
+        if closed is not None:
+            walls = walls.copy()
+            walls[closed] = True
+        return _bfs(walls, target).tolist()
+    return level.cached(("ctf_bot_bfs", target, closed), build)
 
 
-def downhill(level: Level, pos: tuple[int, int], target: tuple[int, int]) -> list[tuple[int, int, int]]:
-    """``(action, r, c)`` of the moves from ``pos`` that shorten the path to ``target``."""
-    dist = bfs_rows(level, target)
+def downhill(level: Level, pos: tuple[int, int], target: tuple[int, int],
+             closed: tuple[int, int] | None = None) -> list[tuple[int, int, int]]:
+    """``(action, r, c)`` of the moves from ``pos`` that shorten the path to ``target`` (a path that never
+    enters ``closed``)."""
+    dist = bfs_rows(level, target, closed)
     r, c = pos
     d = dist[r][c]
     return [(act, r + dr, c + dc) for act, dr, dc in _MOVES if 0 <= dist[r + dr][c + dc] < d]
 
 
+def closed_cell(e, agent: str) -> tuple[int, int] | None:
+    """The cell ``agent`` may not enter now: its own base unless it carries the enemy flag (None then)."""
+    return None if e.carrying(agent) else e.level.bases[e.team_of(agent)]
+
+
 def guard_post(level: Level, team: int) -> tuple[int, int]:
-    """The neighbour of ``team``'s base on a shortest path to the enemy base (agents cannot stand
-    on their own base)."""
+    """The neighbour of ``team``'s base on a shortest path to the enemy base that avoids the own base
+    (agents cannot stand on their own base); the base itself when it has no open neighbour."""
     def build(lv: Level) -> tuple[int, int]:
         base, enemy = lv.bases[team], lv.bases[1 - team]
-        return min(((r, c) for _, r, c in downhill(lv, base, enemy)), default=base)
+        dist = bfs_rows(lv, enemy, base)
+        near = [(dist[base[0] + dr][base[1] + dc], (base[0] + dr, base[1] + dc)) for _, dr, dc in _MOVES
+                if dist[base[0] + dr][base[1] + dc] >= 0]
+        return min(near, default=(0, base))[1]
     return level.cached(("ctf_guard_post", team), build)
 
 
@@ -77,7 +97,9 @@ class RusherBot:
 
     # ------------------------------------------------------------------ helpers
     def toward(self, e, agent: str, target: tuple[int, int]) -> int:
-        options = downhill(e.level, e.positions[agent], target)
+        """A move along a shortest path to ``target`` that ``agent`` may walk now (never through its own
+        base unless it carries); NOOP when there is none."""
+        options = downhill(e.level, e.positions[agent], target, closed_cell(e, agent))
         if not options:
             return NOOP
         return options[int(self.rng.integers(len(options)))][0] if len(options) > 1 else options[0][0]
@@ -101,7 +123,7 @@ class RusherBot:
             goal = e.level.bases[to] if e.carrier[to] is None else e.positions[e.carrier[to]]
         else:
             goal = e.level.bases[1 - to]
-        cells = [(r, c) for _, r, c in downhill(e.level, e.positions[o], goal)]
+        cells = [(r, c) for _, r, c in downhill(e.level, e.positions[o], goal, closed_cell(e, o))]
         return cells or [e.positions[o]]
 
     predictive = True
@@ -144,6 +166,8 @@ class RusherBot:
         dist = bfs_rows(e.level, me)
         target = min(threats, key=lambda o: (dist[e.positions[o][0]][e.positions[o][1]], o))
         goal = self.predicted(e, target)[0]
+        if goal == closed_cell(e, agent):  # its next cell is our base, which we may not enter: meet it where it is
+            goal = e.positions[target]
         return NOOP if goal == me else self.toward(e, agent, goal)
 
     # ------------------------------------------------------------------ policy
