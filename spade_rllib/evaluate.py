@@ -342,7 +342,7 @@ def playable_env_id(override: str | None, infos: Sequence, first_policy, setup: 
 def evaluate(cfg: EvalConfig) -> dict:
     """Run the whole evaluation and write every output; returns a summary dict (paths and tables)."""
     from spade_rllib.evaluation import eval_report as report  # noqa: PLC0415
-    from spade_rllib.evaluation.replays import write_replays
+    from spade_rllib.evaluation.replays import large_levels, write_replays
     from spade_rllib.evaluation.schedule_runner import run_schedule
     from spade_rllib.evaluation.schedule import make_schedule, parse_levels
 
@@ -380,6 +380,9 @@ def evaluate(cfg: EvalConfig) -> dict:
         "ratings": report.write_csv(out / "ratings.csv", report.RATINGS_COLUMNS, rating_rows),
         "levels": report.write_csv(out / "levels.csv", report.LEVELS_COLUMNS, level_rows),
     }
+    reason_rows = [row for player in focal for row in report.reason_rows(player, levels, results)]
+    if reason_rows:  # CaptureTheFlag: why main lost or drew, per level
+        files["reasons"] = report.write_csv(out / "reasons.csv", report.REASON_COLUMNS, reason_rows)
     role_tables: dict[str, list[dict]] = {}
     for role in roles:  # per role: its players' ratings (one fit over every game) and payoffs
         role_tables[role] = [{**row, "rank": rank} for rank, row in
@@ -396,7 +399,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     if progress_csv is not None and progress_csv.is_file():
         plots.update(report.plot_progress(progress_csv, out))
     replays = [replay for player in focal for replay in
-               write_replays(cfg.env_id, specs, levels, results, player, cfg.replays, out, setup=cfg.env_setup)
+               write_replays(cfg.env_id, specs, levels, results, player, cfg.replays, out, setup=cfg.env_setup,
+                             per_level=large_levels(levels))
                ] if cfg.replays else []
     summary = {
         "env": cfg.env_id,
@@ -413,7 +417,8 @@ def evaluate(cfg: EvalConfig) -> dict:
         "play time (s)": f"{play_s:.1f}",
     }
     files["report"] = report.write_report(out, title="Evaluation report", summary=summary, ratings=rating_rows,
-                                          levels=level_rows, plots=plots, replays=replays, role_ratings=role_tables)
+                                          levels=level_rows, plots=plots, replays=replays, role_ratings=role_tables,
+                                          reasons=reason_rows)
     write_text(out / "eval_config.json", json.dumps(asdict(cfg), indent=2) + "\n")
     from spade_rllib.report import write_quietly  # noqa: PLC0415
 
@@ -422,6 +427,8 @@ def evaluate(cfg: EvalConfig) -> dict:
         files["html"] = html
     console = "\n\n".join(f"role {role}:\n{report.console_table(rows, cfg.top)}" for role, rows in role_tables.items()) \
         if roles else report.console_table(rating_rows, cfg.top)
+    if reason_rows:
+        console += "\n\n" + report.reasons_console(reason_rows)
     return {"files": files, "plots": plots, "replays": replays, "ratings": rating_rows, "results": results,
             "players": players, "summary": summary, "console": console, "role_ratings": role_tables}
 

@@ -8,6 +8,8 @@ Tables (CSV, one header row):
                  95% percentile-bootstrap interval, OpenSkill mu/sigma (games in schedule order),
                  and the player's totals.
 - `levels.csv`:  per level, main's results against the whole pool.
+- `reasons.csv`: CaptureTheFlag only: per level and opponent, main's games by outcome reason (why it
+                 lost or drew: `ctf_reasons.REASONS`; "win" for its wins); the report has it per level.
 
 Plots (PNG, matplotlib Agg): payoff heatmap, ratings with error bars and, from the run's own
 `progress.csv` when its columns exist, learning curves (return, win rate, env steps/s), curriculum
@@ -26,6 +28,7 @@ import numpy as np
 from spade_rllib.atomic_io import atomic_open, atomic_path, write_text
 
 from spade_rllib import ratings as rating_math
+from spade_rllib.evaluation.ctf_reasons import REASONS, WIN
 from spade_rllib.evaluation.match_engine import DRAW, GameResult, LevelEntry
 
 PAYOFF_COLUMNS = ["player", "opponent", "games", "wins", "draws", "losses", "score", "games_seat0", "games_seat1"]
@@ -33,7 +36,9 @@ RATINGS_COLUMNS = ["rank", "player", "kind", "elo", "elo_low", "elo_high", "open
                    "games", "wins", "draws", "losses", "score"]
 LEVELS_COLUMNS = ["level_id", "source", "size", "difficulty", "player", "games", "wins", "draws", "losses",
                   "score", "mean_length"]
-GAMES_COLUMNS = ["index", "seat0", "seat1", "level_id", "seed", "winner_seat", "reason", "length"]
+GAMES_COLUMNS = ["index", "seat0", "seat1", "level_id", "seed", "winner_seat", "reason", "length", "why_seat0",
+                 "why_seat1"]
+REASON_COLUMNS = ["level_id", "size", "player", "opponent", "games", "score", "win", *REASONS]
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,6 +154,22 @@ def level_rows(player: str, levels: Sequence[LevelEntry], results: Sequence[Game
                      "games": len(mine), "wins": scores.count(1.0), "draws": scores.count(0.5),
                      "losses": scores.count(0.0), "score": round(float(np.mean(scores)), 4),
                      "mean_length": round(float(np.mean([r.length for r in mine])), 2)})
+    return rows
+
+
+def reason_rows(player: str, levels: Sequence[LevelEntry], results: Sequence[GameResult]) -> list[dict]:
+    """Per level and opponent (then "all"), `player`'s games counted by outcome reason (`REASON_COLUMNS`);
+    [] when no game has reasons (a game other than CaptureTheFlag)."""
+    rows = []
+    for entry in levels:
+        mine = [r for r in results if r.level_id == entry.level_id and player in (r.seat0, r.seat1) and r.why(player)]
+        opponents = sorted({r.seat1 if r.seat0 == player else r.seat0 for r in mine})
+        for opponent in opponents + (["all"] if len(opponents) > 1 else []):
+            games = [r for r in mine if opponent == "all" or opponent in (r.seat0, r.seat1)]
+            whys = [r.why(player) for r in games]
+            rows.append({"level_id": entry.level_id, "size": entry.size, "player": player, "opponent": opponent,
+                         "games": len(games), "score": round(float(np.mean([r.score(player) for r in games])), 4),
+                         WIN: whys.count(WIN), **{k: whys.count(k) for k in REASONS}})
     return rows
 
 
@@ -374,6 +395,16 @@ def console_table(rows: Sequence[dict], top: int = 10) -> str:
     return "\n".join(lines)
 
 
+def reasons_console(rows: Sequence[dict]) -> str:
+    """`reason_rows` as text: per level and opponent, main's score and its non-wins by reason (zeros left out)."""
+    lines = ["why main did not win (games by reason; reasons.csv):"]
+    for row in rows:
+        parts = [f"{k} {row[k]}" for k in REASONS if row[k]]
+        lines.append(f"  {row['level_id']:<14} {row['size']:>6}  vs {row['opponent']:<18} score {row['score']:.2f}  "
+                     f"wins {row[WIN]}/{row['games']}" + (f"  {', '.join(parts)}" if parts else ""))
+    return "\n".join(lines)
+
+
 def _md_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
@@ -382,8 +413,10 @@ def _md_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
 
 
 def write_report(out_dir: Path, *, title: str, summary: dict, ratings: Sequence[dict], levels: Sequence[dict],
-                 plots: dict[str, Path], replays: Sequence[dict], role_ratings: dict | None = None) -> Path:
-    """report.md; `role_ratings` ({role: rating rows}, a role game): one ratings table per role."""
+                 plots: dict[str, Path], replays: Sequence[dict], role_ratings: dict | None = None,
+                 reasons: Sequence[dict] = ()) -> Path:
+    """report.md; `role_ratings` ({role: rating rows}, a role game): one ratings table per role; `reasons`
+    (`reason_rows`): main's games per level and opponent by outcome reason."""
     lines = [f"# {title}", ""]
     for key, value in summary.items():
         lines.append(f"- **{key}**: {value}")
@@ -406,11 +439,17 @@ def write_report(out_dir: Path, *, title: str, summary: dict, ratings: Sequence[
         lines += [f"## {captions.get(key, key)}", "", f"![{key}]({Path(path).name})", ""]
     if levels:
         lines += ["## Main per level", "", _md_table(levels, LEVELS_COLUMNS), ""]
+    if reasons:
+        lines += ["## Why main did not win, per level", "", "Games of main by outcome reason "
+                  "([reasons.csv](reasons.csv)):", ""]
+        lines += [f"- `{k}`: {text}" for k, text in REASONS.items()]
+        lines += ["", _md_table(reasons, REASON_COLUMNS), ""]
     if replays:
         lines += ["## Replays of main's games", ""]
         for replay in replays:
             gif = f"[gif]({replay['gif']}) · " if replay.get("gif") else ""
-            lines.append(f"- game {replay['index']} ({replay['outcome']} vs {replay['opponent']} on "
+            why = f", {replay['why']}" if replay.get("why") and replay.get("why") != "win" else ""
+            lines.append(f"- game {replay['index']} ({replay['outcome']}{why} vs {replay['opponent']} on "
                          f"{replay['level_id']}): {gif}[transcript]({replay['transcript']})")
         lines.append("")
     return write_text(out_dir / "report.md", "\n".join(lines))

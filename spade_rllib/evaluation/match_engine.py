@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from spade_rllib.evaluation.ctf_reasons import CtfWatch, is_ctf
 from spade_rllib.evaluation.players import Player
 from spade_rllib.games import find_game
 from spade_rllib.games.catalog import recorded_game_kwargs
@@ -69,6 +70,13 @@ class GameResult:
     reason: str
     length: int
     """Env steps (level games) or moves (connect_four)."""
+    why_seat0: str = ""
+    why_seat1: str = ""
+    """CaptureTheFlag: why each seat did not win ("win" for the winner; `ctf_reasons.REASONS`); "" elsewhere."""
+
+    def why(self, player: str) -> str:
+        """`player`'s outcome reason (see `why_seat0`)."""
+        return self.why_seat0 if player == self.seat0 else self.why_seat1
 
     def score(self, player: str) -> float:
         """1 win, 0.5 draw, 0 loss for `player` (who must be in the game)."""
@@ -231,6 +239,7 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
             first, second = role_names(roles) if roles else ("A", "B")
             header = f"{where}seed {spec.seed}: {first} = {spec.seat0}, {second} = {spec.seat1}"
         _capture(out, game.raw_env, record, render_ascii, header=header, caption=caption)
+    watch = CtfWatch(game.raw_env) if is_ctf(game.raw_env) and not roles else None
     returns = [0.0, 0.0]
     step = 0
     while True:
@@ -249,6 +258,8 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
         mover = next(iter(chosen.items())) if turn_based else None  # (agent, action): one mover per turn
         out.actions.append(mover if turn_based else chosen)
         result = game.step(chosen)
+        if watch is not None:
+            watch.step()
         for agent, r in result.rewards.items():
             if agent in seat_of:
                 returns[seat_of[agent]] += float(r)
@@ -268,7 +279,9 @@ def play_game(env_id: str, players: Sequence[Player], entry: LevelEntry, spec: G
         returns = [total / len(side) for total, side in zip(returns, sides)]
     winner, reason = _outcome(game, result, returns, game_spec)
     length = int(result.info.get("episode_length", step)) if isinstance(result.info, dict) else step
-    out.result = GameResult(spec.index, spec.seat0, spec.seat1, entry.level_id, int(spec.seed), winner, reason, length)
+    why = watch.why(None if winner == DRAW else winner) if watch is not None else ("", "")
+    out.result = GameResult(spec.index, spec.seat0, spec.seat1, entry.level_id, int(spec.seed), winner, reason, length,
+                            *why)
     if record is not None:
         if turn_based:
             _capture_text(out, f"result: {_winner_text(out.result)} after {length} moves")

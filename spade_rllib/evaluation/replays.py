@@ -8,7 +8,9 @@ frames; no GIF for an env that does not render `rgb_array`). The replayed result
 the evaluated one.
 
 Choice of games (`pick_replays`): at least one loss of main when there is one, then its other
-games alternating wins, draws and further losses, in schedule order.
+games alternating wins, draws and further losses, in schedule order; plus one game on each level
+named in `per_level` that has none yet (a loss first, then a draw; `evaluate` names every map of
+`LARGE_SIDE` cells a side or more, so each large held-out map has a replay).
 """
 from __future__ import annotations
 
@@ -28,14 +30,37 @@ GIF_MAX_SIDE = 360
 """Large frames (connect_four's 774x891) are scaled down to at most this."""
 
 
+LARGE_SIDE = 15
+"""Maps with this many rows or columns or more get a replay each (`large_levels`)."""
+
+
+def large_levels(levels: Sequence[LevelEntry]) -> list[str]:
+    """The ids of the maps with at least `LARGE_SIDE` rows or columns (held-out or a directory, not generated)."""
+    return [e.level_id for e in levels if e.level is not None and e.source in ("heldout", "dir")
+            and max(getattr(e.level, "height", 0), getattr(e.level, "width", 0)) >= LARGE_SIDE]
+
+
 def outcome_for(result: GameResult, player: str) -> str:
     return {1.0: "win", 0.5: "draw", 0.0: "loss"}[result.score(player)]
 
 
-def pick_replays(results: Sequence[GameResult], player: str, k: int) -> list[GameResult]:
-    """Up to `k` of `player`'s games: a loss first when there is one, then a mix (see module doc)."""
+def pick_replays(results: Sequence[GameResult], player: str, k: int, per_level: Sequence[str] = ()) -> list[GameResult]:
+    """Up to `k` of `player`'s games: a loss first when there is one, then a mix (see module doc); plus
+    one game (a loss, else a draw, else a win) on each level of `per_level` not covered yet."""
     if k <= 0:
         return []
+    chosen = _pick(results, player, k)
+    rank = {"loss": 0, "draw": 1, "win": 2}
+    for level_id in per_level:
+        if any(r.level_id == level_id for r in chosen):
+            continue
+        games = [r for r in results if r.level_id == level_id and player in (r.seat0, r.seat1)]
+        if games:
+            chosen.append(min(games, key=lambda r: (rank[outcome_for(r, player)], r.index)))
+    return sorted(chosen, key=lambda r: r.index)
+
+
+def _pick(results: Sequence[GameResult], player: str, k: int) -> list[GameResult]:
     mine = [r for r in results if player in (r.seat0, r.seat1)]
     buckets = {o: [r for r in mine if outcome_for(r, player) == o] for o in ("loss", "win", "draw")}
     chosen: list[GameResult] = []
@@ -94,9 +119,10 @@ def write_gif(frames: Sequence[np.ndarray], path: Path, frame_ms: int = GIF_FRAM
 
 def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequence[LevelEntry],
                   results: Sequence[GameResult], player: str, k: int, out_dir: Path,
-                  setup: dict | None = None) -> list[dict]:
-    """Replay `k` of `player`'s games into `out_dir/replays/`; returns one summary dict per replay."""
-    chosen = pick_replays(results, player, k)
+                  setup: dict | None = None, per_level: Sequence[str] = ()) -> list[dict]:
+    """Replay `k` of `player`'s games (and one on each level of `per_level`, see `pick_replays`) into
+    `out_dir/replays/`; returns one summary dict per replay."""
+    chosen = pick_replays(results, player, k, per_level)
     if not chosen:
         return []
     replay_dir = out_dir / "replays"
@@ -125,7 +151,7 @@ def write_replays(env_id: str, player_specs: dict[str, PlayerSpec], levels: Sequ
         gif = write_gif(frames, replay_dir / f"{stem}.gif", captions=captions) if frames else None
         transcript = replay_dir / f"{stem}.txt"
         write_text(transcript, "\n\n".join(text_record.texts) + "\n")
-        summaries.append({"index": result.index, "outcome": outcome, "opponent": opponent,
+        summaries.append({"index": result.index, "outcome": outcome, "opponent": opponent, "why": result.why(player),
                           "level_id": result.level_id, "gif": f"replays/{gif.name}" if gif else None,
                           "transcript": f"replays/{transcript.name}", "frames": len(frames)})
     return summaries

@@ -252,6 +252,13 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
         if run.ratings:
             cols = ["rank", "player", "kind", "elo", "elo_low", "elo_high", "games", "wins", "draws", "losses", "score"]
             out.append(f"<h3>{esc(run.label)}: ratings</h3>" + _table(run.ratings[:40], cols))
+        if run.reasons:  # CaptureTheFlag: why main lost or drew, per map (evaluation/ctf_reasons.py)
+            from spade_rllib.evaluation.ctf_reasons import REASONS  # noqa: PLC0415
+
+            cols = ["level_id", "size", "opponent", "games", "score", "win", *REASONS]
+            out.append(f"<h3>{esc(run.label)}: why main did not win, games per map and reason</h3>"
+                       + _table(run.reasons, cols)
+                       + '<p class="note">' + "; ".join(f"<b>{esc(k)}</b>: {esc(v)}" for k, v in REASONS.items()) + "</p>")
     return [x for x in out if x]
 
 
@@ -304,7 +311,8 @@ def build_html(runs: Sequence[RunData], command: str = "") -> str:
             gif = Path(rp["gif"]).read_bytes() if Path(rp["gif"]).is_file() else None
             parts.append(f'<div class="replay"><figcaption>{esc(run.label)}: game {rp["index"]}, {esc(rp["outcome"])} vs '
                          f'{esc(str(rp["opponent"]))} on {esc(str(rp["level_id"]))}'
-                         + (f", {rp['length']} steps" if rp.get("length") else "") + "</figcaption>"
+                         + (f", {rp['length']} steps" if rp.get("length") else "")
+                         + (f" ({esc(str(rp['why']))})" if rp.get("why") and rp.get("why") != "win" else "") + "</figcaption>"
                          + _img(gif, f"replay {rp['index']}", mime="image/gif", cls="gif")
                          + _replay_legend(str((run.eval_config or {}).get("env_id", "")), rp.get("main_seat")) + "</div>")
         parts.append("</div>")

@@ -58,6 +58,8 @@ class RunData:
     ratings: list[dict] = field(default_factory=list)
     levels: list[dict] = field(default_factory=list)
     games: list[dict] = field(default_factory=list)
+    reasons: list[dict] = field(default_factory=list)
+    """reasons.csv rows (CaptureTheFlag): main's games per level and opponent by outcome reason."""
     replays: list[dict] = field(default_factory=list)
     """{"gif": Path, "index", "outcome", "opponent", "level_id", "main_seat"} per replay GIF."""
     training: Optional["RunData"] = None
@@ -194,7 +196,8 @@ def _replays(out: Path, games: list[dict], main_id: str) -> list[dict]:
         if game:
             seat = 0 if game.get("seat0") == main_id else 1 if game.get("seat1") == main_id else None
             entry.update(opponent=game.get("seat1") if seat == 0 else game.get("seat0"), level_id=game.get("level_id", ""),
-                         main_seat=seat, length=game.get("length"))
+                         main_seat=seat, length=game.get("length"),
+                         why=game.get("why_seat0" if seat == 0 else "why_seat1") or "" if seat is not None else "")
         replays.append(entry)
     return replays
 
@@ -207,6 +210,7 @@ def load_run(path: str | Path, label: Optional[str] = None) -> RunData:
         run.eval_config = _read_json(p / EVAL_CONFIG_FILE) or {}
         run.payoff, run.ratings = _read_csv(p / "payoff.csv"), _read_csv(p / "ratings.csv")
         run.levels, run.games = _read_csv(p / "levels.csv"), _read_csv(p / "games.csv")
+        run.reasons = _read_csv(p / "reasons.csv")
         run.replays = _replays(p, run.games, str(run.eval_config.get("main_id", "main")))
         checkpoints = run.eval_config.get("checkpoints") or []
         trial = _trial_of(checkpoints[0]) if checkpoints else None
