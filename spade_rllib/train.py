@@ -511,7 +511,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
                                   + ", ".join(f"{o} {s:.2f}" for o, s in scores.items())):
                 print(line)
         if cfg.evaluation.final_heldout_levels:  # the held-out line: main on maps it never trained on
-            from spade_rllib.rllib.heldout_line import heldout_line, navigation_line, run_final_heldout  # noqa: PLC0415
+            from spade_rllib.rllib.heldout_line import heldout_line, navigation_line, run_final_heldout, size_lines  # noqa: PLC0415
 
             try:
                 held = run_final_heldout(cfg, ckpt) or {}
@@ -521,6 +521,8 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
                     print(line)
                 nav = None if ev.final_heldout_navigation_target is None else navigation_line(held, ev.final_heldout_navigation_target)
                 for line in wrap_text(nav) if nav else []:
+                    print(line)
+                for line in (x for text in size_lines(held, ev.final_heldout_size_opponents) for x in wrap_text(text)):
                     print(line)
                 final.update(held)
             except Exception as e:  # noqa: BLE001 - the summary must still print

@@ -119,8 +119,10 @@ def test_match_engine_records_reasons_and_reports_count_them():
 
 def test_each_large_map_gets_a_replay():
     levels = [LevelEntry(n, MAPS[n], "heldout") for n in sorted(MAPS)]
-    assert large_levels(levels) == ["large_maze", "maze_17", "river"]  # river is 11x17
+    large = large_levels(levels)
+    assert {"large_maze", "maze_17", "river"} <= set(large) and "open_field" not in large  # river is 11x17
+    assert large == [e.level_id for e in levels if max(e.level.height, e.level.width) >= 15]
     results = [GameResult(i, "main", "rusher", name, i, w, "capture", 9) for i, (name, w) in
                enumerate([("open_field", 1), ("maze_17", 0), ("maze_17", 1), ("large_maze", -1), ("river", 0)])]
-    chosen = pick_replays(results, "main", 1, per_level=large_levels(levels))
+    chosen = pick_replays(results, "main", 1, per_level=large)
     assert [r.index for r in chosen] == [0, 2, 3, 4]  # the loss first, then a non-win on each large map

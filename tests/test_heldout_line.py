@@ -12,7 +12,7 @@ CTF_MAPS = "spade_rllib/levels/heldout_ctf"
 def test_maps_up_to_a_size():
     small = [o["heldout_level"] for o in heldout_levels_up_to([CTF_MAPS], 11, 1)]
     assert small == ["open_field", "twin_rooms"]
-    assert len(heldout_levels_up_to([CTF_MAPS], 0, 1)) == 6
+    assert len(heldout_levels_up_to([CTF_MAPS], 0, 1)) == 11
 
 
 def test_line_with_verdicts_from_the_targets():

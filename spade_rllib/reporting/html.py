@@ -209,6 +209,27 @@ def final_rows(run: RunData, prefix: str = "final", targets_key: str = "targets"
     return rows
 
 
+def size_rows(run: RunData) -> list[dict]:
+    """The summary's size lines as rows (`final_heldout_size/<class>/<opponent>/...` of final_evaluation.json)."""
+    from spade_rllib.rllib.heldout_line import MAP_PREFIX, SIZE_CLASSES, SIZE_PREFIX  # noqa: PLC0415 - names only
+
+    final = run.final or {}
+    rows = []
+    for key, _, _, label in SIZE_CLASSES:
+        names = final.get(f"{SIZE_PREFIX}/{key}/levels") or []
+        for k, score in final.items():
+            if not (k.startswith(f"{SIZE_PREFIX}/{key}/") and k.endswith("/score")):
+                continue
+            opp = k[len(f"{SIZE_PREFIX}/{key}/"):-len("/score")]
+            per_map = {m: final.get(f"{MAP_PREFIX}/{m}/{opp}/score") for m in names}
+            per_map = {m: v for m, v in per_map.items() if isinstance(v, (int, float))}
+            worst = min(per_map, key=lambda m: (per_map[m], m)) if per_map else None
+            rows.append({"class": label, "maps": ", ".join(names), "opponent": opp, "score": f"{score:.3f}",
+                         "games": final.get(f"{SIZE_PREFIX}/{key}/{opp}/games", ""),
+                         "worst map": f"{worst} {per_map[worst]:.2f}" if worst else ""})
+    return rows
+
+
 def _replay_legend(env_id: str, seat: Optional[int]) -> str:
     if "CaptureTheFlag" in (env_id or ""):
         main_team = {0: "blue (team A)", 1: "red (team B)"}.get(seat, "unknown seat")
@@ -240,6 +261,10 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
         if nav:
             out.append(f"<h3>{esc(run.label)}: navigation on every held-out map (main alone, the other team never moves)</h3>"
                        + _table(nav, ["opponent", "score", "win", "draw", "loss", "games", "target"], raw=("target",)))
+        sizes = size_rows(run)
+        if sizes:
+            out.append(f"<h3>{esc(run.label)}: held-out maps per size class (main vs the racing bots on every map)</h3>"
+                       + _table(sizes, ["class", "maps", "opponent", "score", "games", "worst map"]))
         hm = fig.heldout_heatmap(run)
         if hm:
             out.append(hm)

@@ -11,6 +11,11 @@ verdicts come from `spade_rllib.targets`, as the final evaluation's).
 `final_heldout_navigation_target` (a least score, or null) also plays the still team on every map, whatever
 the size limit, under `final_heldout_all/still/...`: navigation on the large maps too, with one more line.
 
+`final_heldout_size_opponents` (e.g. the racing bots) play main on every map, whatever the size limit,
+`final_heldout_size_games` games per map, opponent and seat, under `final_heldout_size/<class>/<opponent>/...`
+and `final_heldout_map/<map>/<opponent>/score`: the summary prints one line per size class (`SIZE_CLASSES`,
+by the map's larger side) with main's score per opponent and its worst map there.
+
 `final_heldout_evaluation(algo_config, weights, ...)` plays in this process with a `SpadeEnvRunner`
 built from the run's algorithm config, so main sees exactly the observations it trained on; the
 flat metrics are `final_heldout/<opponent>/{win_rate, draw_rate, loss_rate, games}`.
@@ -30,6 +35,62 @@ NOOP = 0
 PREFIX = "final_heldout"
 ALL_PREFIX = "final_heldout_all"
 """Metrics prefix of the still team on every held-out map (`final_heldout_navigation_target`)."""
+SIZE_PREFIX = "final_heldout_size"
+"""Metrics prefix of the size classes: `final_heldout_size/<class>/<opponent>/{win_rate, ..., games}`."""
+MAP_PREFIX = "final_heldout_map"
+"""Metrics prefix of one map: `final_heldout_map/<map>/<opponent>/score`."""
+SIZE_CLASSES = (("small", 0, 11, "up to 11x11"), ("medium", 12, 15, "13x13 to 15x15"), ("large", 16, 10_000, "17x17 to 21x21"))
+"""(key, least, most, label) of the map's larger side (the shipped maps have odd sides; 12 counts as medium,
+16 and more than 21 as large)."""
+
+
+def size_class(height: int, width: int) -> str:
+    """The `SIZE_CLASSES` key of a map of `height` x `width` (by its larger side)."""
+    side = max(int(height), int(width))
+    return next(key for key, lo, hi, _ in SIZE_CLASSES if lo <= side <= hi)
+
+
+def size_class_metrics(records: Sequence[Any], sizes: Mapping[str, tuple[int, int]]) -> dict:
+    """From outcome records of held-out games (`heldout_level` set) and {map: (height, width)}:
+    `final_heldout_size/<class>/<opponent>/...` (win_rates), `final_heldout_size/<class>/levels` and
+    `final_heldout_map/<map>/<opponent>/{score, games}`."""
+    from spade_rllib.rllib.components import win_rates  # noqa: PLC0415
+
+    out: dict[str, Any] = {}
+    for key, *_ in SIZE_CLASSES:
+        names = [m for m, (h, w) in sizes.items() if size_class(h, w) == key]
+        mine = [r for r in records if r.heldout_level in names]
+        if names:
+            out[f"{SIZE_PREFIX}/{key}/levels"] = names
+            out.update(win_rates(mine, f"{SIZE_PREFIX}/{key}"))
+    for name in sizes:
+        for k, v in win_rates([r for r in records if r.heldout_level == name], f"{MAP_PREFIX}/{name}").items():
+            if k.endswith(("/score", "/games")):
+                out[k] = v
+    return out
+
+
+def size_lines(final: Mapping[str, Any], opponents: Sequence[str]) -> list[str]:
+    """One line per size class with maps: main's score per opponent over its maps, and the worst map."""
+    lines = []
+    for key, _, _, label in SIZE_CLASSES:
+        names = final.get(f"{SIZE_PREFIX}/{key}/levels") or []
+        if not names:
+            continue
+        parts = []
+        for opp in opponents:
+            score = final.get(f"{SIZE_PREFIX}/{key}/{opp}/score")
+            if not isinstance(score, (int, float)) or math.isnan(score):
+                continue
+            per_map = {m: final.get(f"{MAP_PREFIX}/{m}/{opp}/score") for m in names}
+            per_map = {m: v for m, v in per_map.items() if isinstance(v, (int, float))}
+            worst = min(per_map, key=lambda m: (per_map[m], m)) if len(per_map) > 1 else None
+            parts.append(f"{opp.removeprefix('bot:')} {score:.2f}"
+                         + (f" (worst {worst} {per_map[worst]:.2f})" if worst else ""))
+        games = final.get(f"{SIZE_PREFIX}/{key}/{opponents[0]}/games") if opponents else None
+        lines.append(f"held-out maps {label} ({', '.join(names)}; {games} games per opponent): main's score "
+                     + (", ".join(parts) or "n/a"))
+    return lines
 
 
 def heldout_levels_up_to(paths: Sequence[str], max_size: int, agents_per_team: int) -> list[dict]:
@@ -91,10 +152,12 @@ def _still_rates(results: Sequence[str], prefix: str) -> dict:
 
 def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths: Sequence[str], max_size: int,
                              opponents: Sequence[str], games: int, greedy: bool = False, seed: int = 0,
-                             navigation_all: bool = False) -> dict:
+                             navigation_all: bool = False, size_opponents: Sequence[str] = (),
+                             size_games: int = 10) -> dict:
     """`final_heldout/<opponent>/{win_rate, draw_rate, loss_rate, games}` and `final_heldout/levels` (the
     map names) for main's `weights` on the held-out maps up to `max_size`; with `navigation_all`, also
-    `final_heldout_all/still/...` and `final_heldout_all/levels`: the still team on every map."""
+    `final_heldout_all/still/...` and `final_heldout_all/levels`: the still team on every map; with
+    `size_opponents`, `size_class_metrics` of those opponents on every map (`size_games` per map and seat)."""
     from spade_rllib.rllib.components import win_rates  # noqa: PLC0415
     from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
 
@@ -108,6 +171,7 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
         out: dict[str, Any] = {f"{PREFIX}/levels": [o["heldout_level"] for o in levels]}
         rng = np.random.default_rng(seed)
         still: Optional[list[str]] = None
+        records: list = []
         if levels:
             bots = [o for o in opponents if o != STILL]
             if bots:  # seats alternate between games: 2 * games = `games` from each seat
@@ -116,6 +180,16 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
             if STILL in opponents:
                 still = still_team_results(runner, levels, games, greedy, rng)
                 out.update(_still_rates(still, PREFIX))
+        if size_opponents:
+            every = heldout_levels_up_to(paths, 0, per_team)
+            # the held-out line's own games serve where they are the same (every map, as many games)
+            same = [o for o in size_opponents if levels and o in opponents and len(levels) == len(every) and games == size_games]
+            rest = [o for o in size_opponents if o not in same]
+            played = runner.evaluate_main({"opponents": rest, "games": 2 * size_games, "greedy": greedy,
+                                           "levels": every}) if rest and every else []
+            kept = [r for r in records if r.opponent in same]
+            sizes = {o["heldout_level"]: (o["level"].height, o["level"].width) for o in every}
+            out.update(size_class_metrics(kept + played, sizes))
         if navigation_all:
             every = heldout_levels_up_to(paths, 0, per_team)
             out[f"{ALL_PREFIX}/levels"] = [o["heldout_level"] for o in every]
@@ -174,4 +248,5 @@ def run_final_heldout(cfg: Any, checkpoint: str) -> Optional[dict]:
     weights = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN))).get_state()
     return final_heldout_evaluation(build_algo_config(cfg), weights, ev.final_heldout_levels, ev.final_heldout_max_size,
                                     ev.final_heldout_opponents, ev.final_heldout_games, ev.greedy,
-                                    seed=int(cfg.experiment.seed), navigation_all=ev.final_heldout_navigation_target is not None)
+                                    seed=int(cfg.experiment.seed), navigation_all=ev.final_heldout_navigation_target is not None,
+                                    size_opponents=ev.final_heldout_size_opponents, size_games=ev.final_heldout_size_games)
