@@ -8,13 +8,16 @@ own code, as a test does with a toy game).
 Shipped: the level games ``CaptureTheFlag-v0`` and ``MazeRace-v0`` (PettingZoo ``ParallelEnv``s on
 ASCII / generated levels, simultaneous moves, scripted bots, held-out maps) and ``connect_four_v3``
 (PettingZoo classic AEC, alternating moves, scripted bots; run configs name it
-``pettingzoo.classic:connect_four_v3``).
+``pettingzoo.classic:connect_four_v3``), and the OpenSpiel games ``kuhn_poker``, ``leduc_poker`` and
+``openspiel:<name>`` (any two-player zero-sum turn-based OpenSpiel game; `spade_rllib.envs.openspiel_env`,
+AEC, alternating moves; they need the optional ``open_spiel`` package, `GameSpec.check` refuses in one line).
 
 Pure core: numpy, gymnasium, pettingzoo and the package's `envs/` and `bots/`; no Ray, no torch.
 """
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Optional
@@ -24,12 +27,13 @@ import numpy as np
 from spade_rllib.bots import c4_bots, ctf_bots, race_bots
 from spade_rllib.envs import CaptureTheFlag, Level, MazeRace
 from spade_rllib.envs.level_game import ACTION_NAMES, LevelGame
+from spade_rllib.envs.openspiel_env import OPENSPIEL_PREFIX, OpenSpielEnv, load_game, require_pyspiel
 from spade_rllib.outcome import BOT_PREFIX, MIRROR
 
 __all__ = ["GameSpec", "Turns", "register", "unregister", "game", "find_game", "game_ids", "level_game_ids",
            "make_env", "make_bot", "bot_names", "default_bot_names", "heldout_dir", "heldout_opponents",
            "level_game_for", "level_game_spec", "maze_ascii", "connect_four_ascii", "CTF_ID", "MAZERACE_ID",
-           "CONNECT_FOUR_ID"]
+           "CONNECT_FOUR_ID", "KUHN_ID", "LEDUC_ID", "openspiel_spec"]
 
 Turns = Literal["simultaneous", "alternating"]
 LEVELS_DIR = Path(__file__).resolve().parent.parent / "levels"
@@ -64,6 +68,11 @@ class GameSpec:
     """The `LevelGame` subclass of a level game (its `obs_layout`, `CTF_LEVELS`)."""
     result_reasons: tuple[str, str] = ("higher return", "equal return")
     """The reason of a decided and of a drawn game, for a game whose env gives none (evaluation tables)."""
+    check: Optional[Callable[[], None]] = None
+    """`() -> None`, raising ValueError (one line) when the game cannot be played here (a missing optional
+    dependency); `ids.resolve_env` calls it, so configs are refused before Ray starts."""
+    openspiel_game: Optional[str] = None
+    """The OpenSpiel game name of an OpenSpiel game (exact exploitability, `spade_rllib.games.openspiel_eval`)."""
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.default_bots if name not in self.bots]
@@ -85,7 +94,7 @@ _CATALOG: dict[str, GameSpec] = {}
 def register(spec: GameSpec) -> GameSpec:
     """Add a game; refuses an id or alias that is already taken."""
     for name in (spec.id, *spec.aliases):
-        if find_game(name) is not None:
+        if name in _CATALOG or any(name in s.aliases for s in _CATALOG.values()):
             raise ValueError(f"game id {name!r} is already registered")
     _CATALOG[spec.id] = spec
     return spec
@@ -106,6 +115,8 @@ def find_game(env_id: Any) -> Optional[GameSpec]:
     for spec in _CATALOG.values():
         if text in spec.aliases:
             return spec
+    if text.startswith(OPENSPIEL_PREFIX) and len(text) > len(OPENSPIEL_PREFIX):
+        return openspiel_spec(text[len(OPENSPIEL_PREFIX):])  # any OpenSpiel game by name (checked when resolved)
     return None
 
 
@@ -242,3 +253,27 @@ CONNECT_FOUR_ID = register(GameSpec(
     aliases=("pettingzoo.classic:connect_four_v3", "pettingzoo.classic.connect_four_v3:env"),
     bots=c4_bots.BOTS, default_bots=c4_bots.DEFAULT_BOTS, render_ascii=connect_four_ascii,
     action_names=tuple(f"column {c}" for c in range(7)), result_reasons=("four", "full"))).id
+
+
+def openspiel_ascii(env: Any) -> str:
+    """An OpenSpiel game's state as OpenSpiel prints it."""
+    return str(env.unwrapped.state)
+
+
+def openspiel_spec(name: str, *, game_id: Optional[str] = None, action_names: tuple[str, ...] = ()) -> GameSpec:
+    """The `GameSpec` of the OpenSpiel game `name` (id ``openspiel:<name>`` unless `game_id`); building or
+    resolving it refuses a missing pyspiel, an unknown name or an unsupported game in one line."""
+    game_id = game_id or f"{OPENSPIEL_PREFIX}{name}"
+
+    def check() -> None:
+        require_pyspiel(f"env id {game_id!r}")
+        load_game(name)
+
+    return GameSpec(id=game_id, make_env=functools.partial(OpenSpielEnv, name), turns="alternating",
+                    aliases=(f"{OPENSPIEL_PREFIX}{name}",) if game_id != f"{OPENSPIEL_PREFIX}{name}" else (),
+                    render_ascii=openspiel_ascii, action_names=action_names,
+                    result_reasons=("more chips", "equal chips"), check=check, openspiel_game=name)
+
+
+KUHN_ID = register(openspiel_spec("kuhn_poker", game_id="kuhn_poker", action_names=("pass", "bet"))).id
+LEDUC_ID = register(openspiel_spec("leduc_poker", game_id="leduc_poker", action_names=("fold", "call", "raise"))).id

@@ -262,6 +262,11 @@ def resolve_env(env_id: str) -> EnvEntry:
     ref = parse_env_id(env_id)
     if ref.form == "catalog":
         spec = _catalog_spec(ref.text)
+        if spec.check is not None:
+            try:
+                spec.check()
+            except ValueError as e:  # a missing optional dependency, an unsupported OpenSpiel game
+                raise EnvIdError(" ".join(str(e).split())) from e
         kind: EnvKind = LEVEL_KIND if spec.is_level_game else "pettingzoo"
         api = "parallel" if spec.turns == "simultaneous" else "aec"
         return EnvEntry(ref, kind, spec.make_env, spec.make_env if spec.is_level_game else None, api)

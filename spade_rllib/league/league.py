@@ -18,8 +18,8 @@ Conventions
   Elo updates are zero-sum (ML-Agents); a new snapshot starts at its learner's rating.
 - **Pool** = every frozen member (``random`` if ``include_random``, snapshots of main and of
   exploiters). ``max_size`` bounds the snapshots with weights; random and bots are free.
-- **Main's opponents**: ``latest_ratio`` on its newest snapshot, the rest ``uniform`` or ``pfsp``
-  over the whole pool (the newest included). No snapshot yet: the pool only. Empty pool:
+- **Main's opponents**: ``latest_ratio`` on its newest snapshot, the rest ``uniform``, ``pfsp`` or
+  ``nash`` (the Nash equilibrium of the meta-game among the pool, :meth:`League.meta_game`) over the whole pool (the newest included). No snapshot yet: the pool only. Empty pool:
   mirror self-play (opponent ``main``). Then ``reference_floor``: the fixed references (random,
   ``bots``) together keep at least that share (each an even part of it), for main and league
   exploiters alike. Main uses ``pfsp_weighting``, league exploiters ``exploiter_pfsp_weighting``.
@@ -108,6 +108,11 @@ class LeagueState:
     """games, stale_games (against members no longer in the league), snapshots, evictions, plans."""
     events: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MAX_EVENTS))
     """Recent {'iteration', 'kind': 'snapshot'|'eviction', 'member'} records."""
+    meta_payoff: dict[tuple[MemberId, MemberId], float] = field(default_factory=dict)
+    """(a, b) -> a's score rate against b in [0, 1] (draws half) for the meta-game among members (``sampling:
+    nash``): when a learner is frozen, its recent PFSP-window rates against the pool become its snapshot's
+    row (the snapshot holds the weights those games were played with); `League.set_meta_payoff` may
+    overwrite an entry with an exact value. Both directions are stored (b's entry is 1 - a's)."""
     slots: tuple[MemberId | None, ...] = ()
     """The last plan's opponent slot assignment (kept so slots change as little as possible)."""
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
@@ -286,6 +291,10 @@ class League:
         state = self.state
         reason, generation = self._next_snapshot(iteration, learner)
         member = learner.snapshot_of(generation)
+        for opponent in self.pool():  # the new snapshot's meta-game row: its learner's recent rates
+            scores = state.recent_vs.get((learner, opponent), ())
+            if scores:
+                self.set_meta_payoff(member, opponent, float(np.mean(scores)))
         self._add_member(Member(member, iteration, _frozen(weights)), rating_from=learner)
         self._mark_snapshot(iteration, learner, generation)
         state.counters["snapshots"] += 1
@@ -364,9 +373,42 @@ class League:
     # ------------------------------------------------------------------------------------------
     # matchmaking
     # ------------------------------------------------------------------------------------------
+    def set_meta_payoff(self, member: MemberId, opponent: MemberId, score: float) -> None:
+        """``member``'s score rate against ``opponent`` in the meta-game (``opponent`` gets 1 - score)."""
+        score = float(score)
+        if not 0.0 <= score <= 1.0:  # NaN fails too
+            raise ValueError(f"meta payoff score = {score!r}: out of range, allowed a number in [0, 1]")
+        self.state.meta_payoff[(member, opponent)] = score
+        self.state.meta_payoff[(opponent, member)] = 1.0 - score
+
+    def meta_game(self, members: list[MemberId] | None = None) -> np.ndarray:
+        """The zero-sum meta-game among ``members`` (default: the pool): ``A[i, j] = 2 p_ij - 1`` from the
+        score rates of `set_meta_payoff` (0, an even game, where no rate is known; 0 on the diagonal)."""
+        members = self.pool() if members is None else list(members)
+        payoff = np.zeros((len(members), len(members)))
+        for i, a in enumerate(members):
+            for j, b in enumerate(members):
+                rate = self.state.meta_payoff.get((a, b))
+                if i != j and rate is not None:
+                    payoff[i, j] = 2.0 * rate - 1.0
+        return payoff
+
+    def nash_distribution(self, members: list[MemberId] | None = None) -> dict[MemberId, float]:
+        """The Nash equilibrium of `meta_game` over ``members`` (default: the pool), PSRO's meta-strategy."""
+        from spade_rllib.league.nash import zero_sum_nash  # noqa: PLC0415 - scipy only for nash sampling
+
+        members = self.pool() if members is None else list(members)
+        if not members:
+            return {}
+        strategy = zero_sum_nash(self.meta_game(members)).strategy
+        return {m: float(p) for m, p in zip(members, strategy)}
+
     def _pool_distribution(self, learner: MemberId, pool: list[MemberId]) -> np.ndarray:
         if self.config.sampling == "uniform":
             return np.full(len(pool), 1.0 / len(pool))
+        if self.config.sampling == "nash":
+            nash = self.nash_distribution(pool)
+            return np.array([nash[m] for m in pool])
         rates = []
         for member in pool:
             scores = self.state.recent_vs.get((learner, member), ())
@@ -562,6 +604,7 @@ class League:
             "counters": dict(state.counters),
             "events": [dict(e) for e in state.events],
             "slots": [None if s is None else str(s) for s in state.slots],
+            "meta_payoff": [[str(a), str(b), p] for (a, b), p in state.meta_payoff.items()],
             "rng": copy.deepcopy(state.rng.bit_generator.state),
         }
 
@@ -594,6 +637,7 @@ class League:
         state.counters = {name: int(data["counters"].get(name, 0)) for name in COUNTER_NAMES}
         state.events = collections.deque((dict(e) for e in data["events"]), maxlen=MAX_EVENTS)
         state.slots = tuple(None if s is None else parse(s) for s in data["slots"])
+        state.meta_payoff = {(parse(a), parse(b)): float(p) for a, b, p in data.get("meta_payoff", ())}
         state.rng = np.random.default_rng(0)  # state overwritten next line
         state.rng.bit_generator.state = copy.deepcopy(data["rng"])
         if self._rater is not None and not state.skill:

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from spade_rllib.ratings import ELO_DEFAULT_INITIAL, ELO_DEFAULT_K, OPENSKILL_MODELS
 from spade_rllib.validation import ConfigError, out_of_range, setting, unknown_key, validate_fields, wrong_type
 
-SAMPLING_MODES = ("uniform", "pfsp")
+SAMPLING_MODES = ("uniform", "pfsp", "nash")
 PFSP_WEIGHTINGS = ("hard", "variance", "linear", "linear_capped")
 EVICTION_RULES = ("oldest", "lowest_rated")
 RATING_SYSTEMS = ("elo", "openskill")
@@ -28,7 +28,7 @@ class LeagueConfig:
     # -- opponent sampling ----------------------------------------------------------------------
     latest_ratio: float = setting(0.5, help="Share of main's games against its newest snapshot (ML-Agents' play_against_latest_model_ratio).", min=0.0, max=1.0)
     self_play_ratio: float = setting(0.0, help="Share of main's games against itself at its current weights (mirror; AlphaStar's self-play part); the pool (newest snapshot and PFSP) gets the rest. Mirror games move no rating.", min=0.0, lt=1.0)
-    sampling: str = setting("pfsp", help="How the remaining games pick from the pool: 'uniform' or 'pfsp'.", choices=SAMPLING_MODES)
+    sampling: str = setting("pfsp", help="How the remaining games pick from the pool: 'uniform', 'pfsp', or 'nash' (PSRO's meta-solver: the Nash equilibrium of the empirical zero-sum payoff matrix among the pool's members, spade_rllib.league.nash).", choices=SAMPLING_MODES)
     pfsp_weighting: str = setting("hard", help="PFSP weight of main's win rate p: 'hard' (1-p)^2 (AlphaStar's main agents), 'variance' p(1-p), 'linear' 1-p, 'linear_capped' min(0.5, 1-p).", choices=PFSP_WEIGHTINGS)
     exploiter_pfsp_weighting: str = setting("variance", help="PFSP weight for league exploiters (same choices); AlphaStar: 'variance' for exploiters.", choices=PFSP_WEIGHTINGS)
     reference_floor: float = setting(0.0, help="Least share of a learner's games against the fixed references (random and ``bots``) together, split evenly among them, whatever PFSP and ``latest_ratio`` say; 0 = off.", min=0.0, max=1.0)
