@@ -191,6 +191,7 @@ class TrainingConfig:
     checkpoint_keep: int = setting(3, help="How many recent checkpoints to keep.", min=1, max=10_000)
     torch_threads: int = setting(1, help="Torch threads of the local learner; 0 = min(4, CPUs). Runners act on 1 thread. >1 only pays on an idle machine.", min=0, max=64)
     sample_ahead: bool = setting(True, help="With remote env runners: sample the next batch while the learner updates (policy lag of 1 iteration).")
+    lean_learner: bool = setting(True, help="PPO's update through SpadePPOLearner (spade_rllib/rllib/lean_learner.py: RLlib's PPO math, less work per minibatch); false: RLlib's stock PPOTorchLearner.")
 
 
 @dataclass

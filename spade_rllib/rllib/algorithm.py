@@ -110,6 +110,17 @@ def _make_gae_connector(input_observation_space, input_action_space, *, gamma: f
     return SpadeGAEConnector(input_observation_space, input_action_space, gamma=gamma, lambda_=lambda_)
 
 
+def _learner_class(lean: bool):
+    """SpadePPOLearner (RLlib's PPO math, less work per minibatch: lean_learner.py), or RLlib's stock learner."""
+    if not lean:
+        from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner  # noqa: PLC0415
+
+        return PPOTorchLearner
+    from spade_rllib.rllib.lean_learner import SpadePPOLearner  # noqa: PLC0415
+
+    return SpadePPOLearner
+
+
 def env_kwargs_for(cfg: RunConfig) -> dict:
     """Constructor kwargs for one env copy (level games: level_file and difficulty folded in)."""
     kwargs = dict(cfg.env.kwargs)
@@ -253,6 +264,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             train_batch_size_per_learner=max(1, a.train_batch_size // max(1, num_learners)),
         )
         .learners(num_learners=num_learners, num_gpus_per_learner=r.num_gpus_per_learner,
+                  learner_class=_learner_class(t.lean_learner),
                   num_cpus_per_learner=r.num_cpus_per_learner if num_learners else 1,
                   # Local learner: runners ship PackedEpisodes and SpadeGAEConnector is the whole pipeline.
                   add_default_connectors_to_learner_pipeline=num_learners > 0,

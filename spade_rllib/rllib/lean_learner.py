@@ -1,0 +1,250 @@
+"""`SpadePPOLearner`: RLlib's PPO torch learner with the same math and less work around it.
+
+Why a subclass: on this product's batches (one 4,096-env-step batch, ~7,500 rows, 2 epochs x 4 minibatches, a
+small MLP or LSTM on one CPU thread) RLlib's stock `PPOTorchLearner` spends a large share of each update on work
+that is not the PPO math (bench/learner_ceiling.py profiles it). This learner keeps RLlib's `Learner.update` loop,
+connector, optimizer registry, lr / entropy schedules and result keys, and changes only how the same numbers are
+computed:
+
+  * minibatches: the same sequence of minibatches as RLlib's `MiniBatchCyclicIterator` (same cycling, same
+    `np.random.permutation` draws, so the same rows in the same order), gathered by index from the unshuffled
+    train batch (one `index_select` per column and minibatch) instead of shuffling the whole batch in place every
+    epoch (a copy of every column) and slicing + concatenating `SampleBatch`es;
+  * loss: PPO's clipped surrogate, clipped value loss and entropy from one `log_softmax` of the logits (the
+    categorical distribution's own formulas) instead of two `torch.distributions` objects per minibatch, the
+    previous-policy one unused without the KL term; the loss statistics (policy / value loss, explained variance,
+    entropy) of the last minibatch are logged once per update (RLlib logs them with window=1 every minibatch,
+    so only the last one is ever reported: the results are the same);
+  * gradients: the global-norm clip from one multi-tensor norm (`torch._foreach_norm`) and one multi-tensor scale,
+    and that norm also tells whether every gradient is finite (a tensor's norm is finite only if all its entries
+    are), replacing RLlib's two `isfinite` passes per parameter before the step; any non-finite norm falls back
+    to RLlib's own path (zeroing NaN gradients, warnings);
+  * Adam with `foreach=True` (torch picks the multi-tensor implementation by default only for CUDA tensors):
+    the same update rule in a few kernels instead of ~10 small ops per parameter.
+Anything this learner does not cover (a KL term, a Box action space, other clip modes, lr schedulers, grad
+scalers) takes RLlib's stock path. tests/test_learner_numerics.py checks one update against the stock learner:
+same loss terms and gradients, same weights after an update of several minibatches (float tolerance), MLP and LSTM.
+`training.lean_learner: false` builds RLlib's stock learner instead.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from ray.rllib.algorithms.ppo.ppo import (
+    LEARNER_RESULTS_KL_KEY,
+    LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY,
+    LEARNER_RESULTS_VF_LOSS_UNCLIPPED_KEY,
+)
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
+from ray.rllib.evaluation.postprocessing import Postprocessing
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.framework import try_import_torch
+from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
+from ray.rllib.utils.torch_utils import explained_variance
+
+torch, nn = try_import_torch()
+
+_NORM_CAP = 10e8  # RLlib's compute_global_norm replaces inf norms by +-1e9 (nan_to_num)
+
+
+class IndexedCyclicIterator:
+    """`MiniBatchCyclicIterator`'s minibatches, gathered by index (see the module docstring).
+
+    Per module: `order` is the current row (or sequence) order; RLlib's in-place `shuffle()` becomes
+    `order = order[np.random.permutation(n)]` (the same draw), its slice `batch[s:e]` becomes `order[s:e]`, and a
+    minibatch that wraps around an epoch end concatenates index pieces instead of sample batches."""
+
+    def __init__(self, batch: MultiAgentBatch, *, num_epochs: int = 1, minibatch_size: int,
+                 shuffle_batch_per_epoch: bool = True, num_total_minibatches: int = 0, **kwargs) -> None:
+        self._batch = batch
+        self._minibatch_size = minibatch_size
+        self._num_epochs = num_epochs
+        self._shuffle = shuffle_batch_per_epoch
+        self._num_total_minibatches = num_total_minibatches
+        mids = list(batch.policy_batches)
+        self._start = {m: 0 for m in mids}
+        self._covered = {m: 0 for m in mids}
+        self._order = {m: np.arange(self._items(batch.policy_batches[m])) for m in mids}
+        self._count = 0
+
+    @staticmethod
+    def _items(module_batch: SampleBatch) -> int:
+        if module_batch._slice_seq_lens_in_B:  # noqa: SLF001 - RLlib's flag for (B, T) batches (Learner sets it)
+            return len(module_batch[SampleBatch.SEQ_LENS])
+        return len(module_batch)
+
+    def __iter__(self):
+        while ((self._num_total_minibatches == 0 and min(self._covered.values()) < self._num_epochs)
+               or (self._num_total_minibatches > 0 and self._count < self._num_total_minibatches)):
+            minibatch = {}
+            for mid, module_batch in self._batch.policy_batches.items():
+                if len(module_batch) == 0:
+                    raise ValueError(f"The batch for module_id {mid} is empty!")
+                n_items = self._items(module_batch)
+                n_steps = self._minibatch_size
+                if module_batch._slice_seq_lens_in_B:  # noqa: SLF001
+                    n_steps = int(n_items * (self._minibatch_size / len(module_batch)))
+                s = self._start[mid]
+                pieces = []
+                while s + n_steps >= n_items:
+                    pieces.append(self._order[mid][s:])
+                    n_steps -= n_items - s
+                    s = 0
+                    self._covered[mid] += 1
+                    if self._shuffle:
+                        self._order[mid] = self._order[mid][np.random.permutation(n_items)]
+                e = s + n_steps
+                if e > s:
+                    pieces.append(self._order[mid][s:e])
+                index = torch.from_numpy(np.concatenate(pieces) if len(pieces) > 1 else pieces[0])
+                minibatch[mid] = _gather(module_batch, index)
+                self._start[mid] = e
+            yield MultiAgentBatch(minibatch, len(self._batch))
+            self._count += 1
+
+
+def _take(value, index):
+    if isinstance(value, dict):
+        return {k: _take(v, index) for k, v in value.items()}
+    if torch.is_tensor(value):
+        return value.index_select(0, index.to(value.device))
+    return np.asarray(value)[index.numpy()]
+
+
+def _gather(module_batch: SampleBatch, index) -> SampleBatch:
+    """Rows (or sequences) `index` of every column, as RLlib's slice + concat would give them."""
+    data = {k: _take(v, index) for k, v in module_batch.items()}
+    if module_batch.zero_padded:
+        return SampleBatch(data, _zero_padded=True, _max_seq_len=module_batch.max_seq_len)
+    return SampleBatch(data)
+
+
+class SpadePPOLearner(PPOTorchLearner):
+    """PPO's torch learner, same math, leaner update (see the module docstring)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._loss_stats: Dict[str, dict] = {}  # module -> the last minibatch's loss statistics (tensors)
+        self._grad_norms: Dict[str, tuple] = {}  # module -> (optimizer name, global norm) of the last minibatch
+        self._grads_finite: Dict[str, Optional[bool]] = {}  # module -> all gradients finite (None: not checked)
+
+    # ---- optimizer
+    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        params = self.get_parameters(self._module[module_id])
+        self.register_optimizer(module_id=module_id, optimizer=torch.optim.Adam(params, foreach=True), params=params,
+                                lr_or_lr_schedule=config.lr)
+
+    # ---- minibatches
+    def _create_iterator_if_necessary(self, *, training_data, num_total_minibatches: int = 0, num_epochs: int = 1,
+                                      minibatch_size: Optional[int] = None, shuffle_batch_per_epoch: bool = False,
+                                      **kwargs):
+        # RLlib 2.60 has no public hook for the minibatch iterator; this private method is where the Learner picks
+        # it. Everything except "minibatches of a given size over an in-memory batch" stays RLlib's.
+        it = super()._create_iterator_if_necessary(
+            training_data=training_data, num_total_minibatches=num_total_minibatches, num_epochs=num_epochs,
+            minibatch_size=minibatch_size, shuffle_batch_per_epoch=shuffle_batch_per_epoch, **kwargs)
+        if type(it) is not MiniBatchCyclicIterator:
+            return it
+        return IndexedCyclicIterator(it._batch, num_epochs=num_epochs, minibatch_size=it._minibatch_size,  # noqa: SLF001
+                                     shuffle_batch_per_epoch=it._shuffle_batch_per_epoch,  # noqa: SLF001
+                                     num_total_minibatches=num_total_minibatches)
+
+    # ---- loss
+    def compute_loss_for_module(self, *, module_id, config, batch: Dict[str, Any], fwd_out: Dict[str, Any]):
+        module = self.module[module_id].unwrapped()
+        if config.use_kl_loss or getattr(module, "continuous", True) or not config.use_critic:
+            return super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        mask = batch.get(Columns.LOSS_MASK)
+        if mask is not None:
+            num_valid = torch.sum(mask)
+
+            def mean(x):
+                return torch.sum(x[mask]) / num_valid
+        else:
+            mean = torch.mean
+        logits = fwd_out[Columns.ACTION_DIST_INPUTS]
+        # torch.distributions.Categorical: logits normalized by logsumexp, log-prob gathered, entropy over
+        # clamp(logits, finfo.min) * softmax (the clamp keeps masked -inf-like logits from giving 0 * inf).
+        logp_all = logits - logits.logsumexp(dim=-1, keepdim=True)
+        logp = logp_all.gather(-1, batch[Columns.ACTIONS].long().unsqueeze(-1)).squeeze(-1)
+        entropy = -(torch.clamp(logp_all, min=torch.finfo(logp_all.dtype).min) * torch.softmax(logp_all, -1)).sum(-1)
+        ratio = torch.exp(logp - batch[Columns.ACTION_LOGP])
+        adv = batch[Postprocessing.ADVANTAGES]
+        surrogate = torch.min(adv * ratio, adv * torch.clamp(ratio, 1 - config.clip_param, 1 + config.clip_param))
+        values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+        vf_loss = torch.pow(values - batch[Postprocessing.VALUE_TARGETS], 2.0)
+        vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
+        entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
+        total = mean(-surrogate + config.vf_loss_coeff * vf_loss_clipped - entropy_coeff * entropy)
+        self._loss_stats[module_id] = {"mean": mean, "surrogate": surrogate.detach(), "vf": vf_loss.detach(),
+                                       "vf_clipped": vf_loss_clipped.detach(), "entropy": entropy.detach(),
+                                       "values": values.detach(), "targets": batch[Postprocessing.VALUE_TARGETS]}
+        return total
+
+    def _log_loss_stats(self) -> None:
+        """The last minibatch's loss statistics, as PPOTorchLearner logs them (window=1) every minibatch."""
+        with torch.no_grad():
+            for module_id, s in self._loss_stats.items():
+                mean = s["mean"]
+                self.metrics.log_dict({
+                    POLICY_LOSS_KEY: -mean(s["surrogate"]),
+                    VF_LOSS_KEY: mean(s["vf_clipped"]),
+                    LEARNER_RESULTS_VF_LOSS_UNCLIPPED_KEY: mean(s["vf"]),
+                    LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY: explained_variance(s["targets"], s["values"]),
+                    ENTROPY_KEY: mean(s["entropy"]),
+                    LEARNER_RESULTS_KL_KEY: torch.tensor(0.0, device=s["values"].device),
+                }, key=module_id, window=1)
+            for module_id, (name, norm) in self._grad_norms.items():
+                self.metrics.log_value(key=(module_id, f"gradients_{name}_global_norm"), value=norm, window=1)
+        self._loss_stats = {}
+        self._grad_norms = {}
+
+    def after_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
+        self._log_loss_stats()  # before PPO's hook, which may read the logged values
+        super().after_gradient_based_update(timesteps=timesteps)
+
+    # ---- gradients
+    def postprocess_gradients_for_module(self, *, module_id, config=None, module_gradients_dict):
+        optimizers = self.get_optimizers_for_module(module_id)
+        if not config.grad_clip or config.grad_clip_by != "global_norm" or len(optimizers) != 1:
+            self._grads_finite[module_id] = None
+            return super().postprocess_gradients_for_module(module_id=module_id, config=config,
+                                                            module_gradients_dict=module_gradients_dict)
+        grads = [g for g in module_gradients_dict.values() if g is not None]
+        if not grads:
+            self._grads_finite[module_id] = True
+            return dict(module_gradients_dict)
+        norms = torch.stack(torch._foreach_norm(grads, 2.0))  # noqa: SLF001 - torch's multi-tensor norm
+        self._grads_finite[module_id] = bool(torch.isfinite(norms).all())
+        # RLlib's compute_global_norm + clip_gradients(global_norm), term for term.
+        total = torch.linalg.vector_norm(norms.nan_to_num(neginf=-_NORM_CAP, posinf=_NORM_CAP), 2.0)
+        total = total.nan_to_num(neginf=-_NORM_CAP, posinf=_NORM_CAP)
+        coeff = torch.clamp(config.grad_clip / torch.clamp(total + 1e-6, min=config.grad_clip), max=1.0)
+        torch._foreach_mul_([g.detach() for g in grads], coeff)  # noqa: SLF001
+        name = optimizers[0][0]
+        self._grad_norms[module_id] = (name, total)
+        return dict(module_gradients_dict)
+
+    def apply_gradients(self, gradients_dict) -> None:
+        checked, self._grads_finite = self._grads_finite, {}
+        if (self._grad_scalers is not None or self._lr_scheduler_classes is not None or not checked
+                or not all(v is True for v in checked.values())):
+            return super().apply_gradients(gradients_dict)  # RLlib's path: NaN handling, scalers, schedulers
+        for pid, grad in gradients_dict.items():
+            self._params[pid].grad = grad
+        for module_id, names in self._module_optimizers.items():
+            for name in names:
+                self.get_optimizer(module_id, name).step()
+
+
+def install_profile_timers(timers, data_category: str) -> None:
+    """bench/learner_ceiling.py's profile: this learner's own pieces under the bench's categories."""
+    import sys  # noqa: PLC0415
+
+    timers.wrap(IndexedCyclicIterator, "__init__", data_category)
+    timers.wrap(sys.modules[__name__], "_gather", data_category)
+    timers.wrap(SpadePPOLearner, "_log_loss_stats", "metrics/logging")
