@@ -218,6 +218,8 @@ class EvaluationConfig:
     final_heldout_opponents: list[str] = setting(help="Held-out line opponents: 'still' (a team that never moves: main's score is navigation), 'random', 'bot:<name>'.", factory=lambda: ["still", "random"])
     final_heldout_games: int = setting(10, help="Held-out line: games per map, opponent and seat.", min=1, max=10_000)
     final_heldout_targets: dict = setting(help="Held-out line verdicts: opponent -> the least score (win + draw/2) on those maps, e.g. {still: 0.95, random: 0.95, 'bot:rusher': 0.7}.", factory=dict)
+    exploitability_interval: int = setting(0, help="OpenSpiel games (kuhn_poker, leduc_poker, openspiel:<name>): every N iterations compute the exact exploitability (NashConv / 2) of main, of the average of main's measured strategies and of the league's mixture (exploitability/main, /average, /mixture; a curve over env steps); 0 = off.", min=0)
+    exploitability_mixture: str = setting("uniform", help="The league's mixture whose exploitability is recorded: 'uniform' (main and its snapshots, fictitious play), 'plan' (main's matchmaking distribution) or 'nash' (the Nash equilibrium of the members' payoff matrix).", choices=("uniform", "plan", "nash"))
     final_heldout_navigation_target: Optional[float] = setting(None, help="Held-out line: also play main alone against a still team on every map of `final_heldout_levels`, whatever `final_heldout_max_size` says, and print that navigation score (win + draw/2) with this least score as its verdict; null = not played.", min=0.0, max=1.0)
 
 
