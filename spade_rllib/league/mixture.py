@@ -33,11 +33,12 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def mixture_weights(league: League, mode: str) -> dict[MemberId, float]:
-    """The league's mixture as {member: weight} (weights sum to 1; members are main, snapshots or random)."""
+def mixture_weights(league: League, mode: str, include_main: bool = True) -> dict[MemberId, float]:
+    """The league's mixture as {member: weight} (weights sum to 1; members are main, snapshots or random).
+    `include_main` False (uniform): leave main out, e.g. when its newest snapshot holds main's current weights."""
     check_mode(mode)
     if mode == "uniform":
-        members = [m for m in league.snapshots() if m.learner == MAIN] + [MAIN]
+        members = [m for m in league.snapshots() if m.learner == MAIN] + ([MAIN] if include_main else [])
         raw = {m: 1.0 for m in members}
     elif mode == "plan":
         raw = {m: p for m, p in league.opponent_distribution(MAIN).items()
