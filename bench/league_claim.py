@@ -1,6 +1,10 @@
 """The league's claim where it should hold: self-play arms with no scripted opponent in training, scored
 against opponents no arm trained against, with a real best response and a cross-time payoff matrix.
 
+Poker (`--game kuhn|leduc`): exact exploitability curves of main, main's average and the league's mixtures,
+arms mirror / league_uniform / league_pfsp / league_nash / ppo_iig; see bench/league_claim_poker.py (the
+options below are those of ctf and c4).
+
     python bench/league_claim.py --game ctf|c4 [--seeds 3] [--env-steps N] [--exploit-env-steps N]
         [--arms mirror,league,league_exploiters] [--opponents A,B] [--games G] [--snapshots K] [--payoff-games G]
         [--minutes CAP] [--exploit-minutes CAP] [--exploit-init fresh|main] [--set KEY=VALUE ...]
@@ -349,7 +353,8 @@ def parse_args(argv=None):
                          games_help="games per seat against each held-out opponent (per map in CTF) and in the "
                                     "best response's final match (default per game: ctf 5, c4 20)",
                          env_steps_help="env steps per arm and seed (default per game: ctf 6M, c4 1.5M)")
-    ap.add_argument("--game", required=True, choices=sorted(GAMES), help="ctf (CaptureTheFlag 1v1) or c4 (Connect Four)")
+    ap.add_argument("--game", required=True, choices=sorted(GAMES) + list(POKER),
+                    help="ctf (CaptureTheFlag 1v1) or c4 (Connect Four); kuhn / leduc: see bench/league_claim_poker.py")
     ap.add_argument("--exploit-env-steps", type=int, default=None,
                     help="env steps of each best response (default per game: ctf 7M, c4 2M)")
     ap.add_argument("--address", default=None,
@@ -393,7 +398,24 @@ def parse_args(argv=None):
     return args, arms, overrides, game, base
 
 
+POKER = ("kuhn", "leduc")
+
+
+def _poker_game(argv) -> Optional[str]:
+    """The poker game named by `--game` (handled by bench/league_claim_poker.py), else None."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    for i, w in enumerate(words):
+        value = w.split("=", 1)[1] if w.startswith("--game=") else (words[i + 1] if w == "--game" and i + 1 < len(words) else None)
+        if value in POKER:
+            return value
+    return None
+
+
 def main(argv=None) -> int:
+    if _poker_game(argv) is not None:
+        from bench import league_claim_poker
+
+        return league_claim_poker.main(argv)
     args, arms, overrides, game, base = parse_args(argv)
     manifest = unit_manifest(args, game.env_id, game.config.read_text())
     manifest.update({"game": args.game, "opponents": args.opponents, "snapshots": args.snapshots,

@@ -78,6 +78,11 @@ class EvalConfig:
     """Show a progress bar."""
     top: int = 10
     """Rows of the ratings table printed to the console."""
+    league_players: list[str] = field(default_factory=list)
+    """Mixtures of each checkpoint's league that join the pool as one player each: "uniform", "plan", "nash"
+    (player id ``league:<mode>``; `spade_rllib.league_player`)."""
+    exploitability: bool = False
+    """OpenSpiel games: print the exact exploitability of main, every member and each league mixture; no games."""
     # Derived, filled by `build_pool`:
     env_id: str = ""
     """The env every player plays (resolved)."""
@@ -117,6 +122,14 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of argmax")
     p.add_argument("--no-progress", action="store_false", dest="progress")
     p.add_argument("--top", type=int, default=10)
+    p.add_argument("--league-player", action="append", default=[], dest="league_players", metavar="MODE",
+                   choices=("uniform", "plan", "nash"),
+                   help="add the league as one player, league:MODE (repeatable): its members weighted 'uniform'ly "
+                        "(fictitious play), by main's matchmaking 'plan', or by the 'nash' equilibrium of their payoff "
+                        "matrix; poker: the exact averaged strategy, other games: a member drawn per game")
+    p.add_argument("--exploitability", action="store_true",
+                   help="OpenSpiel games (kuhn_poker, leduc_poker, openspiel:<name>): print the exact exploitability "
+                        "(NashConv/2) of main, every league member and league:uniform|plan|nash, then exit (no games)")
     add_debug_flag(p)
     args = p.parse_args(argv)
     bots = None
@@ -126,8 +139,10 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
                      games_per_pair=args.games_per_pair, seed=args.seed, replays=args.replays, out=args.out, force=args.force,
                      workers=args.workers, env=args.env, bots=bots, league=args.league, bootstrap=args.bootstrap,
                      max_round_robin=args.max_round_robin, sampled_opponents=args.sampled_opponents,
-                     agents_per_team=args.agents_per_team, stochastic=args.stochastic, progress=args.progress, top=args.top)
-    validate(cfg)
+                     agents_per_team=args.agents_per_team, stochastic=args.stochastic, progress=args.progress, top=args.top,
+                     league_players=list(dict.fromkeys(args.league_players)), exploitability=args.exploitability)
+    if not cfg.exploitability:  # --exploitability plays no game and writes nothing
+        validate(cfg)
     return cfg
 
 
@@ -205,10 +220,10 @@ def build_pool(cfg: EvalConfig):
     taken: set[str] = set()
     specs: dict[str, PlayerSpec] = {}
     legend: dict[str, str] = {}
-    for info, members, _ in entries:
+    for info, members, is_vs in entries:
         label = _run_label(info, taken)
         legend[label] = str(info.path)
-        for member in members:
+        for member in [*members, *(f"league:{mode}" for mode in ([] if is_vs else cfg.league_players))]:
             load_policy(info.path, member, env_id=env_id)  # validates now: one-line errors before any game
             pid = f"{label}/{member}" if multi else member
             specs[pid] = PlayerSpec(pid, MODULE_KIND, member, checkpoint=str(info.path), run=label,
@@ -433,6 +448,20 @@ def evaluate(cfg: EvalConfig) -> dict:
             "players": players, "summary": summary, "console": console, "role_ratings": role_tables}
 
 
+def print_exploitability(cfg: EvalConfig) -> int:
+    """`--exploitability`: one line per checkpoint (main, members, league mixtures); exit 2 on a bad checkpoint."""
+    from spade_rllib.league_player import checkpoint_exploitability, exploitability_text  # noqa: PLC0415
+
+    for path in [*cfg.checkpoints, *cfg.vs_checkpoints]:
+        try:
+            values = checkpoint_exploitability(path, cfg.env, members=cfg.league)
+        except (PolicyLoadError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"{path}: {exploitability_text(values)}")
+    return 0
+
+
 @cli_entry(user_errors=(PolicyLoadError,))
 def main(argv: Sequence[str] | None = None) -> int:
     from spade_rllib.evaluation.schedule import ScheduleError
@@ -442,6 +471,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if cfg.exploitability:
+        return print_exploitability(cfg)
     try:
         outcome = evaluate(cfg)
     except (PolicyLoadError, ScheduleError) as e:

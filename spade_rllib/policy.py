@@ -512,6 +512,8 @@ def load_policy(
     """Load `module_id` (an RLModule or a league snapshot) from `checkpoint` without starting Ray.
 
     `role` (a role game): that role's main, `main_<role>` (same as `module_id="main_<role>"`).
+    `module_id` "league:uniform" | "league:plan" | "league:nash": the league as one player
+    (`spade_rllib.league_player.MixturePolicy`).
     With `env_id`, refuse a checkpoint trained on another env (recorded id or incompatible spaces).
     Raises `PolicyLoadError` (one-line message) on any bad input.
     """
@@ -526,6 +528,11 @@ def load_policy(
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise PolicyLoadError(f"role {role!r} is not in checkpoint {info.path}{hint}; roles: "
                                   f"{', '.join(roles) or 'none (a symmetric game: its module is main)'}")
+    from spade_rllib.league_player import league_mode, load_league_policy  # noqa: PLC0415 - the league as a player
+
+    mode = league_mode(module_id)
+    if mode is not None:  # "league:uniform|plan|nash": the league's mixture (a MixturePolicy)
+        return load_league_policy(info.path, mode, env_id=env_id)
     if module_id not in info.all_ids:
         raise _unknown_module_error(module_id, info)
     module = load_module(info, module_id)

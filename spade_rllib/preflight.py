@@ -32,6 +32,16 @@ def check_config(cfg) -> None:
     check_teams(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
+    check_exploitability(cfg)
+
+
+def check_exploitability(cfg) -> None:
+    """`evaluation.exploitability_interval` > 0 needs an OpenSpiel game of the catalog (exact best responses)."""
+    every = cfg.evaluation.exploitability_interval
+    spec = find_game(cfg.env.id)
+    if every and (spec is None or spec.openspiel_game is None):
+        raise ConfigError(f"evaluation.exploitability_interval = {every}: exact exploitability needs an OpenSpiel "
+                          f"game (kuhn_poker, leduc_poker, openspiel:<name>); env.id is {cfg.env.id!r}; set it to 0")
 
 
 MAX_MAP_BYTES = 1 << 20

@@ -536,6 +536,9 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
                 write_text(Path(trial_path, "final_evaluation.json"), json.dumps(final, indent=2))
             except OSError:
                 pass
+    if ckpt:
+        for line in exploitability_lines(cfg, ckpt, last):
+            print(line)
     if trial_path:
         from spade_rllib.console import rel  # noqa: PLC0415
 
@@ -582,6 +585,26 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             for line in ready_commands(Path(trial_path or ckpt), ckpt, cfg.env.difficulty, report,
                                        level_game=env_kind(cfg.env.id) == LEVEL_KIND, playable=_playable(cfg.env.id)):
                 print(line)
+
+def exploitability_lines(cfg: RunConfig, ckpt: str, last: dict) -> list[str]:
+    """OpenSpiel games: the exact exploitability (NashConv / 2) of the last checkpoint's main and league mixtures,
+    and of the average of main's measured strategies (`exploitability/average`); [] for other games."""
+    from spade_rllib.games import find_game  # noqa: PLC0415
+
+    spec = find_game(cfg.env.id)
+    if spec is None or spec.openspiel_game is None:
+        return []
+    try:
+        from spade_rllib.league_player import checkpoint_exploitability, exploitability_text  # noqa: PLC0415
+
+        values = checkpoint_exploitability(ckpt, cfg.env.id, members=False)
+    except Exception as e:  # noqa: BLE001 - the summary must still print
+        return [f"exact exploitability skipped: {e.__class__.__name__}: {e}"]
+    average = result_value(last, "exploitability/average")
+    if isinstance(average, float) and not math.isnan(average):
+        values["average of main's measured strategies"] = average
+    return [exploitability_text(values)]
+
 
 def _playable(env_id: str) -> bool:
     """`play` can show this env in the terminal (a game of the catalog, or a two-team env rendering ansi)."""

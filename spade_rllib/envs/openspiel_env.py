@@ -85,12 +85,12 @@ def agent_name(player: int) -> str:
 class OpenSpielEnv(AECEnv):
     """A PettingZoo AEC env over the OpenSpiel game `game_name` (see the module docstring)."""
 
-    metadata = {"render_modes": ["ansi"], "name": "openspiel_v0", "is_parallelizable": False}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "name": "openspiel_v0", "is_parallelizable": False}
 
     def __init__(self, game_name: str = "kuhn_poker", render_mode: Optional[str] = None):
         super().__init__()
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode = {render_mode!r} is not valid; allowed: None, 'ansi'")
+        if render_mode not in (None, "ansi", "rgb_array"):
+            raise ValueError(f"render_mode = {render_mode!r} is not valid; allowed: None, 'ansi', 'rgb_array'")
         self.game_name = str(game_name)
         self.game = load_game(self.game_name)
         self.render_mode = render_mode
@@ -167,10 +167,19 @@ class OpenSpielEnv(AECEnv):
             mask[self.state.legal_actions(player)] = 1
         return {"observation": features, "action_mask": mask}
 
-    def render(self) -> Optional[str]:
-        if self.render_mode != "ansi" or self.state is None:
+    def render(self) -> Any:
+        """``ansi``: OpenSpiel's text of the state; ``rgb_array``: that text drawn on a white frame (replay GIFs)."""
+        if self.render_mode is None or self.state is None:
             return None
-        return str(self.state)
+        text = str(self.state)
+        if self.render_mode == "ansi":
+            return text
+        from PIL import Image, ImageDraw  # noqa: PLC0415 - only for rgb_array frames
+
+        lines = text.splitlines() or [""]
+        image = Image.new("RGB", (8 + 7 * max(len(line) for line in lines), 8 + 14 * len(lines)), "white")
+        ImageDraw.Draw(image).multiline_text((4, 4), text, fill="black", spacing=2)
+        return np.asarray(image)
 
     def close(self) -> None:
         pass

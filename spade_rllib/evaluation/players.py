@@ -126,6 +126,9 @@ class ModulePlayer:
 
     def new_game(self, seed: int) -> None:
         self._states = {}
+        draw = getattr(self.policy, "new_game", None)  # the league as a player draws its member per game
+        if draw is not None:
+            draw(seed)
 
     def act(self, env, agent, obs, action_mask, rng) -> int:
         if not self.policy.recurrent:

@@ -54,6 +54,7 @@ from spade_rllib.league.league import League, format_table, write_table_rows
 from spade_rllib.league.match_plan import MatchPlan
 from spade_rllib.outcome import EpisodeOutcome
 from spade_rllib.rllib.components import COPLAYER_PRIORITY, DriverContext, EnvInfo
+from spade_rllib.rllib.exploitability_component import LEAGUE_CONTEXT_KEY
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, SLOT_PREFIX, DriverUpdate, OpponentPlan, slot_id
 from spade_rllib.rllib.plan import RANDOM as RUNNER_RANDOM
 
@@ -254,6 +255,8 @@ class LeagueComponent:
         return counts
 
     def update(self, outcomes: list, ctx: DriverContext) -> dict:
+        if ctx.extra is not None:  # the exploitability component (later in registry order) scores the league's mixture
+            ctx.extra[LEAGUE_CONTEXT_KEY] = self.league
         counts = self.record_outcomes(outcomes)
         iteration = int(ctx.iteration)
         events_before = self.league.state.counters["snapshots"], self.league.state.counters["evictions"]
