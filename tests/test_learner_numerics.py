@@ -119,3 +119,33 @@ def test_shuffled_epochs_same_weights(model):
     for key in ("num_module_steps_trained", "policy_loss", "vf_loss", "entropy"):
         a, b = _value(res["lean"]["main"][key]), _value(res["stock"]["main"][key])
         assert a == pytest.approx(b, rel=1e-4, abs=1e-5), f"{model} {key}: lean {a} stock {b}"
+
+
+def test_lstm_encoder_skips_padding_rows_only():
+    """With `seq_lens` the LSTM module runs its encoder on the rows inside each sequence only: the logits and
+    values of those rows, and the gradients of a loss masked to them, are those of the fully padded pass."""
+    import torch
+
+    from ray.rllib.core.columns import Columns
+
+    from spade_rllib.rllib.packed import SpadeGAEConnector
+
+    lean, _ = _learners("lstm")
+    module = lean.module["main"]
+    batch = SpadeGAEConnector(gamma=0.99, lambda_=0.95)(rl_module=lean.module, batch={}, episodes=_batch("lstm"),
+                                                         shared_data={})["main"]
+    valid = torch.arange(batch[Columns.OBS].shape[1]).unsqueeze(0) < batch[Columns.SEQ_LENS].unsqueeze(1)
+    assert not bool(valid.all()), "the batch has no padding: nothing is tested"
+    outs = {}
+    for name, mb in (("rows", batch), ("padded", {k: v for k, v in batch.items() if k != Columns.SEQ_LENS})):
+        module.zero_grad()
+        out = module.forward_train(mb)
+        values = module.compute_values(mb, embeddings=out[Columns.EMBEDDINGS])
+        logits = out[Columns.ACTION_DIST_INPUTS]
+        loss = (logits.logsumexp(-1)[valid]).sum() + (values[valid] ** 2).sum()
+        loss.backward()
+        outs[name] = (logits[valid].detach(), values[valid].detach(),
+                      {n: p.grad.clone() for n, p in module.named_parameters() if p.grad is not None})
+    (la, va, ga), (lb, vb, gb) = outs["rows"], outs["padded"]
+    assert torch.allclose(la, lb, atol=1e-5) and torch.allclose(va, vb, atol=1e-5)
+    _close(ga, gb, "gradient", atol=1e-5)

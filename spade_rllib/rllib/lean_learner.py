@@ -246,5 +246,8 @@ def install_profile_timers(timers, data_category: str) -> None:
     import sys  # noqa: PLC0415
 
     timers.wrap(IndexedCyclicIterator, "__init__", data_category)
+    timers.wrap(SpadePPOLearner, "compute_loss_for_module", "loss")
+    timers.wrap(SpadePPOLearner, "postprocess_gradients_for_module", "optimizer: grad clip")
+    timers.wrap(SpadePPOLearner, "apply_gradients", "optimizer: step (+ finite checks)")
     timers.wrap(sys.modules[__name__], "_gather", data_category)
     timers.wrap(SpadePPOLearner, "_log_loss_stats", "metrics/logging")

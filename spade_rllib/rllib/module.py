@@ -208,7 +208,7 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         timed = obs.dim() == 3
         b, t = (obs.shape[0], obs.shape[1]) if timed else (obs.shape[0], 1)
         flat = obs.reshape(b * t, obs.shape[-1])
-        feats = self.pi_trunk(flat[:, : self.feat_size] if self.mask_size else flat).reshape(b, t, -1)
+        feats = self._trunk_rows(flat, batch.get(Columns.SEQ_LENS) if timed else None, t).reshape(b, t, -1)
         prev = {k: (v if timed else v.unsqueeze(1)) for k, v in batch.items()
                 if k in (PREV_ACTIONS, PREV_REWARDS) and v is not None}
         state = batch.get(Columns.STATE_IN)
@@ -222,6 +222,21 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
         if not timed:
             logits, out = logits[:, 0], out[:, 0]
         return logits, out, {"h": h[0], "c": c[0]}
+
+    def _trunk_rows(self, flat, seq_lens, t: int):
+        """The encoder on (B*T, D) rows; with `seq_lens` (zero-padded training sequences) only on the rows inside
+        a sequence, padding rows getting zero features: padding sits at the end of each sequence, so the LSTM
+        outputs of real rows are the same, and the loss masks padding out (a third of the rows in the quickstart's
+        batches, whose chunks are cut into 32-row sequences)."""
+        x = flat[:, : self.feat_size] if self.mask_size else flat
+        if seq_lens is None:
+            return self.pi_trunk(x)
+        valid = (torch.arange(t, device=flat.device).unsqueeze(0) < seq_lens.to(flat.device).unsqueeze(1)).reshape(-1)
+        rows = valid.nonzero().squeeze(1)
+        if rows.shape[0] == flat.shape[0]:
+            return self.pi_trunk(x)
+        feats = self.pi_trunk(x.index_select(0, rows))
+        return feats.new_zeros(flat.shape[0], feats.shape[1]).index_copy(0, rows, feats)
 
     def step(self, obs, state: Dict[str, Any], prev_actions=None, prev_rewards=None):
         """One acting step of a recurrent module: (masked logits (B, A) or Box [mean, log_std] (B, 2d),

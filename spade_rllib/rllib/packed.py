@@ -311,16 +311,36 @@ class SpadeGAEConnector(ConnectorV2):
         cell = pack.states.shape[1] // 2
         states = torch.from_numpy(pack.states).to(device)
         state_in = {"h": states[:, :cell], "c": states[:, cell:]}
-        rows = torch.from_numpy(layout.flat_index).to(device)  # (B*L,) row of each padded slot, -1 padding
+        slot_row = layout.flat_index  # (B*L,) row of each padded slot, -1 padding
+        rows = torch.from_numpy(slot_row).to(device)
         valid = rows >= 0
-        take = rows.clamp(min=0)
+        # One gather per column and zeros written on the padding slots only (no full-size where / zeros_like).
+        step_rows = np.flatnonzero(~pack.is_boot)
+        step_of_row = np.full(pack.obs.shape[0], -1, np.int64)
+        step_of_row[step_rows] = np.arange(step_rows.shape[0])
+        slot_step = np.where(slot_row >= 0, step_of_row[np.maximum(slot_row, 0)], -1)  # step of each slot, -1 none
 
-        def padded(arr: np.ndarray):
-            t = torch.from_numpy(arr).to(device).index_select(0, take)
-            t = torch.where(valid.reshape(-1, *([1] * (t.dim() - 1))), t, torch.zeros_like(t))
-            return t.reshape(layout.num_seqs, layout.max_len, *t.shape[1:])
+        def index(slots: np.ndarray) -> tuple:
+            empty = np.flatnonzero(slots < 0)
+            return torch.from_numpy(np.maximum(slots, 0)), (torch.from_numpy(empty) if empty.size else None)
 
-        seq_batch = {Columns.OBS: padded(pack.obs), Columns.STATE_IN: state_in}
+        by_row, by_step = index(slot_row), index(slot_step)
+
+        def gather(arr: np.ndarray, where: tuple):
+            take, empty = where
+            t = torch.from_numpy(arr).index_select(0, take)
+            if empty is not None:
+                t[empty] = 0
+            return t.reshape(layout.num_seqs, layout.max_len, *t.shape[1:]).to(device)
+
+        def padded(arr: np.ndarray):  # one entry per row (steps and bootstrap rows)
+            return gather(arr, by_row)
+
+        def padded_steps(arr: np.ndarray):  # one entry per step row; bootstrap rows and padding get zeros
+            return gather(arr, by_step)
+
+        seq_batch = {Columns.OBS: padded(pack.obs), Columns.STATE_IN: state_in,
+                     Columns.SEQ_LENS: torch.from_numpy(layout.seq_lens).to(device)}
         if module.use_prev_action:
             seq_batch["prev_actions"] = padded(pack.prev_actions)
         if module.use_prev_reward:
@@ -334,23 +354,14 @@ class SpadeGAEConnector(ConnectorV2):
         if pack.module_id == MAIN:
             merge_level_sums(self.level_positive_advantages, level_positive_advantages(adv, pack))
         adv = (adv - adv.mean()) / max(1e-4, float(adv.std()))
-        # Step-row arrays spread over all rows (bootstrap rows get zeros and no loss).
-        step_rows = np.flatnonzero(~pack.is_boot)
-
-        def per_row(step_values: np.ndarray) -> np.ndarray:
-            out = np.zeros((pack.obs.shape[0], *step_values.shape[1:]), step_values.dtype)
-            out[step_rows] = step_values
-            return out
-
         seq_batch.update({
-            Columns.ACTIONS: padded(per_row(pack.actions)),
-            Columns.ACTION_LOGP: padded(per_row(pack.logp)),
-            Columns.ACTION_DIST_INPUTS: padded(per_row(pack.logits)),
-            Columns.REWARDS: padded(per_row(pack.rewards)),
-            Postprocessing.ADVANTAGES: padded(per_row(adv.astype(np.float32))),
-            Postprocessing.VALUE_TARGETS: padded(per_row(targets.astype(np.float32))),
+            Columns.ACTIONS: padded_steps(pack.actions),
+            Columns.ACTION_LOGP: padded_steps(pack.logp),
+            Columns.ACTION_DIST_INPUTS: padded_steps(pack.logits),
+            Columns.REWARDS: padded_steps(pack.rewards),
+            Postprocessing.ADVANTAGES: padded_steps(adv.astype(np.float32)),
+            Postprocessing.VALUE_TARGETS: padded_steps(targets.astype(np.float32)),
             Columns.LOSS_MASK: padded(~pack.is_boot),
-            Columns.SEQ_LENS: torch.from_numpy(layout.seq_lens).to(device),
         })
         return seq_batch
 
