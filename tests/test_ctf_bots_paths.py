@@ -116,3 +116,18 @@ def test_bots_choose_only_legal_moves_against_each_other():
     for i, level in enumerate(levels):
         for a, b in (("raider", "hybrid"), ("hybrid", "defender"), ("rusher", "raider")):
             play(level, {0: a, 1: b}, seed=i)
+
+
+def test_still_team_bench_ends_with_json():
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "bench/ctf_bots_still.py", "--games", "2", "--bots", "rusher,defender"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120, check=True)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(out) == set(HELDOUT) and all(v == {"rusher": 1.0, "defender": 0.5} for v in out.values())

@@ -46,11 +46,19 @@ def test_flag_taken_while_away():
     assert watch.why(0) == ("win", cr.FLAG_TAKEN_AWAY)
 
 
-def test_flag_taken_past_defence():
+def test_flag_taken_past_a_guard():
     env, watch = game()
-    env.positions[P1] = (5, 6)  # in its own half, does nothing
+    env.positions[P1] = (5, 6)  # beside its base, does nothing
     take_flag_and_score(env, watch)
-    assert watch.why(0) == ("win", cr.FLAG_TAKEN_PAST_DEFENCE)
+    assert watch.why(0) == ("win", cr.FLAG_TAKEN_PAST_GUARD)
+
+
+def test_flag_taken_in_its_half_away_from_the_base():
+    env, watch = game()
+    env.positions[P1] = (7, 3)  # B's half, 6 steps from its base
+    assert env.level.half_rows()[7][3] == 1 and env.level.distance_to_base(1)[7, 3] > cr.GUARD_STEPS
+    take_flag_and_score(env, watch)
+    assert watch.why(0) == ("win", cr.FLAG_TAKEN_IN_HALF)
 
 
 def test_flag_taken_while_respawning():

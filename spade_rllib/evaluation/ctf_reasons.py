@@ -4,10 +4,11 @@
 waits, captures, stalemates), read after every step, and `why(winner)` names, for each team, why it
 did not win (`WIN` for the winner). The labels (`REASONS`):
 
-* a loss: how the winner took the loser's flag for the deciding capture (its last pickup of it):
-  ``flag_taken_away`` (no player of the loser's team stood free in its own half at that step),
-  ``flag_taken_respawning`` (none free there, at least one waiting to respawn after a tag),
-  ``flag_taken_past_defence`` (a player of the loser's team was in its half and did not stop it);
+* a loss: where the loser's players were when the winner took its flag for the deciding capture (the
+  last pickup of it): ``flag_taken_away`` (none stood free in its own half), ``flag_taken_respawning``
+  (none free there, at least one waiting to respawn after a tag), ``flag_taken_in_half`` (one stood free
+  in its half, farther than `GUARD_STEPS` from its base), ``flag_taken_past_guard`` (one stood free
+  within `GUARD_STEPS` path steps of its base: a guard that did not stop the thief);
 * a draw (timeout): ``stalemate`` (both flags were carried at once until the stalemate rule sent
   them home, at least once), else ``tagged_carrying`` (the team carried the enemy flag and was tagged
   with it), else ``never_took_flag`` (it never picked up the enemy flag), else ``carried_no_score``.
@@ -21,7 +22,10 @@ from typing import Any, Optional
 WIN = "win"
 FLAG_TAKEN_AWAY = "flag_taken_away"
 FLAG_TAKEN_RESPAWNING = "flag_taken_respawning"
-FLAG_TAKEN_PAST_DEFENCE = "flag_taken_past_defence"
+FLAG_TAKEN_IN_HALF = "flag_taken_in_half"
+FLAG_TAKEN_PAST_GUARD = "flag_taken_past_guard"
+GUARD_STEPS = 3
+"""A player this many path steps from its own base or nearer guards it."""
 STALEMATE = "stalemate"
 TAGGED_CARRYING = "tagged_carrying"
 NEVER_TOOK_FLAG = "never_took_flag"
@@ -29,14 +33,16 @@ CARRIED_NO_SCORE = "carried_no_score"
 REASONS = {
     FLAG_TAKEN_AWAY: "lost: its flag was taken while none of its players stood in its own half",
     FLAG_TAKEN_RESPAWNING: "lost: its flag was taken while none of its players stood free in its half, one waiting to respawn",
-    FLAG_TAKEN_PAST_DEFENCE: "lost: its flag was taken with a player of its team in its own half",
+    FLAG_TAKEN_IN_HALF: "lost: its flag was taken while a player of its team stood in its own half, away from its base",
+    FLAG_TAKEN_PAST_GUARD: f"lost: its flag was taken past a player of its team within {GUARD_STEPS} steps of its base",
     STALEMATE: "draw: both flags were carried at once and sent home by the stalemate rule",
     TAGGED_CARRYING: "draw: it carried the enemy flag and was tagged with it",
     NEVER_TOOK_FLAG: "draw: it never picked up the enemy flag",
     CARRIED_NO_SCORE: "draw: it carried the enemy flag but did not score",
 }
 """Label -> what it means, for the reports (losses first, then draws)."""
-_DEFENCE = {"away": FLAG_TAKEN_AWAY, "respawning": FLAG_TAKEN_RESPAWNING, "defended": FLAG_TAKEN_PAST_DEFENCE}
+_DEFENCE = {"away": FLAG_TAKEN_AWAY, "respawning": FLAG_TAKEN_RESPAWNING, "in_half": FLAG_TAKEN_IN_HALF,
+            "guarded": FLAG_TAKEN_PAST_GUARD}
 
 
 def is_ctf(env: Any) -> bool:
@@ -55,7 +61,7 @@ class CtfWatch:
         self.captures = list(self.env.captures)
         self.stalemates = int(self.env.stalemates)
         self.flag_taken: list[Optional[str]] = [None, None]
-        """Per team: where its players were when its flag was last picked up ("away", "respawning", "defended")."""
+        """Per team: where its players were when its flag was last picked up (a `_DEFENCE` key)."""
         self.pickups = [0, 0]
         """Per team: enemy flags it picked up."""
         self.tagged_carrying = [0, 0]
@@ -64,10 +70,14 @@ class CtfWatch:
     def _defence(self, team: int) -> str:
         e = self.env
         half = e.level.half_rows()
+        home = e.level.distance_to_base(team)
         players = [a for a in e.possible_agents if e.team_of(a) == team]
-        if any(not e.frozen[a] and half[e.positions[a][0]][e.positions[a][1]] == team for a in players):
-            return "defended"
-        return "respawning" if any(e.frozen[a] for a in players) else "away"
+        free = [e.positions[a] for a in players if not e.frozen[a]]
+        if any(0 <= home[p] <= GUARD_STEPS for p in free):
+            return "guarded"
+        if any(half[p[0]][p[1]] == team for p in free):
+            return "in_half"
+        return "respawning" if len(free) < len(players) else "away"
 
     def step(self) -> None:
         """Reads the state after one env step: pickups of each flag and carriers tagged with it."""
@@ -91,7 +101,7 @@ class CtfWatch:
         if winner == team:
             return WIN
         if winner is not None:
-            return _DEFENCE.get(self.flag_taken[team] or "", FLAG_TAKEN_PAST_DEFENCE)
+            return _DEFENCE.get(self.flag_taken[team] or "", FLAG_TAKEN_IN_HALF)
         if self.stalemates:
             return STALEMATE
         if self.tagged_carrying[team]:
