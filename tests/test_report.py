@@ -14,12 +14,10 @@ import csv
 import html
 import io
 import json
-import math
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
