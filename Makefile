@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-fast bench clean browser
+.PHONY: demo test test-fast lint bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,12 @@ browser:
 	    echo "note: apt-get could not install chromium; the browser test will skip"; \
 	else echo "note: no Chromium and no apt-get as root; the browser test will skip"; fi
 
-test: $(VENV)/.installed-dev browser
+# The linter first (seconds; its rule selection and why: [tool.ruff] in pyproject.toml), then the suite.
+test: $(VENV)/.installed-dev browser lint
 	$(BIN)/python -m pytest -q -ra
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
 
 # Skips the tests marked `ray` (shared Ray session, multi-node cluster): a quicker inner loop.
 test-fast: $(VENV)/.installed-dev

@@ -517,7 +517,7 @@ class UnitCache:
         try:
             cached = json.loads(path.read_text())
         except (OSError, ValueError) as e:
-            raise SystemExit(_fail(f"--out-dir {self.out_dir}: unreadable {MANIFEST} ({e}); pick another --out-dir"))
+            raise SystemExit(_fail(f"--out-dir {self.out_dir}: unreadable {MANIFEST} ({e}); pick another --out-dir")) from e
         for key in [*self.manifest, *(k for k in cached if k not in self.manifest)]:
             if key != "git_commit" and cached.get(key) != self.manifest.get(key):
                 raise SystemExit(_fail(

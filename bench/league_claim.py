@@ -375,10 +375,9 @@ def parse_args(argv=None):
         args.opponents = [o.strip() for o in args.opponents.split(",") if o.strip()]
         bad = [o for o in args.opponents if o not in game.opponents]
         if bad or not args.opponents:
-            import difflib
+            from spade_rllib.validation import did_you_mean
 
-            close = difflib.get_close_matches(bad[0], game.opponents, n=1) if bad else []
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(bad[0], game.opponents) if bad else ""
             ap.error(f"--opponents {','.join(bad) or 'empty'}{hint}: --game {args.game} has {','.join(game.opponents)}")
     args.env_steps = game.env_steps if args.env_steps is None else args.env_steps
     args.exploit_env_steps = game.exploit_env_steps if args.exploit_env_steps is None else args.exploit_env_steps

@@ -188,11 +188,10 @@ def parse_configs(text: str) -> list[str]:
     names = [n.strip() for n in (text or ",".join(SHIPPED)).split(",") if n.strip()]
     for n in names:
         if not (ROOT / "tune_configs" / f"{n}.yaml").is_file():
-            from difflib import get_close_matches
+            from spade_rllib.validation import did_you_mean
 
-            close = get_close_matches(n, SHIPPED, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise SystemExit(f"--configs: {n!r} is not a config under tune_configs/{hint}; shipped: {', '.join(SHIPPED)}")
+            raise SystemExit(f"--configs: {n!r} is not a config under tune_configs/{did_you_mean(n, SHIPPED)}; "
+                             f"shipped: {', '.join(SHIPPED)}")
     return names
 
 

@@ -174,7 +174,7 @@ class RayNode:
                 rc = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                raise RuntimeError(f"{self.name}: `ray start` did not return in {timeout}s")
+                raise RuntimeError(f"{self.name}: `ray start` did not return in {timeout}s") from None
         if rc != 0:
             tail = self.log_path.read_text(errors="replace")[-3000:]
             raise RuntimeError(f"{self.name}: `ray start` failed (exit {rc}):\n{tail}")

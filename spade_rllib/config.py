@@ -7,7 +7,7 @@ every key and value before anything starts Ray. Each problem raises `ConfigError
 one line naming the key path, the value and what is allowed, with a "did you mean" for typos:
 
     >>> parse_config({"agent": {"lrr": 1e-4}})
-    ConfigError: agent.lrr: unknown key (did you mean 'lr'?) (allowed: algorithm, lr, gamma, ...)
+    ConfigError: agent.lrr: unknown key (did you mean 'lr'?) (allowed: lr, gamma, lambda_, ...)
 
 Sections: experiment, env, agent (+ agent.model), self_play, league, curriculum, training
 (+ training.stop), resources, evaluation. `league` and `curriculum` embed the cores' own configs
@@ -89,7 +89,6 @@ class ModelConfig:
 
 @dataclass
 class AgentConfig:
-    algorithm: str = setting("PPO", help="Training algorithm.", choices=("PPO",))
     lr: float = setting(3e-4, help="Adam learning rate.", gt=0.0, max=1.0)
     gamma: float = setting(0.99, help="Discount factor.", min=0.0, max=1.0)
     lambda_: float = setting(0.95, help="GAE lambda (YAML key: lambda_).", min=0.0, max=1.0)
@@ -339,6 +338,21 @@ def _build(cls: type, raw: dict, prefix: str) -> Any:
     return obj
 
 
+RETIRED_KEYS: dict[tuple[str, str], Any] = {("agent", "algorithm"): "PPO"}
+"""(section, key) -> the only value it ever held: keys dropped from the schema that configs saved by earlier
+runs (a trial's config.yaml, read by --resume and evaluate) still carry. With that value the key is ignored;
+with any other it is an unknown key. `agent.algorithm` was validated and never read: the trainer is PPO."""
+
+
+def _without_retired(raw: dict) -> dict:
+    out = dict(raw)
+    for (section, key), value in RETIRED_KEYS.items():
+        sub = out.get(section)
+        if isinstance(sub, dict) and key in sub and sub[key] == value:
+            out[section] = {k: v for k, v in sub.items() if k != key}
+    return out
+
+
 def parse_config(raw: Optional[dict], source_path: Optional[str] = None, resolve: bool = True) -> RunConfig:
     """Validate a nested dict and return a `RunConfig`, raising `ConfigError` on the first problem.
     `resolve=False` checks the file alone (schema and cross-field rules) and imports nothing: no env
@@ -347,6 +361,7 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None, resolve
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"<root> = {raw!r}: wrong type, expected a mapping of sections ({_keys(RunConfig)})")
+    raw = _without_retired(raw)
     cfg = _build(RunConfig, raw, "")
     _refuse_non_finite(raw, "")  # after the typed pass, whose messages also name the allowed range
     cfg.source_path = source_path

@@ -34,7 +34,6 @@ Every bad input raises `PolicyLoadError` with a one-line message; CLIs print it 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -54,6 +53,7 @@ from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loa
 )
 from spade_rllib.games import canonical_env_id, game_ids, resolve_env
 from spade_rllib.outcome import MAIN
+from spade_rllib.validation import did_you_mean
 
 DEFAULT_MODULE_ID = MAIN
 MASKED_OBS_KEY = "observations"
@@ -67,8 +67,7 @@ PZ_OBS_KEY = "observation"  # PettingZoo classic envs' dict key for the board
 # --------------------------------------------------------------------------------------------
 def _unknown_module_error(module_id: str, info: CheckpointInfo) -> PolicyLoadError:
     available = ", ".join(info.all_ids) or "none"
-    close = difflib.get_close_matches(module_id, info.all_ids, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(module_id, info.all_ids)
     return PolicyLoadError(
         f"module id {module_id!r} is not in checkpoint {info.path}{hint}; available: {available}"
     )
@@ -524,9 +523,7 @@ def load_policy(
         module_id = f"main_{role}"
         if module_id not in info.all_ids:
             roles = [m[len("main_"):] for m in info.module_ids if m.startswith("main_") and "exploiter" not in m]
-            close = difflib.get_close_matches(role, roles, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise PolicyLoadError(f"role {role!r} is not in checkpoint {info.path}{hint}; roles: "
+            raise PolicyLoadError(f"role {role!r} is not in checkpoint {info.path}{did_you_mean(role, roles)}; roles: "
                                   f"{', '.join(roles) or 'none (a symmetric game: its module is main)'}")
     from spade_rllib.league_player import league_mode, load_league_policy  # noqa: PLC0415 - the league as a player
 

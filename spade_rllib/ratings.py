@@ -111,11 +111,10 @@ def _openskill_model(name: str):
         "thurstone_mosteller_part": models.ThurstoneMostellerPart,
     }
     if name not in classes:
-        import difflib
+        from spade_rllib.validation import did_you_mean
 
-        close = difflib.get_close_matches(name, OPENSKILL_MODELS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"openskill model = {name!r} is unknown; allowed: {', '.join(OPENSKILL_MODELS)}.{hint}")
+        raise ValueError(f"openskill model = {name!r} is unknown{did_you_mean(name, OPENSKILL_MODELS)}; "
+                         f"allowed: {', '.join(OPENSKILL_MODELS)}")
     return classes[name]()
 
 

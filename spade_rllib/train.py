@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from spade_rllib.checkpoint_layout import CheckpointError, LEAGUE_CSV, RL_MODULE_SUBPATH, RUN_CONFIG_FILE, module_dir
+from spade_rllib.checkpoint_layout import CheckpointError, LEAGUE_CSV, RL_MODULE_SUBPATH, RUN_CONFIG_FILE
 from spade_rllib.cli import add_debug_flag, cli_entry, config_error, one_line
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
 from spade_rllib.outcome import MAIN

@@ -7,14 +7,14 @@ import pytest
 
 from spade_rllib.games import MAZERACE_ID, bot_names
 from spade_rllib.games import make_bot as _make_bot
+from spade_rllib.envs import Level, MazeRace
+from spade_rllib.envs.maze_race import TAG
 
 BOT_NAMES = bot_names(MAZERACE_ID)
 
 
 def make_bot(name, seed=None):
     return _make_bot(name, seed, env_id=MAZERACE_ID)
-from spade_rllib.envs import Level, MazeRace
-from spade_rllib.envs.maze_race import TAG
 
 
 def play(env: MazeRace, bots, seed: int) -> str:
@@ -42,7 +42,7 @@ def head_to_head(first: str, second: str, games: int, **env_kw) -> Counter:
 
 def test_make_bot_names_and_errors():
     assert set(BOT_NAMES) == {"random", "rusher", "rusher_tagger"}
-    with pytest.raises(ValueError, match="Did you mean 'rusher'") as ei:
+    with pytest.raises(ValueError, match="did you mean 'rusher'") as ei:
         make_bot("rushr")
     assert "rusher_tagger" in str(ei.value)
 

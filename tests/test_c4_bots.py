@@ -58,7 +58,7 @@ def test_names_and_env_ids():
     assert bot_names("connect_four_v3") == ("random", "mcts10", "tactical", "mcts100", "lookahead", "mcts1000")
     assert bot_names(ENV_ID) == bot_names("connect_four_v3")
     assert default_bot_names(ENV_ID) == ("random", "mcts10", "tactical", "mcts100", "lookahead")  # no mcts1000
-    with pytest.raises(ValueError, match="Did you mean 'tactical'"):
+    with pytest.raises(ValueError, match="did you mean 'tactical'"):
         make_bot("tactcal", env_id=ENV_ID)
     with pytest.raises(ValueError, match="depth"):
         LookaheadBot(0, depth=0)

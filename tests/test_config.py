@@ -32,8 +32,19 @@ def test_shipped_configs_parse_and_round_trip(name):
 
 def test_defaults():
     cfg = parse_config({"env": {"id": "MazeRace-v0"}})
-    assert cfg.agent.algorithm == "PPO" and cfg.self_play.mode == "mirror"
+    assert cfg.self_play.mode == "mirror"
     assert cfg.league.enabled is False and cfg.curriculum.strategy == "none"
+
+
+def test_dropped_agent_algorithm_key():
+    """`agent.algorithm` was validated and never read: configs saved by earlier runs (`algorithm: PPO`) still
+    parse, the key is gone from the schema, and any other value is an unknown key."""
+    old = {"env": {"id": "MazeRace-v0"}, "agent": {"algorithm": "PPO", "lr": 0.001}}
+    cfg = parse_config(old)
+    assert cfg.agent.lr == 0.001 and "algorithm" not in cfg.to_dict()["agent"]
+    assert old["agent"]["algorithm"] == "PPO"  # the input is not changed
+    with pytest.raises(ConfigError, match=r"agent\.algorithm: unknown key"):
+        parse_config({"env": {"id": "MazeRace-v0"}, "agent": {"algorithm": "DQN"}})
 
 
 def test_env_id_is_required(tmp_path):

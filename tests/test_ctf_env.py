@@ -7,7 +7,7 @@ import pytest
 
 from spade_rllib.envs import CaptureTheFlag, Knobs, Level
 from spade_rllib.envs.ctf import (CH_CARRIER, CH_ENEMY_BASE, CH_ENEMY_FLAG, CH_HALF, CH_OPP, CH_OWN_BASE, CH_OWN_FLAG,
-                                  CH_TRAIL, CH_WALL, DOWN, LEFT, NOOP, RIGHT, TAG, UP, V_BASE_DC, V_BASE_DIST, V_BASE_DR,
+                                  CH_TRAIL, CH_WALL, LEFT, NOOP, RIGHT, TAG, UP, V_BASE_DC, V_BASE_DIST, V_BASE_DR,
                                   V_CARRYING, V_COOLDOWN, V_ENEMY_FLAG_DC, V_ENEMY_FLAG_DIST, V_ENEMY_FLAG_DR,
                                   V_ENEMY_FLAG_HOME, V_OWN_FLAG_HOME, V_RESPAWN, V_TAG_READY, V_TEAM, V_TIME,
                                   SEEN_CHANNELS, SEEN_DECAY)

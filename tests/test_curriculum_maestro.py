@@ -78,8 +78,8 @@ def test_regret_moves_the_buffer_and_the_coplayer_draw():
 def test_same_level_keeps_one_score_per_opponent():
     s = maestro()
     s.update([outcome(A_LEVELS[0], "bot:rusher", pvl=0.9), outcome(A_LEVELS[0], "random", pvl=0.0)])
-    assert s.buffers["bot:rusher"].entries[0]["score"] == 0.9
-    assert s.buffers["random"].entries[0]["score"] == 0.0
+    assert s.buffers["bot:rusher"].entries[0].score == 0.9
+    assert s.buffers["random"].entries[0].score == 0.0
 
 
 def test_state_round_trip_is_exact_and_strict_json():
@@ -133,8 +133,8 @@ def test_component_attaches_pair_values_and_hands_regret_to_the_league():
     sums = {value_key(lv.level_id, "bot:rusher"): (2.0, 4), value_key(lv.level_id, "random"): (0.0, 4), lv.level_id: (9.0, 1)}
     ctx = DriverContext(iteration=1, env_steps_lifetime=0, main_weights=dict, num_runners=0, level_value_loss=sums)
     comp.update([EpisodeOutcome.of(outcome(lv, "bot:rusher")), EpisodeOutcome.of(outcome(lv, "random"))], ctx)
-    assert comp.strategy.buffers["bot:rusher"].entries[0]["pvl"] == 0.5  # 2.0 / 4 steps of that pair
-    assert comp.strategy.buffers["random"].entries[0]["pvl"] == 0.0
+    assert comp.strategy.buffers["bot:rusher"].entries[0].pvl == 0.5  # 2.0 / 4 steps of that pair
+    assert comp.strategy.buffers["random"].entries[0].pvl == 0.0
     priority, mix = ctx.extra[COPLAYER_PRIORITY]
     assert mix == 0.25 and priority["bot:rusher"] > priority["random"]
 

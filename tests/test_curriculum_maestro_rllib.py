@@ -39,7 +39,7 @@ def test_levels_follow_the_opponent_and_regret_reaches_the_league(ray_session):
         update = curriculum.update
 
         def recording_update(outcomes, ctx=None):
-            buffers = {k: {e["spec"]["level_id"] for e in b.entries} for k, b in curriculum.strategy.buffers.items()}
+            buffers = {k: {e.spec["level_id"] for e in b.entries} for k, b in curriculum.strategy.buffers.items()}
             seen.append((buffers, list(outcomes), dict(ctx.level_value_loss)))
             return update(outcomes, ctx)
 
@@ -52,7 +52,7 @@ def test_levels_follow_the_opponent_and_regret_reaches_the_league(ray_session):
         assert {"bot:rusher", "random"} <= set(strategy.buffers)
         # the GAE connector summed main's positive advantages per (level, opponent) pair
         assert any("@" in k for _, _, sums in seen for k in sums)
-        assert any(e["pvl"] is not None for b in strategy.buffers.values() for e in b.entries)
+        assert any(e.pvl is not None for b in strategy.buffers.values() for e in b.entries)
         # replay_prob 1: once an opponent's buffer can replay, every later episode against it is played
         # on one of its levels (episodes still in flight from an older broadcast aside)
         hits = total = 0

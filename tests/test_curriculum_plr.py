@@ -51,9 +51,9 @@ def hand_buffer(**params) -> PLRStrategy:
 
 def test_hand_buffer_scores_and_timestamps():
     s = hand_buffer()
-    assert [e["spec"]["level_id"] for e in s.entries] == [X.level_id, Y.level_id, Z.level_id]
-    assert [e["score"] for e in s.entries] == pytest.approx([1 / 4, 2 / 9, 0.0])
-    assert [e["timestamp"] for e in s.entries] == [5, 6, 3] and s.episode_count == 6
+    assert [e.spec["level_id"] for e in s.entries] == [X.level_id, Y.level_id, Z.level_id]
+    assert [e.score for e in s.entries] == pytest.approx([1 / 4, 2 / 9, 0.0])
+    assert [e.timestamp for e in s.entries] == [5, 6, 3] and s.episode_count == 6
 
 
 def test_exact_replay_probabilities_temperature_half():
@@ -117,36 +117,36 @@ def test_formulas():
 def test_learnability_draws_and_completion_mode():
     s = plr(prior=1.0)
     s.update([outcome(X, "draw"), outcome(Y, "A"), outcome(Y, "B")])
-    assert s.entries[0]["score"] == 0.0  # only draws: nothing decided, nothing learnable yet
-    assert s.entries[1]["score"] == pytest.approx(0.25)  # (1 + 1) / (2 + 2)
+    assert s.entries[0].score == 0.0  # only draws: nothing decided, nothing learnable yet
+    assert s.entries[1].score == pytest.approx(0.25)  # (1 + 1) / (2 + 2)
     c = plr(prior=0.0, learnability_p="completion")
     c.update([outcome(X, "draw"), outcome(X, "A"), outcome(X, "B"), outcome(X, "draw")])
-    assert c.entries[0]["score"] == pytest.approx(0.25)  # p = 2/4 completions
+    assert c.entries[0].score == pytest.approx(0.25)  # p = 2/4 completions
 
 
 def test_level_window_forgets_old_games():
     s = plr(prior=0.0, level_window=2)
     s.update([outcome(X, "A"), outcome(X, "B"), outcome(X, "B")])
-    assert s.entries[0]["history"] == [0.0, 0.0] and s.entries[0]["score"] == 0.0
+    assert s.entries[0].history == [0.0, 0.0] and s.entries[0].score == 0.0
 
 
 def test_positive_value_loss_score():
     s = plr(score="positive_value_loss")
     s.update([outcome(X, "A", positive_value_loss=0.4), outcome(Y, "A")])
-    assert s.entries[0]["score"] == 0.4 and s.entries[1]["score"] == 0.0 and s.missing_values == 1
+    assert s.entries[0].score == 0.4 and s.entries[1].score == 0.0 and s.missing_values == 1
     s.update([outcome(X, "B", positive_value_loss=0.1)])  # replays take the latest estimate
-    assert s.entries[0]["score"] == 0.1
+    assert s.entries[0].score == 0.1
 
 
 def test_replacement_rule():
     s = plr(capacity=2, prior=1.0)
     s.update([outcome(X, "draw"), outcome(Y, "A")])  # scores 0, 2/9: buffer full
     s.update([outcome(Z, "draw")])  # score 0, not higher than the lowest (0): rejected
-    assert [e["spec"]["level_id"] for e in s.entries] == [X.level_id, Y.level_id]
+    assert [e.spec["level_id"] for e in s.entries] == [X.level_id, Y.level_id]
     s.update([outcome(W, "B")])  # 2/9 > 0: replaces the lowest-scored entry X
-    assert [e["spec"]["level_id"] for e in s.entries] == [W.level_id, Y.level_id]
+    assert [e.spec["level_id"] for e in s.entries] == [W.level_id, Y.level_id]
     s.update([outcome(V, "A")])  # 2/9, equal to the lowest: rejected (must be strictly higher)
-    assert [e["spec"]["level_id"] for e in s.entries] == [W.level_id, Y.level_id]
+    assert [e.spec["level_id"] for e in s.entries] == [W.level_id, Y.level_id]
     assert len(s.entries) == 2
 
 
@@ -175,8 +175,8 @@ def test_replayed_level_is_exact_and_metrics():
     s.update([outcome(again, "A"), outcome(spec(99), "A")])
     m = s.metrics()
     assert m["curriculum/buffer_size"] == 4.0
-    assert m["curriculum/score_max"] == pytest.approx(max(e["score"] for e in s.entries))
-    assert m["curriculum/score_mean"] == pytest.approx(np.mean([e["score"] for e in s.entries]))
+    assert m["curriculum/score_max"] == pytest.approx(max(e.score for e in s.entries))
+    assert m["curriculum/score_mean"] == pytest.approx(np.mean([e.score for e in s.entries]))
     assert m["curriculum/replay_share"] == pytest.approx(4 / 8)  # Y, X, Y replays + `again` in 8 games
     assert math.isnan(m["curriculum/difficulty"])
 

@@ -32,7 +32,7 @@ def sequence(n: int = 8) -> list[dict]:
 def plr_scores(**params) -> dict[str, float]:
     s = make_strategy({"strategy": "plr", "plr": {"prior": 0.0, **params}}, seed=0)
     s.update(sequence())
-    return {e["spec"]["level_id"]: e["score"] for e in s.entries}
+    return {e.spec["level_id"]: e.score for e in s.entries}
 
 
 def test_learnability_is_p_times_1_minus_p_of_main_wins_whatever_the_seat():
@@ -59,14 +59,14 @@ def test_seat_a_share_is_not_read():
     the old seat-balance score rated it the most learnable level. From main's side it scores 0."""
     s = make_strategy({"strategy": "plr", "plr": {"prior": 0.0}}, seed=0)
     s.update([game(ALWAYS_WIN, "win", i % 2) for i in range(8)])
-    assert s.entries[0]["score"] == 0.0
+    assert s.entries[0].score == 0.0
 
 
 def test_positive_value_loss_score_is_the_levels_value_from_the_learner():
     s = make_strategy({"strategy": "plr", "plr": {"score": "positive_value_loss"}}, seed=0)
     s.update([game(ALWAYS_WIN, "win", 0, positive_value_loss=0.02), game(ALWAYS_LOSE, "loss", 1, positive_value_loss=0.3),
               game(HALF, "win", 0), game(HALF, "loss", 1, positive_value_loss=0.1)])
-    scores = {e["spec"]["level_id"]: e["score"] for e in s.entries}
+    scores = {e.spec["level_id"]: e.score for e in s.entries}
     assert scores == {ALWAYS_WIN.level_id: 0.02, ALWAYS_LOSE.level_id: 0.3, HALF.level_id: 0.1}
     assert s.missing_values == 1
 
@@ -88,4 +88,4 @@ def test_mirror_games_do_not_judge_main():
     assert s.difficulty == pytest.approx(4.5)
     p = make_strategy({"strategy": "plr", "plr": {"prior": 0.0}}, seed=0)
     p.update([dict(game(HALF, "win" if i % 2 else "loss", 0), opponent="mirror") for i in range(4)])
-    assert p.entries[0]["history"] == [] and p.entries[0]["score"] == 0.0 and p.entries[0]["plays"] == 4
+    assert p.entries[0].history == [] and p.entries[0].score == 0.0 and p.entries[0].plays == 4

@@ -64,11 +64,11 @@ def test_plr_positive_value_loss_comes_from_the_learner(ray_session):
         for _ in range(2):
             algo.train()
         strategy = curriculum_of(algo).strategy
-        pvls = [e["pvl"] for e in strategy.entries]
+        pvls = [e.pvl for e in strategy.entries]
         assert len(pvls) > 10 and all(p is not None and p >= 0 and math.isfinite(p) for p in pvls)
         assert len({round(p, 6) for p in pvls}) > 5  # per level, not one number for all
         # only outcomes of levels whose episode straddled an iteration boundary lack a value
         assert strategy.missing_values < 0.1 * strategy.episode_count
-        assert [e["score"] for e in strategy.entries] == pvls
+        assert [e.score for e in strategy.entries] == pvls
     finally:
         algo.stop()

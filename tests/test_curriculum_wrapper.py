@@ -80,7 +80,7 @@ def test_outcome_record_and_final_infos():
     assert outcome.level["level_id"] == env.level_spec.level_id == outcome.level_spec["level_id"]
     assert outcome.length == env.unwrapped.step_count
     assert all(i["curriculum_outcome"] is outcome and i["level_id"] == env.level_spec.level_id for i in infos.values())
-    assert strategy.entries[0]["spec"] == env.level_spec.to_dict()  # reported to the local strategy
+    assert strategy.entries[0].spec == env.level_spec.to_dict()  # reported to the local strategy
     # the stored spec rebuilds exactly the level that was played
     from spade_rllib.curriculum import build_level
     assert build_level(LevelSpec.from_dict(outcome.level_spec), "MazeRace-v0") == env.unwrapped.level

@@ -10,10 +10,10 @@ import pytest
 
 from spade_rllib.config import ConfigError, parse_config
 from spade_rllib.games import MAZERACE_ID, heldout_dir, heldout_opponents
-
-HELDOUT_DIR = heldout_dir(MAZERACE_ID)
 from spade_rllib.rllib.heldout_eval import LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
 from spade_rllib.results import flatten
+
+HELDOUT_DIR = heldout_dir(MAZERACE_ID)
 
 HELDOUT_OPPONENTS = heldout_opponents(MAZERACE_ID)
 SMALL_MAPS = [str(HELDOUT_DIR / "open_room.txt"), str(HELDOUT_DIR / "pillars.txt")]

@@ -102,10 +102,10 @@ def test_accel_edits_replays_and_children_enter_the_buffer():
     assert state["kind"] == "plr" and state["edit_prob"] == 1.0 and state["can_replay"]
     rng = np.random.default_rng(1)
     child = sample_level(state, rng, MAZE_BUILDER)
-    assert not child.is_generated and child.level_id not in {e["spec"]["level_id"] for e in s.entries}
+    assert not child.is_generated and child.level_id not in {e.spec["level_id"] for e in s.entries}
     assert sample_level(state, np.random.default_rng(1), MAZE_BUILDER) == child  # a pure function of (state, rng)
     s.update([{"winner": w, "reason": "flag", "level_spec": child.to_dict(), "main_team": 1} for w in "AB"])
-    assert s.entries[-1]["spec"] == child.to_dict() and s.entries[-1]["score"] == pytest.approx(0.25)
+    assert s.entries[-1].spec == child.to_dict() and s.entries[-1].score == pytest.approx(0.25)
     assert s.metrics()["curriculum/edited_share"] == pytest.approx(1 / 3)
 
 

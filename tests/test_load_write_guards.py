@@ -12,7 +12,6 @@ import pickle
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -527,8 +526,8 @@ def test_a_run_ends_gracefully_on_signals_and_its_ray_listens_on_loopback(tmp_pa
         if proc.poll() is None:
             proc.kill()
     text = log.read_text()
-    assert f"received: stopping after iteration" in text
-    assert f"interrupted at iteration" in text and "--resume" in text
+    assert "received: stopping after iteration" in text
+    assert "interrupted at iteration" in text and "--resume" in text
     assert "Traceback" not in text and "Tuner.restore" not in text and "*** SIGTERM" not in text
     trial = next((tmp_path / "runs" / "mazerace").glob("mazerace_*"))
     assert list(trial.glob("checkpoint_*")), "no final checkpoint"

@@ -51,7 +51,7 @@ def test_component_attaches_the_levels_mean_and_plr_scores_with_it():
     comp = CurriculumComponent(CurriculumConfig.from_dict({"strategy": "plr", "plr": {"score": "positive_value_loss"}}), "MazeRace-v0")
     ctx = DriverContext(iteration=1, env_steps_lifetime=0, main_weights=dict, num_runners=0, level_value_loss=sums)
     comp.update(outcomes, ctx)
-    assert [e["score"] for e in comp.strategy.entries] == [0.15, 0.0] and comp.strategy.missing_values == 0
+    assert [e.score for e in comp.strategy.entries] == [0.15, 0.0] and comp.strategy.missing_values == 0
 
 
 def test_connector_accumulates_main_only_and_pops():

@@ -2,7 +2,6 @@
 checked against torch over a whole 200-step episode, and the feed-forward fixtures unchanged."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -127,3 +126,20 @@ def test_every_feed_forward_fixture_still_loads_as_before(tmp_path):
         before = policy.act(obs)
         policy.reset()  # a no-op for feed-forward policies
         assert policy.step(obs, {}) == (before, {})
+
+
+def test_export_uses_the_exporter_torch_recommends(tmp_path):
+    """torch.onnx.export(dynamo=True): no deprecation warning from torch.onnx, for an MLP and an LSTM module."""
+    import warnings
+
+    from spade_rllib.export import export_onnx
+    from spade_rllib.policy import load_policy
+
+    for name, model in (("mlp", None), ("lstm", LSTM)):
+        ckpt = save_tiny_checkpoint(tmp_path / name, "MazeRace-v0", **({"model": model} if model else {}))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            export_onnx(load_policy(ckpt), tmp_path / f"{name}.onnx")
+        deprecated = [str(w.message)[:200] for w in caught if issubclass(w.category, DeprecationWarning)
+                      and "onnx" in str(w.message).lower()]
+        assert not deprecated, deprecated

@@ -14,12 +14,10 @@ import csv
 import html
 import io
 import json
-import math
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -104,8 +102,8 @@ def _gif(path: Path) -> None:
     frames[0].save(path, save_all=True, append_images=frames[1:], duration=100, loop=0)
 
 
-def write_eval(root: Path, trial: Path | None = None) -> Path:
-    """An `evaluate --out` directory with one replay."""
+def write_eval(root: Path, trial: Path | None = None, games_per_player: int = 40) -> Path:
+    """An `evaluate --out` directory with one replay; ratings.csv says each player played `games_per_player`."""
     out = root / "eval_out"
     (out / "replays").mkdir(parents=True)
     players = ["main", "random", "rusher"]
@@ -127,7 +125,8 @@ def write_eval(root: Path, trial: Path | None = None) -> Path:
         writer = csv.writer(f)
         writer.writerow(["rank", "player", "kind", "elo", "elo_low", "elo_high", "games", "wins", "draws", "losses", "score"])
         for rank, (p, elo) in enumerate([("rusher", 1100), ("main", 1000), ("random", 900)], start=1):
-            writer.writerow([rank, p, "bot", elo, elo - 50, elo + 50, 4, 2, 0, 2, 0.5])
+            half = games_per_player // 2
+            writer.writerow([rank, p, "bot", elo, elo - 50, elo + 50, games_per_player, half, 0, games_per_player - half, 0.5])
     with open(out / "payoff.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["player", "opponent", "games", "wins", "draws", "losses", "score"])
@@ -160,7 +159,7 @@ def test_report_of_a_run_has_its_figures_tables_and_what_was_evaluated(tmp_path)
     assert "heldout_ctf" in top and "4 games per map and opponent" in top
     # verdicts from the config's targets (rusher's 0.99 is not met, random's 0.9 is)
     assert re.search(r"random</td>.*?PASS", text) and re.search(r"bot:rusher</td>.*?BELOW", text)
-    line = html.unescape(text)[html.unescape(text).index("the held-out line"):]
+    line = html.unescape(text)[html.unescape(text).index("the held-out line (last checkpoint on maps"):]
     assert "open_field, twin_rooms" in line[:200] and re.search(r"still</td><td>0.750</td>.*?BELOW", line)
     nav = html.unescape(text)[html.unescape(text).index("navigation on every held-out map"):]
     assert re.search(r"still</td><td>0.950</td>.*?PASS</span> \(score 0.950 vs target 0.8\)", nav[:900])
@@ -334,3 +333,41 @@ def test_a_trial_brings_the_evaluations_inside_it(tmp_path):
     nested = write_eval(trial, trial)  # evaluate --out <trial>/eval_out
     assert find_runs(trial) == [trial, nested]
     assert find_runs(tmp_path / "exp") == [trial]
+
+
+def test_header_lists_the_heldout_maps_the_final_evaluation_played_without_periodic_heldout(tmp_path):
+    """The demo's case: no periodic held-out evaluation, the held-out lines in final_evaluation.json."""
+    from spade_rllib.report import report
+
+    trial = write_run(tmp_path / "exp")
+    config = yaml.safe_load((trial / "config.yaml").read_text())
+    del config["evaluation"]["heldout_levels"]
+    config["evaluation"]["final_heldout_opponents"] = ["still", "random", "bot:rusher"]
+    (trial / "config.yaml").write_text(yaml.safe_dump(config))
+    results = [json.loads(line) for line in (trial / "result.json").read_text().splitlines()]
+    with open(trial / "result.json", "w") as f:
+        for r in results:
+            r.pop("heldout")
+            f.write(json.dumps(r) + "\n")
+    text = html.unescape(report([str(trial)], out=tmp_path / "r.html").read_text())
+    top = text[:text.index("<h2>Results</h2>")]
+    assert "none configured" not in top
+    assert "open_field, twin_rooms: the held-out line (last checkpoint vs still, random, bot:rusher)" in top
+    assert "crossroads, open_field: navigation" in top
+    assert "periodic, every" not in top and "the held-out line (last checkpoint on maps it never trained on" in text
+
+
+def test_ratings_of_a_handful_of_replay_games_are_labelled_not_ranked(tmp_path):
+    from spade_rllib.report import report
+
+    trial = write_run(tmp_path / "exp")
+    ev = write_eval(trial, trial, games_per_player=4)  # what train's final_games/ holds: 2 games per pair
+    text = html.unescape(report([str(trial), str(ev)], out=tmp_path / "r.html").read_text())
+    assert "results of a handful of games (5 in all, as few as 4 per player)" in text
+    assert "too few games to rate or rank players" in text and "final evaluation's" in text
+    assert "ratings with 95% bootstrap intervals" not in text and "elo_low" not in text
+    top = text[:text.index("<h2>Results</h2>")]
+    assert "a handful of games (5, as few as 4 per player)" in top
+    many = html.unescape(report([str(write_eval(tmp_path / "e2", trial, games_per_player=40))],
+                                out=tmp_path / "r2.html").read_text())
+    assert "ratings with 95% bootstrap intervals" in many and "handful of games" not in many

@@ -36,13 +36,13 @@ from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.level_spec import LevelSpec
 from spade_rllib.curriculum.plr import replay_probabilities
 from spade_rllib.curriculum.strategies import (
-    SAMPLING_STATE_FORMAT,
     STRATEGY_CLASSES,
     PLRStrategy,
     _StrategyBase,
     sample_level,
-    uniform_sampling_state,
+    uniform_sampling,
 )
+from spade_rllib.curriculum.sampling_state import JointSampling
 from spade_rllib.outcome import EpisodeOutcome
 
 NO_OPPONENT = "none"
@@ -100,7 +100,7 @@ class MaestroStrategy(_StrategyBase):
     def coplayer_regret(self) -> dict[str, float]:
         """{co-player: regret} over co-players whose buffer holds a level: the max (or mean) level score."""
         reduce = max if self.params.coplayer_score == "max" else (lambda xs: float(np.mean(xs)))
-        return {k: float(reduce([e["score"] for e in b.entries])) for k, b in self.buffers.items() if b.entries}
+        return {k: float(reduce([e.score for e in b.entries])) for k, b in self.buffers.items() if b.entries}
 
     def coplayer_priority(self, candidates: Any = None) -> dict[str, float]:
         """Probabilities over co-players with a buffer (only those in `candidates`, when given): PLR's
@@ -116,11 +116,8 @@ class MaestroStrategy(_StrategyBase):
 
     # --- sampling ---
     def sampling_state(self) -> dict[str, Any]:
-        return {"format": SAMPLING_STATE_FORMAT, "kind": "joint", "replay_prob": self.config.plr.replay_prob,
-                "buffers": {k: {"can_replay": b.can_replay, "levels": [dict(e["spec"]) for e in b.entries],
-                                "probs": [float(p) for p in b.replay_probabilities()]}
-                            for k, b in self.buffers.items()},
-                "new": uniform_sampling_state(self.config)}
+        return JointSampling(self.config.plr.replay_prob, {k: b.replay_buffer() for k, b in self.buffers.items()},
+                             uniform_sampling(self.config)).to_dict()
 
     def sample(self, rng: np.random.Generator | None = None, build: Callable[[LevelSpec], Any] | None = None,
                opponent: str | None = None) -> LevelSpec:
@@ -128,7 +125,7 @@ class MaestroStrategy(_StrategyBase):
 
     # --- metrics and state ---
     def _extra_metrics(self, recent):
-        scores = [e["score"] for b in self.buffers.values() for e in b.entries]
+        scores = [e.score for b in self.buffers.values() for e in b.entries]
         out = {
             "curriculum/buffer_size": float(len(scores)),
             "curriculum/coplayers": float(len(self.buffers)),

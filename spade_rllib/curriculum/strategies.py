@@ -16,7 +16,7 @@ Every strategy splits into an authoritative part and a sampling part:
   `sample_level(strategy.sampling_state(), rng or strategy.rng)`, so local and remote sampling
   are the same code.
 
-Sampling-state formats (`format` 1):
+Sampling-state formats (`format` 1; typed records in `sampling_state.py`, these dicts are their `to_dict()`):
   {"format": 1, "kind": "difficulty", "difficulty": d, "candidates": [knobs dict, ...], "level_seeds": n}
       threshold and fixed: one candidate per family (chosen uniformly), the seed one of n (0 or
       absent: any seed).
@@ -41,6 +41,17 @@ import numpy as np
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.level_edits import mutate
 from spade_rllib.curriculum.plr import replay_probabilities, score_learnability
+from spade_rllib.curriculum.sampling_state import (
+    SAMPLING_STATE_FORMAT,  # noqa: F401 - re-exported (the package and the glue import it from here)
+    DifficultySampling,
+    JointSampling,
+    PLREntry,
+    PLRSampling,
+    ReplayBuffer,
+    SamplingState,
+    UniformSampling,
+    sampling_record,
+)
 from spade_rllib.outcome import EpisodeOutcome
 from spade_rllib.curriculum.level_spec import (
     LevelSpec,
@@ -49,7 +60,6 @@ from spade_rllib.curriculum.level_spec import (
     outcome_spec,
 )
 
-SAMPLING_STATE_FORMAT = 1
 SEED_HIGH = 2**31 - 1
 KNOB_DECIMALS = 3  # drawn float knobs are rounded: compact specs, exact JSON round-trip
 
@@ -80,56 +90,50 @@ class CurriculumStrategy(Protocol):
 
 # ---------------------------------------------------------------- sampling (runs on env runners)
 
-def sample_level(sampling_state: Mapping[str, Any], rng: np.random.Generator,
+def sample_level(sampling_state: SamplingState | Mapping[str, Any], rng: np.random.Generator,
                  build: Callable[[LevelSpec], Any] | None = None, opponent: str | None = None) -> LevelSpec:
-    """Pick one level from a broadcast sampling state with the caller's RNG. Pure: state unchanged.
-    `build` turns a spec into the game's level (`build_level` bound to the game); ACCEL edits need the
-    parent built, so they need it. `opponent`: who main meets in the episode (read by the `joint` kind only)."""
-    kind = sampling_state.get("kind")
-    if sampling_state.get("format", SAMPLING_STATE_FORMAT) != SAMPLING_STATE_FORMAT:
-        raise ValueError(f"sampling state format {sampling_state.get('format')!r} is not supported "
-                         f"(this code reads format {SAMPLING_STATE_FORMAT})")
-    if kind == "difficulty":
-        return _sample_difficulty(sampling_state, rng)
-    if kind == "uniform":
-        return _sample_uniform(sampling_state, rng)
-    if kind == "plr":
-        return _sample_plr(sampling_state, rng, build)
-    if kind == "joint":
-        return _sample_joint(sampling_state, rng, build, opponent)
-    raise ValueError(f"sampling state kind {kind!r} is unknown; expected difficulty, uniform, plr or joint")
+    """Pick one level from a broadcast sampling state (a record, or its dict) with the caller's RNG. Pure:
+    state unchanged. `build` turns a spec into the game's level (`build_level` bound to the game); ACCEL edits
+    need the parent built, so they need it. `opponent`: who main meets in the episode (the `joint` kind only)."""
+    state = sampling_record(sampling_state)
+    if isinstance(state, DifficultySampling):
+        return _sample_difficulty(state, rng)
+    if isinstance(state, UniformSampling):
+        return _sample_uniform(state, rng)
+    if isinstance(state, PLRSampling):
+        return _sample_plr(state, rng, build)
+    return _sample_joint(state, rng, build, opponent)
 
 
-def _new_seed(rng: np.random.Generator, state: Mapping[str, Any]) -> int:
+def _new_seed(rng: np.random.Generator, level_seeds: int) -> int:
     """A generator seed: one of `level_seeds` (levels repeat, runners build each once), or any."""
-    level_seeds = int(state.get("level_seeds") or 0)
     return int(rng.integers(0, level_seeds or SEED_HIGH))
 
 
-def _sample_difficulty(state: Mapping[str, Any], rng: np.random.Generator) -> LevelSpec:
-    candidates = state["candidates"]
+def _sample_difficulty(state: DifficultySampling, rng: np.random.Generator) -> LevelSpec:
+    candidates = state.candidates
     index = int(rng.integers(len(candidates))) if len(candidates) > 1 else 0
-    return LevelSpec.generated(candidates[index], _new_seed(rng, state), difficulty=state["difficulty"])
+    return LevelSpec.generated(candidates[index], _new_seed(rng, state.level_seeds), difficulty=state.difficulty)
 
 
-def _sample_uniform(state: Mapping[str, Any], rng: np.random.Generator) -> LevelSpec:
+def _sample_uniform(state: UniformSampling, rng: np.random.Generator) -> LevelSpec:
     # Draw every number in a fixed order whatever the family, so streams stay aligned.
-    families = state["families"]
+    families = state.families
     family = families[int(rng.integers(len(families)))]
-    lo, hi = state["size"]
+    lo, hi = state.size
     odd_sizes = [s for s in range(lo, hi + 1) if s % 2 == 1]
     size = odd_sizes[int(rng.integers(len(odd_sizes)))]
-    wall_density = round(float(rng.uniform(*state["wall_density"])), KNOB_DECIMALS)
-    braid = round(float(rng.uniform(*state["braid"])), KNOB_DECIMALS)
-    knobs: dict[str, Any] = {"family": family, "size": size, "agents_per_team": state["agents_per_team"]}
+    wall_density = round(float(rng.uniform(*state.wall_density)), KNOB_DECIMALS)
+    braid = round(float(rng.uniform(*state.braid)), KNOB_DECIMALS)
+    knobs: dict[str, Any] = {"family": family, "size": size, "agents_per_team": state.agents_per_team}
     if family == "maze":
         knobs["braid"] = braid
     else:
         knobs["wall_density"] = wall_density
-    if state.get("flag_distance_frac") is not None:
-        frac = float(rng.uniform(*state["flag_distance_frac"]))
+    if state.flag_distance_frac is not None:
+        frac = float(rng.uniform(*state.flag_distance_frac))
         knobs["flag_distance"] = min(max(2, int(round(frac * (size - 3)))), _max_flag_distance(size, family, braid))
-    return LevelSpec.generated(knobs, _new_seed(rng, state))
+    return LevelSpec.generated(knobs, _new_seed(rng, state.level_seeds))
 
 
 def _max_flag_distance(size: int, family: str, braid: float) -> int:
@@ -140,24 +144,23 @@ def _max_flag_distance(size: int, family: str, braid: float) -> int:
     return max(2, size - 3)
 
 
-def _sample_plr(state: Mapping[str, Any], rng: np.random.Generator, build: Callable[[LevelSpec], Any]) -> LevelSpec:
-    replay = rng.random() < state["replay_prob"]
-    if replay and state["can_replay"] and state["levels"]:
-        index = int(rng.choice(len(state["levels"]), p=np.asarray(state["probs"], dtype=np.float64)))
-        parent = LevelSpec.from_dict(state["levels"][index])
-        if state.get("edit_prob") and rng.random() < state["edit_prob"]:
-            return edit_level(parent, rng, int(state["edits"]), build)
+def _sample_plr(state: PLRSampling, rng: np.random.Generator, build: Callable[[LevelSpec], Any]) -> LevelSpec:
+    replay = rng.random() < state.replay_prob
+    buffer = state.buffer
+    if replay and buffer.can_replay and buffer.levels:
+        index = int(rng.choice(len(buffer.levels), p=np.asarray(buffer.probs, dtype=np.float64)))
+        parent = LevelSpec.from_dict(buffer.levels[index])
+        if state.edit_prob and rng.random() < state.edit_prob:
+            return edit_level(parent, rng, int(state.edits), build)
         return parent
-    return _sample_uniform(state["new"], rng)
+    return _sample_uniform(state.new, rng)
 
 
-def _sample_joint(state: Mapping[str, Any], rng: np.random.Generator, build: Callable[[LevelSpec], Any],
+def _sample_joint(state: JointSampling, rng: np.random.Generator, build: Callable[[LevelSpec], Any],
                   opponent: str | None) -> LevelSpec:
     """The opponent's buffer replayed as PLR does (same draws in the same order); no buffer: a new level."""
-    buffer = state["buffers"].get(str(opponent)) if opponent is not None else None
-    if buffer is None:
-        buffer = {"can_replay": False, "levels": [], "probs": []}
-    return _sample_plr({"replay_prob": state["replay_prob"], "new": state["new"], **buffer}, rng, build)
+    buffer = state.buffers.get(str(opponent)) if opponent is not None else None
+    return _sample_plr(PLRSampling(state.replay_prob, buffer or ReplayBuffer(), state.new), rng, build)
 
 
 def edit_level(parent: LevelSpec, rng: np.random.Generator, edits: int,
@@ -297,8 +300,7 @@ class _DifficultyStrategy(_StrategyBase):
             families = self.config.families or (None,)
             candidates = [dict(self.knobs_fn(self.difficulty, fam, self.config.agents_per_team)) for fam in families]
             self._candidates_cache = (self.difficulty, candidates)
-        return {"format": SAMPLING_STATE_FORMAT, "kind": "difficulty", "difficulty": self.difficulty,
-                "candidates": [dict(c) for c in self._candidates_cache[1]], "level_seeds": self.config.level_seeds}
+        return DifficultySampling(self.difficulty, self._candidates_cache[1], self.config.level_seeds).to_dict()
 
     def _difficulty_metric(self, recent_mean: float) -> float:
         return float(self.difficulty)
@@ -410,26 +412,19 @@ class UniformStrategy(_StrategyBase):
 
 
 def uniform_sampling_state(config: CurriculumConfig) -> dict[str, Any]:
+    return uniform_sampling(config).to_dict()
+
+
+def uniform_sampling(config: CurriculumConfig) -> UniformSampling:
     u = config.uniform
-    return {"format": SAMPLING_STATE_FORMAT, "kind": "uniform", "agents_per_team": config.agents_per_team,
-            "families": list(u.families), "size": list(u.size), "wall_density": list(u.wall_density),
-            "braid": list(u.braid),
-            "flag_distance_frac": None if u.flag_distance_frac is None else list(u.flag_distance_frac),
-            "level_seeds": config.level_seeds}
+    return UniformSampling(config.agents_per_team, list(u.families), list(u.size), list(u.wall_density), list(u.braid),
+                           None if u.flag_distance_frac is None else list(u.flag_distance_frac), config.level_seeds)
 
 
 class PLRStrategy(_StrategyBase):
     """Prioritized level replay over a buffer of compact level specs.
 
-    Buffer entry (one per level, at most `capacity`):
-      spec       LevelSpec dict (knobs + seed, or grid)
-      score      float, learnability or positive value loss
-      timestamp  int, `episode_count` when last played (staleness = episode_count - timestamp)
-      history    list of main's scores (1 win, 0.5 draw, 0 loss; completion 1/0 in single-team
-                 envs), the level's last `level_window` games
-      pvl        latest positive value loss of main's steps on the level (from the GAE connector), or None
-      plays      int, games played on it while buffered
-    New levels come from the `uniform` ranges. A new level enters while the buffer has room;
+    The buffer holds at most `capacity` `PLREntry` records (`sampling_state.py`), one per level. New levels come from the `uniform` ranges. A new level enters while the buffer has room;
     once full, it replaces the lowest-scored entry (first in buffer order on ties) only when it
     scores strictly higher.
     """
@@ -439,7 +434,7 @@ class PLRStrategy(_StrategyBase):
     def __init__(self, config: CurriculumConfig, seed: int | None = None):
         super().__init__(config, seed)
         self.params = config.plr
-        self.entries: list[dict[str, Any]] = []
+        self.entries: list[PLREntry] = []
         self.episode_count = 0
         self.missing_values = 0  # outcomes without positive_value_loss when score = positive_value_loss
         self.unreplayable = 0  # outcomes without a level spec (cannot enter the buffer)
@@ -455,23 +450,28 @@ class PLRStrategy(_StrategyBase):
 
     def replay_probabilities(self) -> np.ndarray:
         """P(i) over buffer entries, in buffer order."""
-        return replay_probabilities([e["score"] for e in self.entries], [e["timestamp"] for e in self.entries],
+        return replay_probabilities([e.score for e in self.entries], [e.timestamp for e in self.entries],
                                     self.episode_count, self.params.temperature, self.params.staleness_coeff)
 
+    def replay_buffer(self) -> ReplayBuffer:
+        """What a runner sees of this buffer: its levels in buffer order, their replay probabilities."""
+        return ReplayBuffer([dict(e.spec) for e in self.entries], [float(p) for p in self.replay_probabilities()],
+                            self.can_replay)
+
+    def sampling_record(self) -> PLRSampling:
+        return PLRSampling(self.params.replay_prob, self.replay_buffer(), uniform_sampling(self.config))
+
     def sampling_state(self) -> dict[str, Any]:
-        return {"format": SAMPLING_STATE_FORMAT, "kind": "plr", "replay_prob": self.params.replay_prob,
-                "can_replay": self.can_replay, "levels": [dict(e["spec"]) for e in self.entries],
-                "probs": [float(p) for p in self.replay_probabilities()],
-                "new": uniform_sampling_state(self.config)}
+        return self.sampling_record().to_dict()
 
     # --- scoring ---
-    def score_entry(self, entry: Mapping[str, Any]) -> float:
+    def score_entry(self, entry: PLREntry) -> float:
         """positive_value_loss: the level's latest pvl (0 until one arrives). learnability: p(1-p) with
         p the chance main wins there (`plr.score_learnability`: the variance of main's score over the level's
         history, which is p(1-p) when no game was drawn), with `prior` pseudo-wins and pseudo-losses."""
         if self.params.score == "positive_value_loss":
-            return 0.0 if entry["pvl"] is None else float(entry["pvl"])
-        return score_learnability(entry["history"], self.params.prior)
+            return 0.0 if entry.pvl is None else float(entry.pvl)
+        return score_learnability(entry.history, self.params.prior)
 
     # --- update ---
     def _update_one(self, outcome: EpisodeOutcome) -> bool:
@@ -484,39 +484,39 @@ class PLRStrategy(_StrategyBase):
         if self.params.score == "positive_value_loss" and pvl is None:
             self.missing_values += 1
         level_id = outcome.level_id
-        index = next((i for i, e in enumerate(self.entries) if e["spec"]["level_id"] == level_id), None)
+        index = next((i for i, e in enumerate(self.entries) if e.level_id == level_id), None)
         if index is not None:
             entry = self.entries[index]
-            entry["history"] = (entry["history"] + result)[-self.params.level_window:]
+            entry.history = (entry.history + result)[-self.params.level_window:]
             if pvl is not None:
-                entry["pvl"] = float(pvl)
-            entry["timestamp"] = self.episode_count
-            entry["plays"] += 1
-            entry["score"] = self.score_entry(entry)
+                entry.pvl = float(pvl)
+            entry.timestamp = self.episode_count
+            entry.plays += 1
+            entry.score = self.score_entry(entry)
             return True
         spec = outcome_spec(outcome)
         if spec is None:
             self.unreplayable += 1
             return False
-        entry = {"spec": spec.to_dict(), "history": result, "pvl": None if pvl is None else float(pvl),
-                 "timestamp": self.episode_count, "plays": 1, "score": 0.0}
-        entry["score"] = self.score_entry(entry)
+        entry = PLREntry(spec.to_dict(), history=result, pvl=None if pvl is None else float(pvl),
+                         timestamp=self.episode_count, plays=1)
+        entry.score = self.score_entry(entry)
         self.insert(entry)
         return False
 
-    def insert(self, entry: dict[str, Any]) -> int:
+    def insert(self, entry: PLREntry) -> int:
         """Insert a scored entry; return its index, or -1 when it did not beat the lowest score."""
         if len(self.entries) < self.params.capacity:
             self.entries.append(entry)
             return len(self.entries) - 1
-        lowest = int(np.argmin([e["score"] for e in self.entries]))
-        if entry["score"] > self.entries[lowest]["score"]:
+        lowest = int(np.argmin([e.score for e in self.entries]))
+        if entry.score > self.entries[lowest].score:
             self.entries[lowest] = entry
             return lowest
         return -1
 
     def _extra_metrics(self, recent):
-        scores = [e["score"] for e in self.entries]
+        scores = [e.score for e in self.entries]
         return {
             "curriculum/buffer_size": float(len(self.entries)),
             "curriculum/score_mean": float(np.mean(scores)) if scores else math.nan,
@@ -525,15 +525,15 @@ class PLRStrategy(_StrategyBase):
         }
 
     def _state_dict(self):
-        return {"entries": _copy(self.entries), "episode_count": self.episode_count,
+        return {"entries": [e.to_dict() for e in self.entries], "episode_count": self.episode_count,
                 "missing_values": self.missing_values, "unreplayable": self.unreplayable}
 
     def _load_state_dict(self, state):
-        entries = _copy(list(state["entries"]))
+        entries = [PLREntry.from_dict(e) for e in state["entries"]]
         if len(entries) > self.params.capacity:
             raise ValueError(f"PLR state holds {len(entries)} levels but curriculum.plr.capacity is {self.params.capacity}")
         for e in entries:
-            LevelSpec.from_dict(e["spec"])  # validates content against level_id
+            LevelSpec.from_dict(e.spec)  # validates content against level_id
         self.entries = entries
         self.episode_count = int(state["episode_count"])
         self.missing_values = int(state["missing_values"])
@@ -555,14 +555,14 @@ class AccelStrategy(PLRStrategy):
 
     kind = "accel"
 
-    def sampling_state(self) -> dict[str, Any]:
-        state = super().sampling_state()
-        state.update(edit_prob=self.config.accel.edit_prob, edits=self.config.accel.edits)
-        return state
+    def sampling_record(self) -> PLRSampling:
+        record = super().sampling_record()
+        record.edit_prob, record.edits = self.config.accel.edit_prob, self.config.accel.edits
+        return record
 
     def _extra_metrics(self, recent):
         out = super()._extra_metrics(recent)
-        out["curriculum/edited_share"] = float(np.mean(["ascii" in e["spec"] for e in self.entries])) if self.entries else math.nan
+        out["curriculum/edited_share"] = float(np.mean(["ascii" in e.spec for e in self.entries])) if self.entries else math.nan
         return out
 
 

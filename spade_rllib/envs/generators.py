@@ -119,10 +119,9 @@ class Knobs:
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
-            import difflib
-            close = difflib.get_close_matches(str(self.family), FAMILIES, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}{hint}")
+            from spade_rllib.validation import did_you_mean
+
+            raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}{did_you_mean(self.family, FAMILIES)}")
         if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) \
                 or not MIN_SIZE <= self.size <= MAX_SIZE or self.size % 2 == 0:
             raise ValueError(f"size must be an odd int in [{MIN_SIZE}, {MAX_SIZE}], got {self.size!r}")

@@ -16,7 +16,6 @@ Pure core: numpy, gymnasium, pettingzoo and the package's `envs/` and `bots/`; n
 """
 from __future__ import annotations
 
-import difflib
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from spade_rllib.envs import CaptureTheFlag, Level, MazeRace
 from spade_rllib.envs.level_game import ACTION_NAMES, LevelGame
 from spade_rllib.envs.openspiel_env import OPENSPIEL_PREFIX, OpenSpielEnv, load_game, require_pyspiel
 from spade_rllib.outcome import BOT_PREFIX, MIRROR
+from spade_rllib.validation import did_you_mean
 
 __all__ = ["GameSpec", "Turns", "register", "unregister", "game", "find_game", "game_ids", "level_game_ids",
            "make_env", "make_bot", "bot_names", "default_bot_names", "heldout_dir", "heldout_opponents",
@@ -125,9 +125,7 @@ def game(env_id: Any) -> GameSpec:
     spec = find_game(env_id)
     if spec is None:
         names = [n for s in _CATALOG.values() for n in (s.id, *s.aliases)]
-        close = difflib.get_close_matches(str(env_id), names, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown env id {env_id!r}.{hint} Registered ids: {sorted(_CATALOG)}")
+        raise ValueError(f"unknown env id {env_id!r}{did_you_mean(env_id, names)}; registered ids: {sorted(_CATALOG)}")
     return spec
 
 
@@ -174,9 +172,7 @@ def make_bot(name: str, seed: int | None = None, *, env_id: str):
     """A scripted player of the game `env_id` by name; unknown names raise ValueError listing the valid ones."""
     bots = game(env_id).bots
     if name not in bots:
-        close = difflib.get_close_matches(str(name), list(bots), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown bot {name!r} for {env_id}.{hint} Valid names: {list(bots)}")
+        raise ValueError(f"unknown bot {name!r} for {env_id}{did_you_mean(name, bots)}; valid names: {list(bots)}")
     return bots[name](seed)
 
 

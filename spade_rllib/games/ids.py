@@ -22,7 +22,6 @@ working directory moved last (a stray ``pettingzoo.py`` cannot shadow the instal
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import importlib.util
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, NamedTuple, Optional
 
 from spade_rllib.games.catalog import find_game, level_game_ids
+from spade_rllib.validation import did_you_mean
 
 LEVEL_KIND = "level"
 EnvKind = Literal["level", "pettingzoo", "gymnasium"]
@@ -55,11 +55,6 @@ class EnvIdError(ValueError):
 
 def allowed_forms() -> str:
     return ALLOWED_FORMS.format(levels=" or ".join(repr(i) for i in level_game_ids()))
-
-
-def did_you_mean(name: str, options) -> str:
-    close = difflib.get_close_matches(str(name), list(options), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class EnvPath(NamedTuple):
@@ -100,7 +95,7 @@ def parse_env_path(env_id: str) -> EnvPath:
     `EnvIdError` (one line) when either side is empty."""
     module, sep, attr = str(env_id).partition(":")
     if not sep or not module or not attr or ":" in attr:
-        raise EnvIdError(f"expected 'pkg.module:name' with one ':' and both sides non-empty, e.g. "
+        raise EnvIdError("expected 'pkg.module:name' with one ':' and both sides non-empty, e.g. "
                          "'pettingzoo.classic:connect_four_v3' or 'mymodule:MyEnv'")
     return EnvPath(module, attr)
 

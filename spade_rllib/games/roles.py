@@ -17,11 +17,10 @@ one-line `ConfigError`; the config, preflight and the driver call it with the sa
 """
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from spade_rllib.validation import ConfigError
+from spade_rllib.validation import ConfigError, did_you_mean
 
 ROLE_MODULE_PREFIX = "main_"
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -112,8 +111,7 @@ def resolve_roles(agents: Sequence[str], shapes: Mapping[str, Shape], spec: Any 
         stems = {name_stem(a) for a in agents}
         for name in spec:
             if name not in agents and name not in stems:
-                close = difflib.get_close_matches(name, [*stems, *agents], n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = did_you_mean(name, [*stems, *agents])
                 raise ConfigError(f"{key}.{name}: names no agent of {env_id}{hint}; agents: {', '.join(agents)}")
         roles = {}
         for a in agents:

@@ -17,12 +17,12 @@ Pure Python: no Ray, no torch.
 """
 from __future__ import annotations
 
-import difflib
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from spade_rllib.outcome import team_index, team_letter
+from spade_rllib.validation import did_you_mean
 
 MODES = ("auto", "free_for_all", "cooperative")
 
@@ -57,8 +57,7 @@ def _import_function(path: str, key: str) -> Callable[[str], Any]:
 
 
 def _hint(name: str, agents: Sequence[str]) -> str:
-    close = difflib.get_close_matches(str(name), list(agents), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(name, agents)
 
 
 def _group(agents: Sequence[str], team_of: Callable[[str], Any], key: str) -> tuple[list, list]:
@@ -104,9 +103,7 @@ def resolve_teams(agents: Sequence[str], teams: Any = None, mode: str = "auto", 
     """The teams of an env with these agents (see the module docstring); `TeamError` when bad."""
     agents = [str(a) for a in agents]
     if mode not in MODES:
-        close = difflib.get_close_matches(str(mode), MODES, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise TeamError(f"env.mode = {mode!r} is not valid{hint}; allowed: {', '.join(MODES)}")
+        raise TeamError(f"env.mode = {mode!r} is not valid{did_you_mean(mode, MODES)}; allowed: {', '.join(MODES)}")
     if mode == "cooperative":
         return Teams((tuple(agents),), ("team",), cooperative=len(agents) > 1)
     if mode == "free_for_all" or (teams is None and env is None):

@@ -85,5 +85,5 @@ def _check_bots(value):
         try:
             MemberId.bot(name)
         except (TypeError, ValueError):
-            raise out_of_range("league.bots", value, allowed)
+            raise out_of_range("league.bots", value, allowed) from None
 

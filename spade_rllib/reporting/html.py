@@ -134,13 +134,59 @@ def training_levels(run: RunData) -> str:
     return "the env's default levels"
 
 
+FEW_GAMES_PER_PLAYER = 20
+"""Below this many games for some rated player, an evaluation's ratings are labelled as a handful of games
+(the replays `train` plays for the report's GIFs: 2 games per pair), not a ranking."""
+
+
+def games_per_player(run: RunData) -> Optional[int]:
+    """The fewest games any rated player of an evaluation played; None without ratings."""
+    games = [int(float(r["games"])) for r in run.ratings if str(r.get("games", "")).strip() not in ("", "nan")]
+    return min(games) if games else None
+
+
+def few_games(run: RunData) -> bool:
+    n = games_per_player(run)
+    return n is not None and n < FEW_GAMES_PER_PLAYER
+
+
+def heldout_maps_evaluated(run: RunData) -> str:
+    """The held-out maps a training run was scored on, by where: the periodic held-out evaluation (configured
+    or found in the last result) and the held-out lines of the final evaluation (final_evaluation.json)."""
+    ev = _cfg(run, "evaluation", default={}) or {}
+    final = run.final or {}
+    greedy = "argmax" if ev.get("greedy") else "sampled actions"
+    parts = []
+    periodic = [Path(p).name for p in ev.get("heldout_levels") or []] or sorted(fig.heldout_levels(run.last))
+    if periodic:
+        parts.append(f"{', '.join(periodic)}: periodic, every {ev.get('interval')} iterations, "
+                     f"{ev.get('heldout_games')} games per map and opponent, {greedy}")
+    line = [str(n) for n in final.get("final_heldout/levels") or []]
+    if line:
+        parts.append(f"{', '.join(line)}: the held-out line (last checkpoint vs "
+                     f"{', '.join(map(str, ev.get('final_heldout_opponents') or [])) or 'its opponents'})")
+    every = [str(n) for n in final.get("final_heldout_all/levels") or []]
+    if every:
+        parts.append(f"{', '.join(every)}: navigation (last checkpoint vs a team that never moves)")
+    if parts:
+        return "; ".join(parts)
+    if ev.get("final_heldout_levels"):
+        return "configured for the final evaluation (" + ", ".join(map(str, ev["final_heldout_levels"])) + "), not run yet"
+    return "none configured"
+
+
 def what_was_evaluated(run: RunData) -> dict:
     """The facts a reader needs before reading a score: levels, players, greedy or sampled, games."""
     if run.kind == EVAL:
         ec = run.eval_config or {}
         levels = ec.get("levels") or "default (the game's held-out maps)"
+        n = games_per_player(run)
+        kind = "evaluation from checkpoints (python -m spade_rllib.evaluate)"
+        if few_games(run):
+            kind += (f"; a handful of games ({len(run.games)}, as few as {n} per player), played for the replays: "
+                     "its ratings rank nothing")
         return {
-            "kind": "evaluation from checkpoints (python -m spade_rllib.evaluate)",
+            "kind": kind,
             "env": ec.get("env_id"),
             "levels": f"{levels}; {len({g.get('level_id') for g in run.games})} levels played",
             "actions": "sampled from the policy (--stochastic)" if ec.get("stochastic") else "argmax (deterministic; pass --stochastic to sample as in training)",
@@ -153,7 +199,6 @@ def what_was_evaluated(run: RunData) -> dict:
     greedy = "argmax" if ev.get("greedy") else "sampled from the policy (as in training)"
     stop = _cfg(run, "training", "stop", default={}) or {}
     final_games = next((int(v) for k, v in (run.final or {}).items() if k.endswith("/games") and isinstance(v, (int, float))), None)
-    heldout = ev.get("heldout_levels") or []
     mix = _cfg(run, "self_play", "opponent_mix", default={}) or {}
     opponents = "league (frozen snapshots, bots, PFSP)" if _cfg(run, "league", "enabled") else (
         f"{_cfg(run, 'self_play', 'mode', default='?')} self-play" + (f" + {mix}" if mix else ""))
@@ -165,8 +210,7 @@ def what_was_evaluated(run: RunData) -> dict:
         "periodic evaluation": (f"every {ev.get('interval')} iterations, {ev.get('games')} games per opponent vs "
                                 f"{', '.join(ev.get('opponents') or [])}, on fresh levels like the training ones, actions {greedy}")
         if ev.get("interval") else "off",
-        "held-out maps": (f"{', '.join(Path(p).name for p in heldout)}: every {ev.get('interval')} iterations, "
-                          f"{ev.get('heldout_games')} games per map and opponent, actions {greedy}") if heldout else "none configured",
+        "held-out maps": heldout_maps_evaluated(run),
         "final evaluation": (f"last checkpoint, {final_games} games per opponent on training-like levels, actions {greedy}"
                              if final_games else "not run"),
         "held-out line": (f"last checkpoint on {', '.join(Path(p).name for p in ev.get('final_heldout_levels'))}"
@@ -273,10 +317,21 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
                        + _table([_rounded(r) for r in run.league], ["member", "rating", "games", "main_win_rate", "main_plan_p"]))
     else:
         out += [x for x in (fig.eval_level_heatmap(run), fig.payoff_heatmap(run)) if x]
-        out.append(_figure(fig.ratings_plot(run), f"{run.label}: ratings with 95% bootstrap intervals"))
-        if run.ratings:
-            cols = ["rank", "player", "kind", "elo", "elo_low", "elo_high", "games", "wins", "draws", "losses", "score"]
-            out.append(f"<h3>{esc(run.label)}: ratings</h3>" + _table(run.ratings[:40], cols))
+        cols = ["rank", "player", "kind", "elo", "elo_low", "elo_high", "games", "wins", "draws", "losses", "score"]
+        if few_games(run):
+            # A handful of games (the GIF replays) gives intervals wider than any gap between players: shown as
+            # the game counts they are, beside the final evaluation's hundreds of games, not as a ranking.
+            trained = run.training is not None and (run.training.final or {})
+            note = (" The scores to read are the final evaluation's (its table above)." if trained else "")
+            out.append(f"<h3>{esc(run.label)}: results of a handful of games ({len(run.games)} in all, as few as "
+                       f"{games_per_player(run)} per player)</h3>"
+                       f'<p class="note">Played for the replays below; too few games to rate or rank players, so no '
+                       f"Elo is shown.{esc(note)}</p>"
+                       + _table(run.ratings[:40], ["player", "kind", "games", "wins", "draws", "losses", "score"]))
+        else:
+            out.append(_figure(fig.ratings_plot(run), f"{run.label}: ratings with 95% bootstrap intervals"))
+            if run.ratings:
+                out.append(f"<h3>{esc(run.label)}: ratings</h3>" + _table(run.ratings[:40], cols))
         if run.reasons:  # CaptureTheFlag: why main lost or drew, per map (evaluation/ctf_reasons.py)
             from spade_rllib.evaluation.ctf_reasons import REASONS  # noqa: PLC0415
 
