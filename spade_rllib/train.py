@@ -302,7 +302,13 @@ def resolve_config(args: argparse.Namespace, resolve: bool = True) -> tuple[RunC
                           "YAML file, e.g. --config tune_configs/quickstart.yaml")
     if path is None:
         raise ConfigError("--config: missing; give a YAML file, e.g. --config tune_configs/quickstart.yaml")
-    raw = apply_overrides(load_raw(path), args.overrides)
+    try:
+        raw = apply_overrides(load_raw(path), args.overrides)
+    except ConfigError as e:
+        if args.config is None:  # the run's own config.yaml, found next to the checkpoint
+            raise ConfigError(f"--resume = {args.resume!r}: the run's {RUN_CONFIG_FILE} {path} cannot be used: "
+                              f"{str(e).partition(': ')[2] or e}") from e
+        raise
     if getattr(args, "loggers", None):
         section = raw.setdefault("experiment", {}) if isinstance(raw.get("experiment", {}), dict) else {}
         section["loggers"] = list(dict.fromkeys([*(section.get("loggers") or []), *args.loggers]))
