@@ -370,9 +370,13 @@ def main(argv=None) -> int:
     from spade_rllib.reporting.tensorboard import heatmap_callback  # noqa: PLC0415
     from spade_rllib.trackers import tracker_callbacks  # noqa: PLC0415
 
+    from spade_rllib.rllib.recovery import recovery_callbacks  # noqa: PLC0415 - work lost and redone, checkpoints by time
+
+    recovery = recovery_callbacks(cfg, resumed_from=checkpoint)
     tuner = tune.Tuner(trainable, param_space=param_space,
-                       run_config=make_tune_run_config(cfg, callbacks=[console, heatmap_callback(), *tracker_callbacks(cfg)],
-                                                       stopper=stopper),
+                       run_config=make_tune_run_config(cfg, callbacks=[console, heatmap_callback(), *tracker_callbacks(cfg),
+                                                                       *recovery], stopper=stopper,
+                                                       attached=bool(args.address or os.environ.get("RAY_ADDRESS"))),
                        tune_config=make_tune_config(cfg))
     stopper.install()  # after ray.init: SIGINT and SIGTERM stop the trial after its iteration
     try:
@@ -385,6 +389,8 @@ def main(argv=None) -> int:
     ok = result is not None and result.error is None
     print_summary(cfg, result, console, wall, args.final_eval_games, replays=args.final_replays,
                   interrupted=stopper.signum)
+    for line in recovery[0].lines():  # a retry or a resume: the env steps lost and redone
+        print(line, flush=True)
     if stopper.exit_code is not None:
         return stopper.exit_code
     return 0 if ok else 1

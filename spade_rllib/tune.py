@@ -294,7 +294,8 @@ def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: 
     cfg = parse_config(base)
     cfg.experiment.name = spec.experiment_name
     cfg.experiment.storage_path = storage if "://" not in storage else cfg.experiment.storage_path
-    run_config = make_tune_run_config(cfg, callbacks=[SweepProgress(mode=spec.metric.mode)], verbose=0)
+    run_config = make_tune_run_config(cfg, callbacks=[SweepProgress(mode=spec.metric.mode)], verbose=0,
+                                      attached=bool(args.address or os.environ.get("RAY_ADDRESS")))
     run_config.storage_path = storage
     template = trial_template(spec, base, args, runinfo)
     tune_config = tune.TuneConfig(
