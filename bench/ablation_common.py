@@ -532,7 +532,9 @@ class UnitCache:
         """The unit's record, or None when it is not cached (both files are needed)."""
         path = self.unit_path(name, seed)
         whole = path.is_file() and (not self.keep_weights or self.unit_path(name, seed, ".pt").is_file())
-        return json.loads(path.read_text()) if whole else None
+        from bench.common import read_json  # a damaged unit: one line naming it, not a traceback
+
+        return read_json(path) if whole else None
 
     def weights(self, name: str, seed: int) -> dict:
         """Main's final weights of a cached unit (numpy state dict)."""

@@ -1,5 +1,6 @@
 """Pieces the benches share: the checkout root, the small league + curriculum config that the fault
-and soak benches start from, and one local Ray for the length of a bench. Not a bench itself.
+and soak benches start from, one local Ray for the length of a bench, and `check_bench_args`, the one
+check of a bench's command line before Ray starts (bad input: one line, exit 2). Not a bench itself.
 
 A bench runs from a checkout without installing: it puts the checkout root first on `sys.path`
 and imports this module as `bench.common`.
@@ -7,9 +8,13 @@ and imports this module as `bench.common`.
 from __future__ import annotations
 
 import contextlib
+import copy
+import json
+import math
 import os
+import sys
 from pathlib import Path
-from typing import Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, NoReturn, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "tune_configs"
@@ -56,3 +61,108 @@ def local_ray(cpus: int = 2, quiet: bool = False, address: Optional[str] = None)
         yield
     finally:
         ray.shutdown()
+
+
+# ----------------------------------------------------------------------------------------------
+# Command lines: checked before Ray starts, as the CLIs are
+# ----------------------------------------------------------------------------------------------
+
+NUMBERS = {  # attribute -> (least value, integer?); None values are "the bench's default"
+    "cpus": (1, True), "seeds": (1, True), "games": (1, True), "env_steps": (1, True), "exploit_env_steps": (1, True),
+    "iterations": (1, True), "outcomes": (1, True), "snapshots": (0, True), "payoff_games": (1, True),
+    "max_map_size": (0, True), "max_units": (0, True), "lstm_cell": (1, True),
+    "minutes": (0.0, False), "exploit_minutes": (0.0, False), "seconds": (0.0, False),
+}
+"""What a bench's common options allow; floats must be finite and above their least value, ints at least it."""
+
+
+def refuse(message: str) -> NoReturn:
+    """One line on stderr, exit 2 (the CLIs' rule for bad input)."""
+    print(f"error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def parse_counts(name: str, text: Any, least: int = 1) -> list[int]:
+    """`--name 1,2,4`: a non-empty comma list of integers >= `least`; one line otherwise."""
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    try:
+        values = [int(t) for t in items]
+    except ValueError:
+        refuse(f"{_option(name)} {text!r}: expected comma-separated integers >= {least}, e.g. 1,2,4")
+    if not values or min(values) < least:
+        refuse(f"{_option(name)} {text!r}: expected comma-separated integers >= {least}, e.g. 1,2,4")
+    return values
+
+
+def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional[dict] = None,
+                     overrides: Sequence[str] = (), env_id: Optional[str] = None, out_dir: str = "out_dir",
+                     config: Optional[str] = None) -> None:
+    """Every option of a bench's parsed `args` that this knows, before Ray starts (exit 2, one line):
+    the counts and durations of `NUMBERS` (NaN and inf refused), the comma lists named in `lists`
+    (attribute -> least value), `--out-dir` (a directory that can be written, not a file), `--set`
+    `overrides` applied to the `base` config (or the YAML file `config`; the whole config validated, as
+    `train` does), and
+    `--max-map-size` against `env_id`'s shipped held-out maps (at least one map left), and the unit
+    JSON files a resumable bench reuses from `--out-dir` (`check_unit_files`)."""
+    from spade_rllib.validation import ConfigError
+
+    for name, (least, integer) in NUMBERS.items():
+        value = getattr(args, name, None)
+        if value is None or isinstance(value, (list, str)):
+            continue
+        ok = (isinstance(value, int) and not isinstance(value, bool) and value >= least) if integer else \
+             (isinstance(value, (int, float)) and math.isfinite(value) and (value > least if least == 0.0 else value >= least))
+        if not ok:
+            allowed = f">= {least}" if integer else f"a finite number > {least:g}"
+            refuse(f"{_option(name)} {value!r}: out of range, allowed {allowed}")
+    for name, least in lists.items():
+        parse_counts(name, getattr(args, name), least)
+    try:
+        directory = getattr(args, out_dir, None)
+        if directory is not None:
+            from spade_rllib.preflight import check_output_path
+
+            check_output_path(str(directory), _option(out_dir), directory=True)
+            check_unit_files(Path(directory))
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+        if base is None and config is not None:
+            from spade_rllib.config import load_raw
+
+            base = load_raw(config)
+        if base is not None:
+            from spade_rllib.config import apply_overrides, parse_config
+
+            parse_config(apply_overrides(copy.deepcopy(base), list(overrides)))
+        max_size = getattr(args, "max_map_size", 0)
+        if env_id is not None and max_size:
+            from spade_rllib.curriculum.heldout_levels import heldout_dir
+            from spade_rllib.preflight import check_heldout_levels
+
+            check_heldout_levels([str(heldout_dir(env_id))], env_id, key=f"the held-out maps of {env_id}",
+                                 max_size=max_size, size_key="--max-map-size")
+    except ConfigError as e:
+        refuse(str(e))
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file a bench wrote (a unit, a manifest); one line naming the file when it is damaged
+    (a merge conflict, a write cut short), never a traceback."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        refuse(f"{path}: damaged JSON ({type(e).__name__}: {e}); restore it, or delete it to redo that unit")
+
+
+def check_unit_files(out_dir: Path, pattern: str = "**/*.json") -> None:
+    """Every JSON file under `out_dir` (units, manifest) parses; `read_json` refuses the first that does not."""
+    out_dir = Path(out_dir)
+    if out_dir.is_dir():
+        for path in sorted(out_dir.glob(pattern)):
+            if path.is_file():
+                read_json(path)

@@ -257,6 +257,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-ray", action="store_true", help="no local Ray: the by-reference broadcast is timed as one pickle")
     args = ap.parse_args(argv)
+    from bench.common import check_bench_args  # the command line, before Ray: one line, exit 2
+
+    check_bench_args(args, lists={"runners": 1, "snapshots": 0})
     runners, snapshots = ints(args.runners), ints(args.snapshots)
     if not runners or not snapshots or min(runners) < 1 or min(snapshots) < 0 or args.outcomes < 1 or args.iterations < 1:
         ap.error("--runners, --snapshots: comma-separated counts (runners >= 1); --outcomes, --iterations >= 1")

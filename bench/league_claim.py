@@ -416,6 +416,9 @@ def main(argv=None) -> int:
 
         return league_claim_poker.main(argv)
     args, arms, overrides, game, base = parse_args(argv)
+    from bench.common import check_bench_args  # the command line, before Ray: one line, exit 2
+
+    check_bench_args(args, base=base, overrides=overrides, env_id=game.env_id if game.level_game else None)
     manifest = unit_manifest(args, game.env_id, game.config.read_text())
     manifest.update({"game": args.game, "opponents": args.opponents, "snapshots": args.snapshots,
                      "payoff_games": args.payoff_games})

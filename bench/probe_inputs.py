@@ -11,6 +11,9 @@ output (stdout + stderr, blank lines and `note:` lines aside) is one line withou
 directory. Ends with one JSON line: {"tried": N, "clean": M, "by_kind": {...}, "failed": [...],
 "probes": [{"command", "expected", "observed", "seconds"}, ...], "inputs_unchanged": bool, "load_average": [...]}.
 
+A third set (`third_probes`): a resume that changes the model, the final held-out line's maps, every
+trial of a sweep, the benches' command lines, types converted before they were validated.
+
 A second set of families (`more_probes`) covers loading, resuming, overwriting and sizing: damaged
 or NaN weights, a damaged newest checkpoint, resume against another env or model, outputs aimed
 into a checkpoint or over a foreign file, storage URIs and experiment names, YAML duplicates and
@@ -52,7 +55,13 @@ module = sys.argv.pop(1)
 sys.argv[0] = module
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
-"""Runs a CLI like `python -m` but never starts Ray: reaching `ray.init` exits 99 (a failed probe)."""
+"""Runs a CLI like `python -m` but never starts Ray: reaching `ray.init` exits 99 (a failed probe).
+A probe's `cli` is a `spade_rllib` command (`train`) or a bench module (`bench.league_claim`)."""
+
+
+def module_of(cli: str) -> str:
+    """The module a probe runs: `bench.x` as it is, a bare name under `spade_rllib`."""
+    return cli if "." in cli else f"spade_rllib.{cli}"
 
 
 def make_fixtures(work: Path) -> dict:
@@ -90,6 +99,7 @@ def make_fixtures(work: Path) -> dict:
     empty_dir = fx / "no_maps"
     empty_dir.mkdir()
     more = make_more_fixtures(fx, good.name)
+    more.update(make_third_fixtures(fx))
     return {**more, "good": str(fx / "trial"), "cut": str(cut), "escape": str(escape), "afile": str(fx / "afile"),
             "ro": str(ro), "no_flag": str(fx / "no_flag.txt"), "binary": str(fx / "binary.txt"),
             "three": str(fx / "three_v_three.txt"), "empty": str(fx / "empty.yaml"), "junk": str(fx / "junk.yaml"),
@@ -271,6 +281,87 @@ def more_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
     ]
 
 
+FLAGSHIP = str(ROOT / "tune_configs" / "flagship.yaml")
+
+
+def make_third_fixtures(fx: Path) -> dict:
+    """Inputs of the third set: a CTF trial with a memory map, a trial whose config.yaml is damaged,
+    two sweeps whose trials break a rule or do not fit, a bench out-dir holding a unit cut in half."""
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
+
+    save_tiny_checkpoint(fx / "ctf_seen_trial", "CaptureTheFlag-v0", env_kwargs={"seen_map": 5})
+    bad_yaml = fx / "bad_yaml_trial"
+    shutil.copytree(fx / "trial", bad_yaml)
+    (bad_yaml / "config.yaml").write_text("agent: {lr: [\n")
+    sweep = ("description: probe\nbase: {base}\noverrides: {over}\nspace:\n{space}scheduler: {{type: none}}\n"
+             "metric: {{name: env_runners/episode_return_mean, mode: max}}\nbudget: {{num_samples: 1, stop: {{iterations: 2}}}}\n")
+    (fx / "sweep_div.yaml").write_text(sweep.format(
+        base=QUICKSTART, over="{curriculum.plr.score: learnability}",
+        space="  resources.num_learners: {grid: [1, 2]}\n  agent.train_batch_size: {grid: [4000, 4001]}\n"))
+    (fx / "sweep_cpu.yaml").write_text(sweep.format(
+        base=QUICKSTART, over="{resources.num_cpus: 2}",
+        space="  training.num_env_runners: {grid: [0, 8]}\n  agent.lr: {grid: [0.001]}\n"))
+    units = fx / "claim_out" / "units"
+    units.mkdir(parents=True)
+    (units / "mirror_seed0.json").write_text('{"name": "mirror", "seed": 0, "env_st')
+    return {"ctf_seen_trial": str(fx / "ctf_seen_trial"), "bad_yaml_trial": str(bad_yaml),
+            "sweep_div": str(fx / "sweep_div.yaml"), "sweep_cpu": str(fx / "sweep_cpu.yaml"),
+            "claim_out": str(fx / "claim_out")}
+
+
+def third_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
+    """(kind, cli, args, expectation) of the third set of families: each a clean refusal before Ray."""
+    tiny = ["--set", "agent.model.hidden=[16]", "--set", "agent.model.vf_share_layers=false"]
+    flag = ["--config", FLAGSHIP]
+
+    def s(*items, base=flag):
+        out = list(base)
+        for it in items:
+            out += ["--set", it]
+        return out
+
+    claim = ["--game", "ctf", "--out-dir", "claim"]
+    refused = None
+
+    def naming(*text):  # refused in one line, for the reason named
+        return Expect(2, tuple(text), text=f"refused in one line naming {' / '.join(text)}")
+
+    return [
+        # a resume that changes the model (keys recorded only when on; the saved tensors)
+        ("resume model", "train", ["--resume", f["config_only_trial"], "--set", "agent.model.use_lstm=true"], naming("(agent.model.use_lstm)")),
+        ("resume model", "train", ["--resume", f["config_only_trial"], "--set", "agent.model.kind=cnn"], naming("(agent.model.kind)")),
+        ("resume model", "train", ["--resume", f["config_only_trial"], "--set", "agent.model.activation=relu"], naming("(agent.model.activation)")),
+        ("resume model", "train", ["--resume", f["ctf_seen_trial"], *flag, *tiny, "--set", "env.kwargs.seen_map=5",
+                                   "--set", "agent.model.map_channels=[8]"], naming("(agent.model.map_channels)")),
+        # the final held-out line's maps, before training
+        ("final held-out", "train", s(f"evaluation.final_heldout_levels=[{f['heldout_bad']}]"), naming("evaluation.final_heldout_levels: bad map")),
+        ("final held-out", "train", s(f"evaluation.final_heldout_levels=[{f['no_maps']}]"), naming("holds no *.txt maps")),
+        ("final held-out", "train", s(f"evaluation.final_heldout_levels=[{ROOT / 'spade_rllib' / 'levels' / 'heldout'}]"), naming("is a MazeRace-v0 map")),
+        ("final held-out", "train", s("evaluation.final_heldout_max_size=3"), naming("final_heldout_max_size = 3")),
+        # every trial of a sweep, also with --dry-run
+        ("sweep trials", "tune", ["--sweep", f["sweep_div"], "--dry-run", "--storage", "sw"], naming("the trial with", "not divisible")),
+        ("sweep trials", "tune", ["--sweep", f["sweep_cpu"], "--dry-run", "--storage", "sw"], naming("the trial with", "asks for 9 CPUs")),
+        ("sweep trials", "tune", ["--sweep", f["sweep_cpu"], "--storage", "sw"], naming("the trial with", "asks for 9 CPUs")),
+        # benches check their command line before Ray
+        ("bench args", "bench.league_claim", ["--game", "ctf", "--out-dir", f["afile"]], refused),
+        ("bench args", "bench.league_claim", [*claim, "--set", "agent.lrr=1"], refused),
+        ("bench args", "bench.league_claim", [*claim, "--cpus", "0"], refused),
+        ("bench args", "bench.league_claim", [*claim, "--max-map-size", "3"], refused),
+        ("bench args", "bench.league_claim", ["--game", "ctf", "--out-dir", f["claim_out"]], naming("mirror_seed0.json: damaged JSON")),
+        ("bench args", "bench.driver_scale", ["--runners", "two"], refused),
+        ("bench args", "bench.train_speed", ["--seconds", "nan"], refused),
+        ("bench args", "bench.train_speed", ["--set", "agent.lrr=1"], refused),
+        # types validated before they are converted; the cause named
+        ("types", "train", s("curriculum.uniform.families=5"), refused),
+        ("types", "train", s("curriculum.uniform.families={maze: 1}"), refused),
+        ("types", "train", s("env.kwargs.seen_map=15", "agent.model.map_channels=[4096, 4096, 4096, 4096]"),
+         Expect(2, ("agent.model.map_channels = [4096, 4096, 4096, 4096]: out of range",), absent=("agent.model.hidden",),
+                text="the memory refusal names map_channels, the cause")),
+        ("types", "train", ["--resume", f["bad_yaml_trial"]], naming("config.yaml")),
+        ("types", "evaluate", ["--checkpoint", f["bad_yaml_trial"], "--local", "--out", "ev"], naming("config.yaml is damaged")),
+    ]
+
+
 def probes(f: dict) -> list[tuple[str, str, list[str]]]:
     """(kind, cli, args) for every bad input."""
     q = ["--config", QUICKSTART]
@@ -415,8 +506,9 @@ def judge_expected(rc: int, text: str, expect: Expect) -> tuple[bool, str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="", help="comma-separated CLIs to probe (default: all)")
-    ap.add_argument("--families", default="all", choices=("all", "first", "more"),
-                    help="the first set of families, the second (load/resume/overwrite/size), or both")
+    ap.add_argument("--families", default="all", choices=("all", "first", "more", "third"),
+                    help="the first set of families, the second (load/resume/overwrite/size), the third (a resume "
+                         "that changes the model, the final held-out maps, sweep trials, benches, types), or all")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds before a probe counts as a hang")
     ap.add_argument("--verbose", action="store_true", help="print every probe's output line")
     args = ap.parse_args(argv)
@@ -437,19 +529,24 @@ def main(argv=None) -> int:
             listing += [(kind, cli, cli_args, None) for kind, cli, cli_args in probes(fx)]
         if args.families in ("all", "more"):
             listing += more_probes(fx)
+        if args.families in ("all", "third"):
+            listing += third_probes(fx)
         try:
             for kind, cli, cli_args, expect in listing:
                 if only and cli not in only:
                     continue
                 before = snapshot(work)
                 inputs = tree_hash(work / "fixtures")
-                cmd = [sys.executable, "-c", LAUNCHER, f"spade_rllib.{cli}", *cli_args]
+                cmd = [sys.executable, "-c", LAUNCHER, module_of(cli), *cli_args]
                 started = time.time()
                 try:
                     res = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=args.timeout,
                                          stdin=subprocess.DEVNULL)
                     output = res.stdout + res.stderr
                     ok, why = judge(res.returncode, output) if expect is None else judge_expected(res.returncode, output, expect)
+                    if ok and expect is not None and expect.rc == 2:  # a refusal with a named cause: one line too
+                        one, how = judge(res.returncode, output)
+                        ok, why = (True, why) if one else (False, how)
                     text = output.strip().splitlines()
                 except subprocess.TimeoutExpired:
                     ok, why, text = False, f"hang > {args.timeout:g} s", []
@@ -467,7 +564,7 @@ def main(argv=None) -> int:
                 row[0] += 1
                 row[1] += int(ok)
                 observed = (text or [""])[-1][:300]
-                records.append({"command": f"python -m spade_rllib.{cli} " + " ".join(cli_args)[-300:],
+                records.append({"command": f"python -m {module_of(cli)} " + " ".join(cli_args)[-300:],
                                 "expected": "refused: exit 2, one line, nothing written" if expect is None else expect.text,
                                 "observed": f"{why}: {observed}", "ok": ok, "seconds": round(seconds, 2)})
                 if not ok:

@@ -390,6 +390,9 @@ def main() -> None:
                          "connect_four) as users run it, with its per-phase seconds, against a fixed-layout row and "
                          "the learner ceiling of the same run (bench/shipped_speed.py); --seconds of training each")
     args = ap.parse_args()
+    from bench.common import check_bench_args  # the command line, before Ray: one line, exit 2
+
+    check_bench_args(args, overrides=args.overrides, config=args.config)
     if args.shipped_configs is not None:
         from bench.shipped_speed import parse_configs, shipped_rows
 

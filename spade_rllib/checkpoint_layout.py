@@ -297,8 +297,12 @@ def _run_config_env(directory: Path) -> Mapping | None:
         import yaml
 
         data = yaml.safe_load(file.read_text())
-    except Exception:  # noqa: BLE001 - metadata is best-effort
-        return None
+    except Exception as e:  # noqa: BLE001 - a damaged config.yaml is named, never read as "no config"
+        raise CheckpointError(f"{file}: the run's {RUN_CONFIG_FILE} is damaged ({type(e).__name__}: "
+                              f"{' '.join(str(e).split())[:200]}); restore it from the run or delete it") from e
+    if data is not None and not isinstance(data, Mapping):
+        raise CheckpointError(f"{file}: the run's {RUN_CONFIG_FILE} holds a {type(data).__name__}, not a config "
+                              "mapping; restore it from the run or delete it")
     env = data.get("env") if isinstance(data, Mapping) else None
     return env if isinstance(env, Mapping) else None
 

@@ -187,6 +187,8 @@ class TrainingConfig:
     num_env_runners: int = setting(0, help="Remote env runner processes; 0 samples in the trainer process itself.", min=0, max=1024)
     num_envs_per_runner: int = setting(64, help="Env copies stepped together (one batched forward pass) in each runner.", min=1, max=4096)
     checkpoint_every: int = setting(10, help="Checkpoint every N iterations; 0 only at the end.", min=0)
+    checkpoint_every_s: Optional[float] = setting(None, help="Also checkpoint after the first iteration that ends this many seconds (wall clock) after the last checkpoint, so a fault loses at most about this much work; null = by iterations only.", gt=0.0, max=604_800.0)
+    max_failures: Optional[int] = setting(None, help="Tune retries of a failed trial, each from its last checkpoint (a lost node or learner); null = 0 on the embedded local Ray (a failure there is a bug a retry repeats), 3 attached to a cluster.", min=0, max=1000)
     checkpoint_keep: int = setting(3, help="How many recent checkpoints to keep.", min=1, max=10_000)
     torch_threads: int = setting(1, help="Torch threads of the local learner; 0 = min(4, CPUs). Runners act on 1 thread. >1 only pays on an idle machine.", min=0, max=64)
     sample_ahead: bool = setting(True, help="With remote env runners: sample the next batch while the learner updates (policy lag of 1 iteration).")

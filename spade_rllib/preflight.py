@@ -1,7 +1,8 @@
 """Checks that need more than the schema but not Ray: run before anything starts, one-line `ConfigError`s.
 
 * `check_config(cfg)` (called by `config.parse_config`, machine independent; bot names are checked
-  per env by `config._check_opponent_id`): maps parse (`env.level_file`, `evaluation.heldout_levels`;
+  per env by `config._check_opponent_id`): maps parse (`env.level_file`, `evaluation.heldout_levels`,
+  `evaluation.final_heldout_levels` with at least one map within `final_heldout_max_size`;
   the message names file, line and column), `env.kwargs` fit the env constructor, a
   `training.stop.metric` is a key a run reports.
 * `check_launch(cfg, address=None)` (called by the `train` and `tune` CLIs, about this machine):
@@ -31,6 +32,7 @@ def check_config(cfg) -> None:
     check_env(cfg)
     check_teams(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
+    check_final_heldout(cfg.evaluation, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
     check_exploitability(cfg)
 
@@ -248,8 +250,10 @@ def _one_line(e: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_heldout_levels(paths: list, env_id: str) -> None:
-    """Each held-out map loads as the held-out evaluation will load it; errors name the file."""
+def check_heldout_levels(paths: list, env_id: str, key: str = "evaluation.heldout_levels", max_size: int = 0,
+                         size_key: str = "evaluation.final_heldout_max_size") -> None:
+    """Each held-out map loads as the held-out evaluation will load it (a map of this game; errors name
+    the file), and with `max_size` at least one map has at most that many rows and columns."""
     if not paths:
         return
     from spade_rllib.curriculum.heldout_levels import heldout_map_files, load_heldout_levels  # noqa: PLC0415
@@ -257,16 +261,28 @@ def check_heldout_levels(paths: list, env_id: str) -> None:
     try:
         files = heldout_map_files(paths)
     except (OSError, ValueError) as e:
-        raise ConfigError(f"evaluation.heldout_levels = {paths!r}: {' '.join(str(e).split())}") from e
+        raise ConfigError(f"{key} = {paths!r}: {' '.join(str(e).split())}") from e
     for f in files:
         try:
             load_heldout_levels([f], env_id=env_id)  # a MazeRace map cannot play CTF, nor the reverse
         except (OSError, ValueError) as e:
-            raise ConfigError(f"evaluation.heldout_levels: bad map in {f}: {' '.join(str(e).split())}") from e
+            raise ConfigError(f"{key}: bad map in {f}: {' '.join(str(e).split())}") from e
     try:
-        load_heldout_levels(paths)  # two maps of the same name, across directories
+        levels = load_heldout_levels(paths)  # two maps of the same name, across directories
     except (OSError, ValueError) as e:
-        raise ConfigError(f"evaluation.heldout_levels = {paths!r}: {' '.join(str(e).split())}") from e
+        raise ConfigError(f"{key} = {paths!r}: {' '.join(str(e).split())}") from e
+    if max_size:
+        sizes = sorted(max(level.height, level.width) for level in levels.values())
+        if not any(s <= max_size for s in sizes):
+            raise ConfigError(f"{size_key} = {max_size}: out of range, it leaves none of the {len(sizes)} maps of {key} "
+                              f"(the smallest is {sizes[0]} cells on its longer side); allowed 0 (every map) or >= {sizes[0]}")
+
+
+def check_final_heldout(ev, env_id: str) -> None:
+    """`evaluation.final_heldout_levels` (with `final_heldout_max_size`) checked now, as the held-out
+    line after training will load it (`check_heldout_levels`), not after the whole budget."""
+    check_heldout_levels(ev.final_heldout_levels, env_id, key="evaluation.final_heldout_levels",
+                         max_size=ev.final_heldout_max_size)
 
 
 # Result keys a SpadePPO run reports (Tune's "a/b/c" paths). A stop metric outside these would never
@@ -511,7 +527,7 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
-__all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels",
+__all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels", "check_final_heldout",
            "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources"]

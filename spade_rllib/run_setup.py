@@ -36,9 +36,18 @@ def trainable_and_param_space(cfg: RunConfig, **kwargs):
     return SpadePPO, build_algo_config(cfg, **kwargs)
 
 
-def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbose: int = 0, stopper=None):
-    """`tune.RunConfig` with storage, stop criteria (or `stopper`, which checks them) and checkpointing from the config."""
+def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbose: int = 0, stopper=None,
+                         attached: bool = False):
+    """`tune.RunConfig` with storage, stop criteria (or `stopper`, which checks them), checkpointing (every
+    `checkpoint_every` iterations; by time with `checkpoint_every_s`: `rllib.recovery.TimedCheckpoints`, added
+    here unless `callbacks` holds one) and trial retries (`rllib.recovery.max_failures`; `attached`: to a cluster)."""
     from ray import tune  # noqa: PLC0415
+
+    from spade_rllib.rllib.recovery import TimedCheckpoints, max_failures  # noqa: PLC0415
+
+    callbacks = list(callbacks or [])
+    if cfg.training.checkpoint_every_s and not any(isinstance(c, TimedCheckpoints) for c in callbacks):
+        callbacks.append(TimedCheckpoints(cfg.training.checkpoint_every_s))
 
     t = cfg.training
     return tune.RunConfig(
@@ -50,9 +59,9 @@ def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbo
             checkpoint_frequency=t.checkpoint_every,
             checkpoint_at_end=True,
         ),
-        callbacks=callbacks or [],
+        callbacks=callbacks,
         verbose=verbose,
-        failure_config=tune.FailureConfig(max_failures=0),
+        failure_config=tune.FailureConfig(max_failures=max_failures(cfg, attached)),
     )
 
 

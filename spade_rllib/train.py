@@ -302,7 +302,13 @@ def resolve_config(args: argparse.Namespace, resolve: bool = True) -> tuple[RunC
                           "YAML file, e.g. --config tune_configs/quickstart.yaml")
     if path is None:
         raise ConfigError("--config: missing; give a YAML file, e.g. --config tune_configs/quickstart.yaml")
-    raw = apply_overrides(load_raw(path), args.overrides)
+    try:
+        raw = apply_overrides(load_raw(path), args.overrides)
+    except ConfigError as e:
+        if args.config is None:  # the run's own config.yaml, found next to the checkpoint
+            raise ConfigError(f"--resume = {args.resume!r}: the run's {RUN_CONFIG_FILE} {path} cannot be used: "
+                              f"{str(e).partition(': ')[2] or e}") from e
+        raise
     if getattr(args, "loggers", None):
         section = raw.setdefault("experiment", {}) if isinstance(raw.get("experiment", {}), dict) else {}
         section["loggers"] = list(dict.fromkeys([*(section.get("loggers") or []), *args.loggers]))
@@ -364,9 +370,13 @@ def main(argv=None) -> int:
     from spade_rllib.reporting.tensorboard import heatmap_callback  # noqa: PLC0415
     from spade_rllib.trackers import tracker_callbacks  # noqa: PLC0415
 
+    from spade_rllib.rllib.recovery import recovery_callbacks  # noqa: PLC0415 - work lost and redone, checkpoints by time
+
+    recovery = recovery_callbacks(cfg, resumed_from=checkpoint)
     tuner = tune.Tuner(trainable, param_space=param_space,
-                       run_config=make_tune_run_config(cfg, callbacks=[console, heatmap_callback(), *tracker_callbacks(cfg)],
-                                                       stopper=stopper),
+                       run_config=make_tune_run_config(cfg, callbacks=[console, heatmap_callback(), *tracker_callbacks(cfg),
+                                                                       *recovery], stopper=stopper,
+                                                       attached=bool(args.address or os.environ.get("RAY_ADDRESS"))),
                        tune_config=make_tune_config(cfg))
     stopper.install()  # after ray.init: SIGINT and SIGTERM stop the trial after its iteration
     try:
@@ -379,6 +389,8 @@ def main(argv=None) -> int:
     ok = result is not None and result.error is None
     print_summary(cfg, result, console, wall, args.final_eval_games, replays=args.final_replays,
                   interrupted=stopper.signum)
+    for line in recovery[0].lines():  # a retry or a resume: the env steps lost and redone
+        print(line, flush=True)
     if stopper.exit_code is not None:
         return stopper.exit_code
     return 0 if ok else 1

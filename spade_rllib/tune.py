@@ -108,26 +108,42 @@ def check_local_gpus(args: argparse.Namespace, base: dict) -> None:
                           "leave it at 0, or attach to a cluster with GPUs (--address)")
 
 
+def trial_cpus(cfg, cpus_per_trial: Optional[float]) -> float:
+    """CPUs one trial of `cfg` asks for: its env runners' and learners' bundles plus its main process
+    (`--cpus-per-trial` sizes the main process; `trainable.resources_for` refuses too few)."""
+    from spade_rllib.sweeps.trainable import resources_for  # noqa: PLC0415
+
+    r, t = cfg.resources, cfg.training
+    main_cpus, cfg = resources_for(cfg, cpus_per_trial, None)
+    return main_cpus + t.num_env_runners * r.num_cpus_per_env_runner + r.num_learners * r.num_cpus_per_learner
+
+
 def check_local_trial_fits(args: argparse.Namespace, spec: SweepSpec, base: dict) -> None:
     """An embedded Ray has `resources.num_cpus` (else this machine's) CPUs: a trial whose placement
-    group asks for more would stay pending for ever, so refuse it here (attached: Ray decides)."""
+    group asks for more would stay pending for ever, so refuse it here, for every combination of values
+    the trials take (`trial_combinations`; attached to a cluster, Ray decides)."""
     if args.address or os.environ.get("RAY_ADDRESS"):
         return
-    pgf = resource_request(trial_template(spec, base, args), spec)
-    need = float(pgf.required_resources.get("CPU", 0.0))
-    cpus = (base.get("resources") or {}).get("num_cpus")
-    have = float(cpus or os.cpu_count() or 1)
-    if need <= have + 1e-9:
-        return
-    r = base.get("resources") or {}
-    learners = int(r.get("num_learners") or 0)
-    key = (f"--cpus-per-trial {args.cpus_per_trial:g}" if args.cpus_per_trial
-           else f"resources.num_learners = {learners}" if learners else
-           f"training.num_env_runners = {(base.get('training') or {}).get('num_env_runners', 0)}")
-    raise ConfigError(f"{key}: out of range, one trial asks for {need:g} CPUs (bundles {pgf.bundles}) but the local Ray "
-                      f"has {have:g} ({'resources.num_cpus' if cpus else 'this machine'}); lower --cpus-per-trial, "
-                      "training.num_env_runners or resources.num_learners / num_cpus_per_learner, or attach to a "
-                      "cluster (--address)")
+    from spade_rllib.sweeps.sweep_spec import describe_trial, trial_combinations, trial_run_config  # noqa: PLC0415
+
+    for params in trial_combinations(spec):
+        cfg = trial_run_config(base, params, resolve=False)
+        try:
+            need = trial_cpus(cfg, args.cpus_per_trial)
+        except ConfigError as e:
+            raise ConfigError(f"{e} (the trial with {describe_trial(params)})" if params else str(e)) from e
+        have = float(cfg.resources.num_cpus or os.cpu_count() or 1)
+        if need <= have + 1e-9:
+            continue
+        r = cfg.resources
+        key = (f"--cpus-per-trial {args.cpus_per_trial:g}" if args.cpus_per_trial
+               else f"resources.num_learners = {r.num_learners}" if r.num_learners else
+               f"training.num_env_runners = {cfg.training.num_env_runners}")
+        which = f"the trial with {describe_trial(params)}" if params else "one trial"
+        raise ConfigError(f"{key}: out of range, {which} asks for {need:g} CPUs but the local Ray has {have:g} "
+                          f"({'resources.num_cpus' if cfg.resources.num_cpus else 'this machine'}); lower --cpus-per-trial, "
+                          "training.num_env_runners or resources.num_learners / num_cpus_per_learner, or attach to a "
+                          "cluster (--address)")
 
 
 def storage_root(args: argparse.Namespace, base: dict) -> str:
@@ -278,7 +294,8 @@ def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: 
     cfg = parse_config(base)
     cfg.experiment.name = spec.experiment_name
     cfg.experiment.storage_path = storage if "://" not in storage else cfg.experiment.storage_path
-    run_config = make_tune_run_config(cfg, callbacks=[SweepProgress(mode=spec.metric.mode)], verbose=0)
+    run_config = make_tune_run_config(cfg, callbacks=[SweepProgress(mode=spec.metric.mode)], verbose=0,
+                                      attached=bool(args.address or os.environ.get("RAY_ADDRESS")))
     run_config.storage_path = storage
     template = trial_template(spec, base, args, runinfo)
     tune_config = tune.TuneConfig(
@@ -314,11 +331,12 @@ def main(argv=None) -> int:
         from spade_rllib.preflight import check_storage_path  # noqa: PLC0415
 
         check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune
-        if args.dry_run:
-            print_plan(spec, base, trial_template(spec, base, args), storage)
-            return 0
+        template = trial_template(spec, base, args)  # every trial's combination of values is valid
         check_local_gpus(args, base)
-        check_local_trial_fits(args, spec, base)
+        check_local_trial_fits(args, spec, base)  # every trial fits this machine (also for --dry-run)
+        if args.dry_run:
+            print_plan(spec, base, template, storage)
+            return 0
     except ConfigError as e:
         return config_error(e, argv)
     if spec.smoke:  # a checkpoint every iteration makes Tune warn about frequent state snapshots

@@ -203,7 +203,7 @@ def _from_mapping(cls, d: Mapping[str, Any], prefix: str):
             raise unknown_key(f"{prefix}.{key}", names)
         if cls is CurriculumConfig and key in _SUB:
             value = value if isinstance(value, _SUB[key]) else _from_mapping(_SUB[key], {} if value is None else value, f"{prefix}.{key}")
-        elif key == "families" and value is not None:
+        elif key == "families" and isinstance(value, (str, list, tuple)):  # anything else: the validator names it
             value = (value,) if isinstance(value, str) else tuple(value)
         elif key in _PAIRS and isinstance(value, list):
             value = tuple(value)

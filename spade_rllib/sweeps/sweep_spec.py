@@ -42,7 +42,7 @@ from typing import Any, Optional
 import yaml
 
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config, read_yaml
-from spade_rllib.validation import check_number, did_you_mean, setting, validate_fields
+from spade_rllib.validation import check_number, config_path, did_you_mean, setting, validate_fields
 
 SWEEPS_DIR = Path(__file__).resolve().parent.parent.parent / "tune_configs" / "sweeps"
 """Where `--sweep NAME` looks for `NAME.yaml` (the repository's `tune_configs/sweeps/`)."""
@@ -453,13 +453,41 @@ def absolute_paths(raw: Any, cls: type = RunConfig) -> Any:
         if dataclasses.is_dataclass(tp):
             out[f.name] = absolute_paths(out[f.name], tp)
         elif f.metadata.get("path"):
-            fix = lambda v: str(Path(os.path.expanduser(v)).resolve()) if isinstance(v, str) and v else v  # noqa: E731
+            fix = lambda v: str(config_path(v).resolve()) if isinstance(v, str) and v else v  # noqa: E731 - shipped maps from any cwd
             out[f.name] = [fix(v) for v in out[f.name]] if isinstance(out[f.name], list) else fix(out[f.name])
     return out
 
 
+MAX_COMBINATIONS = 10_000
+"""Most trial combinations `trial_combinations` lists (a sweep plans at most as many trials)."""
+FULL_CHECK_COMBINATIONS = 64
+"""Up to this many combinations each gets the full check (maps, the env built); beyond it the schema and
+cross-field rules only (each value alone always gets the full check)."""
+
+
+def trial_combinations(spec: SweepSpec) -> list[dict]:
+    """Every combination of the values the trials can take: each grid/choice value of every `space` key
+    (and of the PBT `scheduler.mutations` keys not in the space), both ends of a range; at most
+    `MAX_COMBINATIONS`, in Tune's grid order."""
+    dists = dict(spec.space)
+    for key, dist in spec.mutations().items():
+        dists.setdefault(key, dist)
+    keys = list(dists)
+    out: list[dict] = [{}]
+    for key in keys:
+        out = [{**combo, key: value} for combo in out for value in dists[key].examples()][:MAX_COMBINATIONS]
+    return out
+
+
+def describe_trial(params: dict) -> str:
+    """`a.b=1, c.d=0.5`: a trial by its sampled values."""
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+
 def validate_against_base(spec: SweepSpec, base: dict) -> RunConfig:
-    """Parse the base config, then each space value in turn; ConfigError names the sweep key."""
+    """Parse the base config, then each space value in turn, then every combination the trials make
+    (`trial_combinations`: a combination can break a rule no value breaks alone, e.g. a batch size not
+    divisible by a number of learners); ConfigError names the sweep key or the trial."""
     try:
         cfg = parse_config(copy.deepcopy(base), source_path=spec.base)
     except ConfigError as e:
@@ -470,15 +498,23 @@ def validate_against_base(spec: SweepSpec, base: dict) -> RunConfig:
                 parse_config(_set_path(base, key, value))
             except ConfigError as e:
                 raise ConfigError(f"space.{key} = {value!r}: {e}") from e
+    combos = trial_combinations(spec)
+    if len(spec.space) + len(spec.mutations()) > 1:
+        full = len(combos) <= FULL_CHECK_COMBINATIONS
+        for params in combos:
+            try:
+                trial_run_config(base, params, resolve=full)
+            except ConfigError as e:
+                raise ConfigError(f"space: the trial with {describe_trial(params)} is invalid: {e}") from e
     return cfg
 
 
-def trial_run_config(base: dict, params: dict) -> RunConfig:
+def trial_run_config(base: dict, params: dict, resolve: bool = True) -> RunConfig:
     """The validated training config of one trial: base with the trial's sampled `params`."""
     raw = copy.deepcopy(base)
     for k, v in params.items():
         raw = _set_path(raw, k, v)
-    return parse_config(raw)
+    return parse_config(raw, resolve=resolve)
 
 
 def metric_candidates(spec: SweepSpec, cfg: RunConfig) -> list[str]:
