@@ -450,7 +450,7 @@ def evaluate(cfg: EvalConfig) -> dict:
 
 def print_exploitability(cfg: EvalConfig) -> int:
     """`--exploitability`: one line per checkpoint (main, members, league mixtures); exit 2 on a bad checkpoint."""
-    from spade_rllib.league_player import checkpoint_exploitability, exploitability_text  # noqa: PLC0415
+    from spade_rllib.exploitability_report import checkpoint_exploitability, exploitability_text  # noqa: PLC0415
 
     for path in [*cfg.checkpoints, *cfg.vs_checkpoints]:
         try:

@@ -13,8 +13,7 @@ How it plays:
 - Elsewhere (CaptureTheFlag, Connect Four, ...): one member drawn per game (`reset` / `new_game`), which
   then plays as asked (argmax or sampled). That is the same mixture in expectation.
 
-`checkpoint_exploitability` gives the exact exploitability of main, every member and each mixture of a
-checkpoint of an OpenSpiel game (`python -m spade_rllib.evaluate --exploitability`).
+`spade_rllib.exploitability_report` scores a checkpoint's main, members and mixtures exactly.
 
 Ray-free (torch through `spade_rllib.policy`).
 """
@@ -22,12 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from spade_rllib.checkpoint_layout import PolicyLoadError, league_state, resolve_checkpoint
-from spade_rllib.league.ids import MAIN, RANDOM, MemberId
+from spade_rllib.league.ids import MAIN, RANDOM
 from spade_rllib.league.mixture import MIXTURE_MODES, check_mode, mixture_weights
 from spade_rllib.outcome import MAIN as MAIN_MODULE
 
@@ -60,7 +59,7 @@ def checkpoint_league(checkpoint: str | Path):
     return league
 
 
-def _openspiel_game(env_id: Optional[str]) -> Optional[str]:
+def openspiel_game(env_id: Optional[str]) -> Optional[str]:
     from spade_rllib.games import find_game  # noqa: PLC0415
 
     spec = find_game(env_id) if env_id else None
@@ -115,7 +114,7 @@ class MixturePolicy:
         self._current = 0
         self.table: Optional[np.ndarray] = None  # [S, A] exact average strategy (OpenSpiel games)
         self._row_of: dict[bytes, int] = {}
-        game_name = _openspiel_game(env_id)
+        game_name = openspiel_game(env_id)
         if game_name is not None:
             from spade_rllib.games.exploitability import average_table, info_states, table_of  # noqa: PLC0415
 
@@ -178,58 +177,23 @@ class MixturePolicy:
                 + ", ".join(f"{m.member} {m.weight:.3f}" for m in self.members) + ")")
 
 
-def _member_policy(checkpoint: Path, member: MemberId, env_id: Optional[str]):
-    from spade_rllib.policy import load_policy  # noqa: PLC0415
-
-    if member == RANDOM:
-        return None
-    return load_policy(checkpoint, str(member), env_id=env_id)
+LoadFn = Callable[..., Any]
+"""`spade_rllib.policy.load_policy` (handed in: the loader calls this module, not the other way round)."""
 
 
-def load_league_policy(checkpoint: str | Path, mode: str, env_id: Optional[str] = None, seed: int = 0) -> MixturePolicy:
-    """The league of `checkpoint` as one player (`league:<mode>`); PolicyLoadError (one line) without a league."""
-    from spade_rllib.policy import infer_env_id, load_policy  # noqa: PLC0415
-
+def load_league_policy(checkpoint: str | Path, mode: str, load: LoadFn, env_id: Optional[str] = None,
+                       seed: int = 0) -> MixturePolicy:
+    """The league of `checkpoint` as one player (`league:<mode>`), its members loaded by `load(path, module_id,
+    env_id=)`; PolicyLoadError (one line) without a league."""
     check_mode(mode)
     info = resolve_checkpoint(checkpoint)
     league = checkpoint_league(info.path)
-    main = load_policy(info.path, MAIN_MODULE, env_id=env_id)
-    env_id = env_id or main.env_id or infer_env_id(main)
-    members = [Member(str(m), main if m == MAIN else _member_policy(info.path, m, env_id), w)
+    main = load(info.path, MAIN_MODULE, env_id=env_id)
+    env_id = env_id or main.env_id
+    members = [Member(str(m), main if m == MAIN else None if m == RANDOM else load(info.path, str(m), env_id=env_id), w)
                for m, w in mixture_weights(league, mode).items()]
     return MixturePolicy(mode, members, env_id, checkpoint=info.path, seed=seed)
 
 
-def checkpoint_exploitability(checkpoint: str | Path, env_id: Optional[str] = None,
-                              members: bool = True) -> dict[str, float]:
-    """Exact exploitability (NashConv / 2) of main, of every frozen member (`members`) and of each league
-    mixture (`league:<mode>`, when the checkpoint has a league) of a checkpoint of an OpenSpiel game."""
-    from spade_rllib.games.exploitability import exploitability, exploitability_of_table  # noqa: PLC0415
-    from spade_rllib.policy import league_member_states, load_policy  # noqa: PLC0415
-
-    info = resolve_checkpoint(checkpoint)
-    main = load_policy(info.path, MAIN_MODULE, env_id=env_id)
-    env_id = env_id or main.env_id
-    game_name = _openspiel_game(env_id)
-    if game_name is None:
-        raise PolicyLoadError(f"exact exploitability needs an OpenSpiel game of the catalog (kuhn_poker, leduc_poker, "
-                              f"openspiel:<name>); {info.path} was trained on {env_id!r}")
-    out = {MAIN_MODULE: exploitability(policy_fn(main), game_name).exploitability}
-    if members:
-        for member in league_member_states(info, ids_only=True):
-            policy = load_policy(info.path, member, env_id=env_id)
-            out[member] = exploitability(policy_fn(policy), game_name).exploitability
-    if league_state(info) is not None:
-        for mode in MIXTURE_MODES:
-            mixture = load_league_policy(info.path, mode, env_id=env_id)
-            out[mixture.module_id] = exploitability_of_table(game_name, mixture.table).exploitability
-    return out
-
-
-def exploitability_text(values: dict[str, float]) -> str:
-    """One line: "exact exploitability (NashConv/2): main 0.123, league:uniform 0.045, ..."."""
-    return "exact exploitability (NashConv/2): " + ", ".join(f"{k} {v:.4f}" for k, v in values.items())
-
-
-__all__ = ["LEAGUE_MODULE_IDS", "exploitability_text", "LEAGUE_MODULE_PREFIX", "Member", "MixturePolicy", "checkpoint_exploitability",
-           "checkpoint_league", "league_mode", "load_league_policy", "policy_fn"]
+__all__ = ["LEAGUE_MODULE_IDS", "LEAGUE_MODULE_PREFIX", "Member", "MixturePolicy", "checkpoint_league", "league_mode",
+           "load_league_policy", "openspiel_game", "policy_fn"]

@@ -529,7 +529,7 @@ def load_policy(
 
     mode = league_mode(module_id)
     if mode is not None:  # "league:uniform|plan|nash": the league's mixture (a MixturePolicy)
-        return load_league_policy(info.path, mode, env_id=env_id)
+        return load_league_policy(info.path, mode, load_policy, env_id=env_id)
     if module_id not in info.all_ids:
         raise _unknown_module_error(module_id, info)
     module = load_module(info, module_id)

@@ -607,7 +607,7 @@ def exploitability_lines(cfg: RunConfig, ckpt: str, last: dict) -> list[str]:
     if spec is None or spec.openspiel_game is None:
         return []
     try:
-        from spade_rllib.league_player import checkpoint_exploitability, exploitability_text  # noqa: PLC0415
+        from spade_rllib.exploitability_report import checkpoint_exploitability, exploitability_text  # noqa: PLC0415
 
         values = checkpoint_exploitability(ckpt, cfg.env.id, members=False)
     except Exception as e:  # noqa: BLE001 - the summary must still print

@@ -65,6 +65,7 @@ from spade_rllib.rllib.components import (
 )
 from spade_rllib.games.adapter import game_factory_for
 from spade_rllib.rllib.health import check_losses, check_weights, trained_now
+from spade_rllib.rllib.model_config import model_config_for  # noqa: F401 - re-exported (prelaunch, tests)
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
 from spade_rllib.rllib.runner import SpadeEnvRunner
@@ -158,25 +159,6 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
     if close:
         close()
     return info
-
-
-def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> dict:
-    m = cfg.agent.model
-    out = {"kind": m.kind, "hidden": list(m.hidden), "activation": m.activation, "vf_share_layers": m.vf_share_layers,
-           "mask_size": info.module_shape(module_id)[1]}
-    if m.kind == "cnn":
-        out["window_shape"] = list(info.window_shape)
-        out["cnn_channels"] = list(m.cnn_channels)
-    if m.map_channels and info.map_shape:  # the memory map gets convolutions of its own
-        out.update(map_shape=list(info.map_shape), map_channels=list(m.map_channels))
-    if m.train_bf16:
-        out["train_bf16"] = True
-    if info.action_space is not None and not hasattr(info.action_space, "n"):  # Box: a Gaussian head
-        out["log_std_init"] = float(m.log_std_init)
-    if m.use_lstm:
-        out.update(use_lstm=True, lstm_cell_size=m.lstm_cell_size, max_seq_len=m.max_seq_len,
-                   lstm_use_prev_action=m.lstm_use_prev_action, lstm_use_prev_reward=m.lstm_use_prev_reward)
-    return out
 
 
 def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore_from: Optional[str] = None) -> PPOConfig:

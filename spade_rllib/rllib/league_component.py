@@ -22,7 +22,9 @@
    restart, restore) sends every slot. The per-episode draw on the runners is
    `OpponentPlan.pick(key)`, a pure function of the plan's seed and the episode key; main's seat
    alternates between consecutive episodes of an env copy, so it plays both seats equally.
-4. **Metrics.** `League.metrics()` (size, main's rating and win rates, ratings and games per
+4. **The league for later components.** `update` puts the `League` into `ctx.extra[LEAGUE_CONTEXT_KEY]`: the
+   exploitability component (OpenSpiel games) scores its mixtures and writes the exact meta-game into it.
+5. **Metrics.** `League.metrics()` (size, main's rating and win rates, ratings and games per
    member) plus this iteration's matchup counts (`league/matchups/<member>`), planned opponent
    probabilities (`league/plan/<member>`), snapshot/eviction events and `league/slot_loads`
    (slot weights sent to the runners this session: the bandwidth the league costs).
