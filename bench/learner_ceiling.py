@@ -206,6 +206,18 @@ def bare_update(module, batch: dict, *, epochs: int, minibatch_size: int, lr: fl
     return update, rows
 
 
+def bare_ceiling(algo, cfg, seconds: float) -> float:
+    """Env steps/s of the bare torch loop on one batch sampled by `algo`'s local runner, with `algo`'s module (for
+    bench/shipped_speed.py's rows)."""
+    a = cfg.agent
+    episodes = sample_batch(algo)
+    learner = learner_of(algo.learner_group)
+    batch = train_batch(learner.module, episodes, a.gamma, a.lambda_)
+    fn, _ = bare_update(learner.module["main"], batch, epochs=a.epochs, minibatch_size=a.minibatch_size, lr=a.lr,
+                        clip=a.clip, vf_clip=a.vf_clip, vf_coeff=a.vf_coeff, entropy=a.entropy, grad_clip=a.grad_clip)
+    return time_calls(fn, seconds) * a.train_batch_size
+
+
 # ---------------------------------------------------------------------------- the profile
 def install_learner_timers(t: SelfTimers) -> None:
     """Exclusive timers on the learner path of one update (classes patched in this process)."""
@@ -283,8 +295,6 @@ def measure_row(name: str, args) -> dict:
     algo = build_algo_config(cfg).build_algo()
     try:
         episodes = sample_batch(algo)
-        env_steps = sum(len(e) for e in episodes)  # agent rows of every trained module
-        env_steps = int(algo.config.total_train_batch_size) if env_steps >= algo.config.total_train_batch_size else env_steps
         torch.set_num_threads(threads)
         group, kw = algo.learner_group, update_kwargs(algo.config)
         learner = learner_of(group)
