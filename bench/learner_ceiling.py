@@ -26,7 +26,9 @@ For each row, in this process, one local learner (`training.num_env_runners=0`, 
                    building (value pass, GAE, packing/padding), forward, loss, backward, optimizer (grad clip, Adam
                    step), metrics/logging, data movement (MultiAgentBatch/SampleBatch building, minibatch slicing,
                    shuffling, numpy <-> torch) and the update loop's own Python.
-Rates are env steps of the batch per second (rows trained per update are printed for both loops: equal work).
+The three loops are timed in turns (product, bare, stock, product, ...; median time per update), so load that
+drifts during the run falls on all of them alike. Rates are env steps of the batch per second (rows trained per
+update are printed for both loops: equal work).
 `--threads 0` uses the config's `training.torch_threads` (as SpadePPO sets it). The load average is recorded at start
 and end: compare rates only within one run. The last line is one JSON object.
 """
@@ -40,6 +42,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -122,14 +126,19 @@ def rows_trained(result: dict) -> int:
     return int(value or 0)
 
 
-def time_calls(fn, seconds: float, min_calls: int = 3) -> float:
-    """Calls per second of fn() over `seconds` (at least `min_calls`), after one warm-up call."""
-    fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds or n < min_calls:
+def interleaved(loops: dict, seconds: float) -> dict:
+    """Median seconds per call of each loop, called in turn (one of each per round, after a warm-up round) for
+    about `seconds` per loop: load that drifts during the run falls on every loop alike, so their ratios hold."""
+    times: dict = {name: [] for name in loops}
+    for fn in loops.values():
         fn()
-        n += 1
-    return n / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds * len(loops) or min(len(v) for v in times.values()) < 3:
+        for name, fn in loops.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(v)) for name, v in times.items()}
 
 
 def learner_of(group):
@@ -206,16 +215,19 @@ def bare_update(module, batch: dict, *, epochs: int, minibatch_size: int, lr: fl
     return update, rows
 
 
-def bare_ceiling(algo, cfg, seconds: float) -> float:
-    """Env steps/s of the bare torch loop on one batch sampled by `algo`'s local runner, with `algo`'s module (for
+def bare_ceiling(algo, cfg, seconds: float) -> tuple[float, float]:
+    """(learner, bare torch) env steps/s on one batch sampled by `algo`'s local runner, timed in turns
+    (`interleaved`): `algo`'s own learner update and the bare loop over a copy of its module (for
     bench/shipped_speed.py's rows)."""
     a = cfg.agent
     episodes = sample_batch(algo)
-    learner = learner_of(algo.learner_group)
+    group, kw = algo.learner_group, update_kwargs(algo.config)
+    learner = learner_of(group)
     batch = train_batch(learner.module, episodes, a.gamma, a.lambda_)
     fn, _ = bare_update(learner.module["main"], batch, epochs=a.epochs, minibatch_size=a.minibatch_size, lr=a.lr,
                         clip=a.clip, vf_clip=a.vf_clip, vf_coeff=a.vf_coeff, entropy=a.entropy, grad_clip=a.grad_clip)
-    return time_calls(fn, seconds) * a.train_batch_size
+    per_call = interleaved({"learner": lambda: group.update(episodes=episodes, **kw), "bare": fn}, seconds)
+    return a.train_batch_size / per_call["learner"], a.train_batch_size / per_call["bare"]
 
 
 # ---------------------------------------------------------------------------- the profile
@@ -299,16 +311,23 @@ def measure_row(name: str, args) -> dict:
         group, kw = algo.learner_group, update_kwargs(algo.config)
         learner = learner_of(group)
         product_rows = rows_trained(group.update(episodes=episodes, **kw))
-        product_ups = time_calls(lambda: group.update(episodes=episodes, **kw), args.seconds)
         module = learner.module["main"]
         batch = train_batch(learner.module, episodes, a.gamma, a.lambda_)
         bare_fn, bare_rows = bare_update(module, batch, epochs=a.epochs, minibatch_size=a.minibatch_size, lr=a.lr,
                                          clip=a.clip, vf_clip=a.vf_clip, vf_coeff=a.vf_coeff, entropy=a.entropy,
                                          grad_clip=a.grad_clip)
-        bare_ups = time_calls(bare_fn, args.seconds)
-        stock_ups = math.nan
-        if not args.skip_stock:
-            stock_ups = stock_learner_rate(algo, cfg, episodes, args.seconds)
+        loops = {"product": lambda: group.update(episodes=episodes, **kw), "bare": bare_fn}
+        stock_group = None if args.skip_stock else stock_learner_group(algo)
+        if stock_group is not None:
+            stock_kw = update_kwargs(stock_group._learner.config)  # noqa: SLF001 - the local learner's config
+            loops["stock"] = lambda: stock_group.update(episodes=episodes, **stock_kw)
+        try:
+            per_call = interleaved(loops, args.seconds)
+        finally:
+            if stock_group is not None:
+                stock_group.shutdown()
+        product_ups, bare_ups = 1.0 / per_call["product"], 1.0 / per_call["bare"]
+        stock_ups = 1.0 / per_call["stock"] if "stock" in per_call else math.nan
         prof = profile_update(group, episodes, kw, args.profile_updates)  # last: its timers stay on the classes
         learner_cls = type(learner).__name__
     finally:
@@ -330,19 +349,15 @@ def measure_row(name: str, args) -> dict:
     return row
 
 
-def stock_learner_rate(algo, cfg, episodes: list, seconds: float) -> float:
-    """Updates/s of RLlib's stock PPOTorchLearner on the same batch: a learner group built from the same algorithm
-    config with the stock learner class, the same module weights and the same connector."""
+def stock_learner_group(algo):
+    """A local LearnerGroup with RLlib's stock PPOTorchLearner, built from the same algorithm config (same module
+    spec, connector, optimizer settings) and holding the same weights."""
     from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 
     config = algo.config.copy(copy_frozen=False).learners(learner_class=PPOTorchLearner)
     group = config.build_learner_group(env=None, spaces=None, rl_module_spec=config.get_multi_rl_module_spec())
-    try:
-        group.set_weights(algo.learner_group.get_weights())
-        kw = update_kwargs(config)
-        return time_calls(lambda: group.update(episodes=episodes, **kw), seconds)
-    finally:
-        group.shutdown()
+    group.set_weights(algo.learner_group.get_weights())
+    return group
 
 
 def _model_text(cfg) -> str:
