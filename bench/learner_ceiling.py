@@ -21,8 +21,11 @@ For each row, in this process, one local learner (`training.num_env_runners=0`, 
                    clipped surrogate + clipped value loss + entropy (masked mean on LSTM padding), backward,
                    global-norm clip, Adam. Its input is the connector's train batch (built once, outside the timing):
                    the physical limit of this machine for this math;
-  ratio            product / bare (the issue's target: >= 0.8), stock_ratio stock_learner / bare;
-  profile          one real update (`--profile-updates` of them, averaged) split by exclusive timers into batch
+  ratio            product / bare (the issue's target: >= 0.8), stock_ratio stock_learner / bare; ratio_cpu and
+                   stock_ratio_cpu the same from CPU seconds per update (this process), which a loaded machine
+                   disturbs less than wall time;
+  profile          one real update of the product's learner and of the stock one (`--profile-updates` of each,
+                   averaged) split by exclusive timers into batch
                    building (value pass, GAE, packing/padding), forward, loss, backward, optimizer (grad clip, Adam
                    step), metrics/logging, data movement (MultiAgentBatch/SampleBatch building, minibatch slicing,
                    shuffling, numpy <-> torch) and the update loop's own Python.
@@ -126,19 +129,26 @@ def rows_trained(result: dict) -> int:
     return int(value or 0)
 
 
-def interleaved(loops: dict, seconds: float) -> dict:
+def interleaved(loops: dict, seconds: float, cpu: bool = False) -> dict:
     """Median seconds per call of each loop, called in turn (one of each per round, after a warm-up round) for
-    about `seconds` per loop: load that drifts during the run falls on every loop alike, so their ratios hold."""
+    about `seconds` per loop: load that drifts during the run falls on every loop alike, so their ratios hold.
+    `cpu`: also this process's CPU seconds per call (`time.process_time`), under "<name>_cpu": on a loaded
+    machine the work a loop does, apart from the time it waits for a core."""
     times: dict = {name: [] for name in loops}
+    cpu_times: dict = {name: [] for name in loops}
     for fn in loops.values():
         fn()
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds * len(loops) or min(len(v) for v in times.values()) < 3:
         for name, fn in loops.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(v)) for name, v in times.items()}
+            cpu_times[name].append(time.process_time() - start_cpu)
+    out = {name: float(np.median(v)) for name, v in times.items()}
+    if cpu:
+        out.update({f"{name}_cpu": float(np.median(v)) for name, v in cpu_times.items()})
+    return out
 
 
 def learner_of(group):
@@ -321,14 +331,17 @@ def measure_row(name: str, args) -> dict:
         if stock_group is not None:
             stock_kw = update_kwargs(stock_group._learner.config)  # noqa: SLF001 - the local learner's config
             loops["stock"] = lambda: stock_group.update(episodes=episodes, **stock_kw)
+        stock_prof = None
         try:
-            per_call = interleaved(loops, args.seconds)
+            per_call = interleaved(loops, args.seconds, cpu=True)
+            prof = profile_update(group, episodes, kw, args.profile_updates)  # last: its timers stay on the classes
+            if stock_group is not None:
+                stock_prof = profile_update(stock_group, episodes, stock_kw, args.profile_updates)
         finally:
             if stock_group is not None:
                 stock_group.shutdown()
         product_ups, bare_ups = 1.0 / per_call["product"], 1.0 / per_call["bare"]
         stock_ups = 1.0 / per_call["stock"] if "stock" in per_call else math.nan
-        prof = profile_update(group, episodes, kw, args.profile_updates)  # last: its timers stay on the classes
         learner_cls = type(learner).__name__
     finally:
         algo.stop()
@@ -343,8 +356,16 @@ def measure_row(name: str, args) -> dict:
         "update_s": round(1.0 / product_ups, 4), "bare_update_s": round(1.0 / bare_ups, 4),
         "profile_wall_s": round(prof["wall_s"], 4),
         "profile_s": {k: round(v, 4) for k, v in sorted(prof["phase_s"].items(), key=lambda kv: -kv[1])},
+        "stock_profile_wall_s": None if stock_prof is None else round(stock_prof["wall_s"], 4),
+        "stock_profile_s": None if stock_prof is None else {k: round(v, 4) for k, v in stock_prof["phase_s"].items()},
     }
     row["ratio"] = round(row["product_sps"] / row["bare_sps"], 3)
+    row["update_cpu_s"] = round(per_call["product_cpu"], 4)
+    row["bare_update_cpu_s"] = round(per_call["bare_cpu"], 4)
+    row["ratio_cpu"] = round(per_call["bare_cpu"] / per_call["product_cpu"], 3)  # bare CPU s / product CPU s
+    if "stock_cpu" in per_call:
+        row["stock_update_cpu_s"] = round(per_call["stock_cpu"], 4)
+        row["stock_ratio_cpu"] = round(per_call["bare_cpu"] / per_call["stock_cpu"], 3)
     row["stock_ratio"] = None if row["stock_learner_sps"] is None else round(row["stock_learner_sps"] / row["bare_sps"], 3)
     return row
 
@@ -376,11 +397,19 @@ def print_row(name: str, row: dict) -> None:
           f"{row['product_rows_per_update']:,} rows trained) | bare torch {row['bare_sps']:9,.0f} "
           f"({1000 * row['bare_update_s']:.0f} ms, {row['bare_rows_per_update']:,} rows) | ratio {row['ratio']:.3f}{stock}",
           flush=True)
-    wall = row["profile_wall_s"]
-    print(f"  one real update, {1000 * wall:.0f} ms (timers on):")
-    print(f"  {'phase':<56} {'ms':>7} {'share':>6}")
-    for k, v in row["profile_s"].items():
-        print(f"  {k:<56} {1000 * v:7.1f} {100 * v / wall:5.1f}%")
+    stock_cpu = (f", stock {1000 * row['stock_update_cpu_s']:.0f} ms ({row['stock_ratio_cpu']:.2f})"
+                 if "stock_update_cpu_s" in row else "")
+    print(f"  CPU time per update: product {1000 * row['update_cpu_s']:.0f} ms, bare {1000 * row['bare_update_cpu_s']:.0f} ms "
+          f"(ratio {row['ratio_cpu']:.3f}){stock_cpu}", flush=True)
+    wall, stock = row["profile_wall_s"], row.get("stock_profile_s") or {}
+    stock_wall = row.get("stock_profile_wall_s")
+    head = f" | stock PPOTorchLearner, {1000 * stock_wall:.0f} ms" if stock else ""
+    print(f"  one real update, {1000 * wall:.0f} ms (timers on){head}:")
+    print(f"  {'phase':<56} {'ms':>7} {'share':>6}" + (f" {'stock ms':>9} {'share':>6}" if stock else ""))
+    for k in [*row["profile_s"], *[k for k in stock if k not in row["profile_s"]]]:
+        v = row["profile_s"].get(k, 0.0)
+        extra = f" {1000 * stock.get(k, 0.0):9.1f} {100 * stock.get(k, 0.0) / stock_wall:5.1f}%" if stock else ""
+        print(f"  {k:<56} {1000 * v:7.1f} {100 * v / wall:5.1f}%{extra}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -400,6 +429,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         ray.shutdown()
     out.update(target_ratio=0.8, target_met=all(r["ratio"] >= 0.8 for r in out["rows"].values()),
+               target_met_cpu=all(r["ratio_cpu"] >= 0.8 for r in out["rows"].values()),
                cpus=os.cpu_count(), torch_version=torch.__version__, load_avg_1m_start=round(load_start, 2),
                load_avg_1m_end=round(os.getloadavg()[0], 2))
     print(json.dumps(out))
