@@ -21,12 +21,17 @@ For each row, in this process, one local learner (`training.num_env_runners=0`, 
                    clipped surrogate + clipped value loss + entropy (masked mean on LSTM padding), backward,
                    global-norm clip, Adam. Its input is the connector's train batch (built once, outside the timing):
                    the physical limit of this machine for this math;
-  ratio            product / bare (the issue's target: >= 0.8), stock_ratio stock_learner / bare;
-  profile          one real update (`--profile-updates` of them, averaged) split by exclusive timers into batch
+  ratio            product / bare (the issue's target: >= 0.8), stock_ratio stock_learner / bare; ratio_cpu and
+                   stock_ratio_cpu the same from CPU seconds per update (this process), which a loaded machine
+                   disturbs less than wall time;
+  profile          one real update of the product's learner and of the stock one (`--profile-updates` of each,
+                   averaged) split by exclusive timers into batch
                    building (value pass, GAE, packing/padding), forward, loss, backward, optimizer (grad clip, Adam
                    step), metrics/logging, data movement (MultiAgentBatch/SampleBatch building, minibatch slicing,
                    shuffling, numpy <-> torch) and the update loop's own Python.
-Rates are env steps of the batch per second (rows trained per update are printed for both loops: equal work).
+The three loops are timed in turns (product, bare, stock, product, ...; median time per update), so load that
+drifts during the run falls on all of them alike. Rates are env steps of the batch per second (rows trained per
+update are printed for both loops: equal work).
 `--threads 0` uses the config's `training.torch_threads` (as SpadePPO sets it). The load average is recorded at start
 and end: compare rates only within one run. The last line is one JSON object.
 """
@@ -40,6 +45,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -122,14 +129,26 @@ def rows_trained(result: dict) -> int:
     return int(value or 0)
 
 
-def time_calls(fn, seconds: float, min_calls: int = 3) -> float:
-    """Calls per second of fn() over `seconds` (at least `min_calls`), after one warm-up call."""
-    fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds or n < min_calls:
+def interleaved(loops: dict, seconds: float, cpu: bool = False) -> dict:
+    """Median seconds per call of each loop, called in turn (one of each per round, after a warm-up round) for
+    about `seconds` per loop: load that drifts during the run falls on every loop alike, so their ratios hold.
+    `cpu`: also this process's CPU seconds per call (`time.process_time`), under "<name>_cpu": on a loaded
+    machine the work a loop does, apart from the time it waits for a core."""
+    times: dict = {name: [] for name in loops}
+    cpu_times: dict = {name: [] for name in loops}
+    for fn in loops.values():
         fn()
-        n += 1
-    return n / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds * len(loops) or min(len(v) for v in times.values()) < 3:
+        for name, fn in loops.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            times[name].append(time.perf_counter() - start)
+            cpu_times[name].append(time.process_time() - start_cpu)
+    out = {name: float(np.median(v)) for name, v in times.items()}
+    if cpu:
+        out.update({f"{name}_cpu": float(np.median(v)) for name, v in cpu_times.items()})
+    return out
 
 
 def learner_of(group):
@@ -204,6 +223,21 @@ def bare_update(module, batch: dict, *, epochs: int, minibatch_size: int, lr: fl
 
     rows = epochs * (int(batch[Columns.SEQ_LENS].sum()) if seq else n)
     return update, rows
+
+
+def bare_ceiling(algo, cfg, seconds: float) -> tuple[float, float]:
+    """(learner, bare torch) env steps/s on one batch sampled by `algo`'s local runner, timed in turns
+    (`interleaved`): `algo`'s own learner update and the bare loop over a copy of its module (for
+    bench/shipped_speed.py's rows)."""
+    a = cfg.agent
+    episodes = sample_batch(algo)
+    group, kw = algo.learner_group, update_kwargs(algo.config)
+    learner = learner_of(group)
+    batch = train_batch(learner.module, episodes, a.gamma, a.lambda_)
+    fn, _ = bare_update(learner.module["main"], batch, epochs=a.epochs, minibatch_size=a.minibatch_size, lr=a.lr,
+                        clip=a.clip, vf_clip=a.vf_clip, vf_coeff=a.vf_coeff, entropy=a.entropy, grad_clip=a.grad_clip)
+    per_call = interleaved({"learner": lambda: group.update(episodes=episodes, **kw), "bare": fn}, seconds)
+    return a.train_batch_size / per_call["learner"], a.train_batch_size / per_call["bare"]
 
 
 # ---------------------------------------------------------------------------- the profile
@@ -283,23 +317,31 @@ def measure_row(name: str, args) -> dict:
     algo = build_algo_config(cfg).build_algo()
     try:
         episodes = sample_batch(algo)
-        env_steps = sum(len(e) for e in episodes)  # agent rows of every trained module
-        env_steps = int(algo.config.total_train_batch_size) if env_steps >= algo.config.total_train_batch_size else env_steps
         torch.set_num_threads(threads)
         group, kw = algo.learner_group, update_kwargs(algo.config)
         learner = learner_of(group)
         product_rows = rows_trained(group.update(episodes=episodes, **kw))
-        product_ups = time_calls(lambda: group.update(episodes=episodes, **kw), args.seconds)
         module = learner.module["main"]
         batch = train_batch(learner.module, episodes, a.gamma, a.lambda_)
         bare_fn, bare_rows = bare_update(module, batch, epochs=a.epochs, minibatch_size=a.minibatch_size, lr=a.lr,
                                          clip=a.clip, vf_clip=a.vf_clip, vf_coeff=a.vf_coeff, entropy=a.entropy,
                                          grad_clip=a.grad_clip)
-        bare_ups = time_calls(bare_fn, args.seconds)
-        stock_ups = math.nan
-        if not args.skip_stock:
-            stock_ups = stock_learner_rate(algo, cfg, episodes, args.seconds)
-        prof = profile_update(group, episodes, kw, args.profile_updates)  # last: its timers stay on the classes
+        loops = {"product": lambda: group.update(episodes=episodes, **kw), "bare": bare_fn}
+        stock_group = None if args.skip_stock else stock_learner_group(algo)
+        if stock_group is not None:
+            stock_kw = update_kwargs(stock_group._learner.config)  # noqa: SLF001 - the local learner's config
+            loops["stock"] = lambda: stock_group.update(episodes=episodes, **stock_kw)
+        stock_prof = None
+        try:
+            per_call = interleaved(loops, args.seconds, cpu=True)
+            prof = profile_update(group, episodes, kw, args.profile_updates)  # last: its timers stay on the classes
+            if stock_group is not None:
+                stock_prof = profile_update(stock_group, episodes, stock_kw, args.profile_updates)
+        finally:
+            if stock_group is not None:
+                stock_group.shutdown()
+        product_ups, bare_ups = 1.0 / per_call["product"], 1.0 / per_call["bare"]
+        stock_ups = 1.0 / per_call["stock"] if "stock" in per_call else math.nan
         learner_cls = type(learner).__name__
     finally:
         algo.stop()
@@ -314,25 +356,29 @@ def measure_row(name: str, args) -> dict:
         "update_s": round(1.0 / product_ups, 4), "bare_update_s": round(1.0 / bare_ups, 4),
         "profile_wall_s": round(prof["wall_s"], 4),
         "profile_s": {k: round(v, 4) for k, v in sorted(prof["phase_s"].items(), key=lambda kv: -kv[1])},
+        "stock_profile_wall_s": None if stock_prof is None else round(stock_prof["wall_s"], 4),
+        "stock_profile_s": None if stock_prof is None else {k: round(v, 4) for k, v in stock_prof["phase_s"].items()},
     }
     row["ratio"] = round(row["product_sps"] / row["bare_sps"], 3)
+    row["update_cpu_s"] = round(per_call["product_cpu"], 4)
+    row["bare_update_cpu_s"] = round(per_call["bare_cpu"], 4)
+    row["ratio_cpu"] = round(per_call["bare_cpu"] / per_call["product_cpu"], 3)  # bare CPU s / product CPU s
+    if "stock_cpu" in per_call:
+        row["stock_update_cpu_s"] = round(per_call["stock_cpu"], 4)
+        row["stock_ratio_cpu"] = round(per_call["bare_cpu"] / per_call["stock_cpu"], 3)
     row["stock_ratio"] = None if row["stock_learner_sps"] is None else round(row["stock_learner_sps"] / row["bare_sps"], 3)
     return row
 
 
-def stock_learner_rate(algo, cfg, episodes: list, seconds: float) -> float:
-    """Updates/s of RLlib's stock PPOTorchLearner on the same batch: a learner group built from the same algorithm
-    config with the stock learner class, the same module weights and the same connector."""
+def stock_learner_group(algo):
+    """A local LearnerGroup with RLlib's stock PPOTorchLearner, built from the same algorithm config (same module
+    spec, connector, optimizer settings) and holding the same weights."""
     from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 
     config = algo.config.copy(copy_frozen=False).learners(learner_class=PPOTorchLearner)
     group = config.build_learner_group(env=None, spaces=None, rl_module_spec=config.get_multi_rl_module_spec())
-    try:
-        group.set_weights(algo.learner_group.get_weights())
-        kw = update_kwargs(config)
-        return time_calls(lambda: group.update(episodes=episodes, **kw), seconds)
-    finally:
-        group.shutdown()
+    group.set_weights(algo.learner_group.get_weights())
+    return group
 
 
 def _model_text(cfg) -> str:
@@ -351,11 +397,19 @@ def print_row(name: str, row: dict) -> None:
           f"{row['product_rows_per_update']:,} rows trained) | bare torch {row['bare_sps']:9,.0f} "
           f"({1000 * row['bare_update_s']:.0f} ms, {row['bare_rows_per_update']:,} rows) | ratio {row['ratio']:.3f}{stock}",
           flush=True)
-    wall = row["profile_wall_s"]
-    print(f"  one real update, {1000 * wall:.0f} ms (timers on):")
-    print(f"  {'phase':<56} {'ms':>7} {'share':>6}")
-    for k, v in row["profile_s"].items():
-        print(f"  {k:<56} {1000 * v:7.1f} {100 * v / wall:5.1f}%")
+    stock_cpu = (f", stock {1000 * row['stock_update_cpu_s']:.0f} ms ({row['stock_ratio_cpu']:.2f})"
+                 if "stock_update_cpu_s" in row else "")
+    print(f"  CPU time per update: product {1000 * row['update_cpu_s']:.0f} ms, bare {1000 * row['bare_update_cpu_s']:.0f} ms "
+          f"(ratio {row['ratio_cpu']:.3f}){stock_cpu}", flush=True)
+    wall, stock = row["profile_wall_s"], row.get("stock_profile_s") or {}
+    stock_wall = row.get("stock_profile_wall_s")
+    head = f" | stock PPOTorchLearner, {1000 * stock_wall:.0f} ms" if stock else ""
+    print(f"  one real update, {1000 * wall:.0f} ms (timers on){head}:")
+    print(f"  {'phase':<56} {'ms':>7} {'share':>6}" + (f" {'stock ms':>9} {'share':>6}" if stock else ""))
+    for k in [*row["profile_s"], *[k for k in stock if k not in row["profile_s"]]]:
+        v = row["profile_s"].get(k, 0.0)
+        extra = f" {1000 * stock.get(k, 0.0):9.1f} {100 * stock.get(k, 0.0) / stock_wall:5.1f}%" if stock else ""
+        print(f"  {k:<56} {1000 * v:7.1f} {100 * v / wall:5.1f}%{extra}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -375,6 +429,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         ray.shutdown()
     out.update(target_ratio=0.8, target_met=all(r["ratio"] >= 0.8 for r in out["rows"].values()),
+               target_met_cpu=all(r["ratio_cpu"] >= 0.8 for r in out["rows"].values()),
                cpus=os.cpu_count(), torch_version=torch.__version__, load_avg_1m_start=round(load_start, 2),
                load_avg_1m_end=round(os.getloadavg()[0], 2))
     print(json.dumps(out))

@@ -20,9 +20,14 @@ The baselines, in the same run:
                    of the quickstart's 7-11), curriculum and periodic evaluation off, through the same command;
   learner_ceiling  that config's learner alone (`learner_group.update` on one sampled batch, every epoch
                    and minibatch), in env steps/s, measured in this process;
+  learner_over_bare  the learner's update / a bare torch PPO loop on the same module, batch, epochs and minibatches,
+                   timed in turns (bench/learner_ceiling.py); bare_torch_ceiling_sps = learner_ceiling / that;
   stock_equal      stock RLlib PPO configured like the fixed row (bench/train_speed.py's stock row: the stock
                    multi-agent runner over the same game, same batch, epochs, model), in this process
                    (`--stock-seconds 0` skips it).
+`--variant KEY=VALUE` (repeatable): each config again with that override, right after its row (`variants`).
+`--stock-learner`: each training row again right after it with RLlib's stock PPO learner
+(`training.lean_learner=false`): `<row>.stock_learner` and `speedup_over_stock_learner` (before/after, one run).
 Ratios per config: over_fixed = sps / fixed sps (overhead of its own settings), over_learner = sps /
 learner_ceiling; fixed_over_learner = fixed sps / learner_ceiling. The machine's load average is recorded at
 start and end: timed rows mean something only on a quiet machine. The last line is one JSON object.
@@ -115,12 +120,14 @@ def run_config(name: str, seconds: float, out_dir: Path, extra: tuple = (), labe
     return out
 
 
-def in_process(name: str, overrides: tuple, seconds: float, stock_seconds: float = 0.0) -> tuple[float, float]:
-    """(learner ceiling, stock RLlib's train env steps/s) of that config, measured in this process: its learner
-    alone (bench/train_speed.py's `learner_only`), and stock RLlib PPO configured like it (`stock(equal=True)`;
-    NaN when `stock_seconds` is 0)."""
+def in_process(name: str, overrides: tuple, seconds: float, stock_seconds: float = 0.0) -> tuple[float, float, float]:
+    """(learner ceiling, learner / bare torch, stock RLlib's train env steps/s) of that config, measured in this
+    process: its learner alone (bench/train_speed.py's `learner_only`), its learner against a bare torch PPO loop on
+    the same module and batch timed in turns (bench/learner_ceiling.py's `bare_ceiling`), and stock RLlib PPO
+    configured like it (`stock(equal=True)`; NaN when `stock_seconds` is 0)."""
     import ray
 
+    from bench.learner_ceiling import bare_ceiling
     from bench.train_speed import _set_learner_threads, learner_only, stock
     from spade_rllib.config import load_config
     from spade_rllib.rllib.algorithm import build_algo_config
@@ -132,28 +139,41 @@ def in_process(name: str, overrides: tuple, seconds: float, stock_seconds: float
         algo = build_algo_config(cfg).build_algo()
         try:
             ceiling = learner_only(algo, cfg, seconds)
+            learner, bare = bare_ceiling(algo, cfg, seconds)
         finally:
             algo.stop()
         stock_sps = stock(cfg, stock_seconds, equal=True)["train_sps"] if stock_seconds > 0 else math.nan
-        return ceiling, stock_sps
+        return ceiling, learner / bare, stock_sps
     finally:
         ray.shutdown()
 
 
-def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10.0, stock_seconds: float = 20.0) -> dict:
+def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10.0, stock_seconds: float = 20.0,
+                 stock_learner: bool = False, variants: tuple = ()) -> dict:
     """Every row and ratio of this bench (see the module docstring). Bad durations (NaN included) exit with
-    one line before anything runs."""
+    one line before anything runs. `stock_learner`: every training row again with RLlib's stock PPO learner
+    (`training.lean_learner=false`), right after its own row, as `<row>_stock_learner` (the before of a
+    before/after in one run; speedup = sps / that row's sps)."""
     check_seconds(seconds, stock_seconds)
     out: dict = {"configs": {}, "seconds": seconds, "load_avg_1m_start": round(os.getloadavg()[0], 2)}
+    stock_learner_set = ("training.lean_learner=false",)
     with tempfile.TemporaryDirectory(prefix="spade_shipped_") as tmp:
         tmp_path = Path(tmp)
         fixed = run_config("quickstart", seconds, tmp_path, extra=FIXED_OVERRIDES, label=FIXED)
         print(f"{'fixed (quickstart, 9x9)':<26} {fixed['sps']:9,.0f} env steps/s | {_phase_line(fixed)}", flush=True)
-        ceiling, stock_sps = in_process("quickstart", FIXED_OVERRIDES, ceiling_seconds, stock_seconds)
-        print(f"{'learner ceiling':<26} {ceiling:9,.0f} env steps/s", flush=True)
+        if stock_learner:
+            base = run_config("quickstart", seconds, tmp_path, extra=(*FIXED_OVERRIDES, *stock_learner_set),
+                              label=f"{FIXED}_stock_learner")
+            fixed["stock_learner"] = base
+            fixed["speedup_over_stock_learner"] = round(fixed["sps"] / base["sps"], 3)
+            print(f"{'  with stock PPO learner':<26} {base['sps']:9,.0f} env steps/s | {_phase_line(base)}", flush=True)
+        ceiling, over_bare, stock_sps = in_process("quickstart", FIXED_OVERRIDES, ceiling_seconds, stock_seconds)
+        print(f"{'learner ceiling':<26} {ceiling:9,.0f} env steps/s | {over_bare:.2f} of a bare torch loop on the "
+              f"same module and batch", flush=True)
         if stock_seconds > 0:
             print(f"{'stock RLlib, like fixed':<26} {stock_sps:9,.0f} env steps/s (in process, synchronous)", flush=True)
         out.update(fixed=fixed, fixed_overrides=list(FIXED_OVERRIDES), learner_ceiling_sps=round(ceiling, 1),
+                   bare_torch_ceiling_sps=round(ceiling / over_bare, 1), learner_over_bare=round(over_bare, 3),
                    fixed_over_learner=round(fixed["sps"] / ceiling, 3),
                    stock_equal_sps=None if math.isnan(stock_sps) else round(stock_sps, 1),
                    fixed_over_stock=None if math.isnan(stock_sps) else round(fixed["sps"] / stock_sps, 2))
@@ -163,6 +183,16 @@ def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10
             out["configs"][name] = row
             print(f"{name:<26} {row['sps']:9,.0f} env steps/s | x{row['over_fixed']:.2f} of fixed | "
                   f"{_phase_line(row)}", flush=True)
+            for i, v in enumerate(variants):
+                var = run_config(name, seconds, tmp_path, extra=(v,), label=f"{name}_variant{i}")
+                row.setdefault("variants", {})[v] = var
+                print(f"{'  with ' + v:<26} {var['sps']:9,.0f} env steps/s | {_phase_line(var)}", flush=True)
+            if stock_learner:
+                base = run_config(name, seconds, tmp_path, extra=stock_learner_set, label=f"{name}_stock_learner")
+                row["stock_learner"] = base
+                row["speedup_over_stock_learner"] = round(row["sps"] / base["sps"], 3)
+                print(f"{'  with stock PPO learner':<26} {base['sps']:9,.0f} env steps/s | {_phase_line(base)}",
+                      flush=True)
     out["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
     return out
 
@@ -200,8 +230,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--configs", default=",".join(SHIPPED), help="comma list of tune_configs/<name>.yaml")
     ap.add_argument("--seconds", type=float, default=45.0, help="training seconds per config")
     ap.add_argument("--stock-seconds", type=float, default=20.0, help="stock RLlib's row (0: skip it)")
+    ap.add_argument("--stock-learner", action="store_true",
+                    help="every row again with RLlib's stock PPO learner (training.lean_learner=false): before/after")
+    ap.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra row of each config with this override, right after it (e.g. training.torch_threads=2)")
     args = ap.parse_args(argv)
-    out = shipped_rows(parse_configs(args.configs), args.seconds, stock_seconds=args.stock_seconds)
+    for v in args.variant:
+        if "=" not in v:
+            print(f"--variant {v!r}: expected KEY=VALUE, e.g. training.torch_threads=2", file=sys.stderr)
+            raise SystemExit(2)
+        from spade_rllib.config import ConfigError, load_config
+
+        try:  # a bad key or value says so now, not after the first rows have run
+            load_config(ROOT / "tune_configs" / "quickstart.yaml", [v])
+        except ConfigError as e:
+            print(f"--variant {v!r}: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+    out = shipped_rows(parse_configs(args.configs), args.seconds, stock_seconds=args.stock_seconds,
+                       stock_learner=args.stock_learner, variants=tuple(args.variant))
     print(json.dumps(out))
 
 
