@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("examples")]
+pytestmark = pytest.mark.ray
 
 
 def run_example(name: str, *args: str) -> str:
