@@ -34,16 +34,22 @@ browser:
 	    echo "note: apt-get could not install chromium; the browser test will skip"; \
 	else echo "note: no Chromium and no apt-get as root; the browser test will skip"; fi
 
-# The linter first (seconds; its rule selection and why: [tool.ruff] in pyproject.toml), then the suite.
+# The linter first (seconds; its rule selection and why: [tool.ruff] in pyproject.toml), then the suite on
+# PYTEST_WORKERS pytest-xdist workers, a test file at a time (`--dist loadfile`: a file's module-scoped fixtures,
+# e.g. one trained league, are built once). Each worker is its own pytest session with its own Ray
+# (tests/conftest.py's `ray_session`). `--dist loadgroup` would keep every Ray test on one worker, but pytest-xdist
+# 3.8 does not group under pytest 9 (it renames `item._nodeid`, which pytest 9 no longer reads). PYTEST_WORKERS=0:
+# one process, as before.
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed-dev browser lint
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
 # Skips the tests marked `ray` (shared Ray session, multi-node cluster): a quicker inner loop.
 test-fast: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -m "not ray"
+	$(BIN)/python -m pytest -q -m "not ray" $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/env_speed.py

@@ -1,4 +1,5 @@
-"""Shared fixtures. One Ray instance per test session: request `ray_session` in any test that needs Ray."""
+"""Shared fixtures. One Ray instance per test session: request `ray_session` in any test that needs Ray.
+Under pytest-xdist (`make test`: 2 workers, a file at a time) each worker is a session with its own Ray."""
 from __future__ import annotations
 
 import os
