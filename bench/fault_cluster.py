@@ -121,11 +121,14 @@ def checkpoint_iteration(ckpt: Path) -> int:
 
 def history_checks(rows: list[dict], checkpoint_its: dict[int, Path]) -> dict:
     """Iterations and env steps never go backwards, except to a checkpoint: the first row after a setback
-    is one iteration past a checkpoint's. Returns the setbacks and whether the history holds."""
+    (a row that went back, or the first after a restore: `iterations_since_restore` 1) is one iteration
+    past a checkpoint's. Returns the setbacks (a restore from the newest checkpoint loses 0 env steps) and
+    whether the history holds."""
     setbacks, ok, peak_it, peak_steps = [], True, 0, 0
     for prev, row in zip([None, *rows], rows):
         it, steps = int(row["training_iteration"]), int(metric(row, LIFETIME) or 0)
-        if prev is not None and (it <= peak_it or steps <= peak_steps):
+        restored = int(row.get("iterations_since_restore") or it) == 1 and it > 1  # Tune retry or --resume
+        if prev is not None and (restored or it <= peak_it or steps <= peak_steps):
             restored_it = it - 1
             this = int(metric(row, "env_runners/num_env_steps_sampled") or 0)
             setbacks.append({"from_iteration": peak_it, "to_checkpoint_iteration": restored_it,
@@ -284,7 +287,11 @@ def learner_pids(cluster: Cluster) -> list[int]:
     if status != 200:
         return []
     rows = json.loads(body)["data"]["result"]["result"]
-    return [int(r["pid"]) for r in rows if "Learner" in str(r.get("class_name")) and r.get("state") == "ALIVE" and r.get("pid")]
+    # Remote learners are Ray Train workers (LearnerGroup's BackendExecutor): the learner class wrapped as
+    # `_WrappedExecutable` (ray.train._internal.worker_group.create_executable_class).
+    learner = ("Learner", "RayTrainWorker", "_WrappedExecutable")
+    return [int(r["pid"]) for r in rows if any(k in str(r.get("class_name")) for k in learner)
+            and r.get("state") == "ALIVE" and r.get("pid")]
 
 
 def driver_pids(storage: Path) -> list[int]:
@@ -333,20 +340,21 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
         job = cluster.submit(entry, work / "job.log")
         polled = 0.0
         while len(checkpoints_of(storage)) < args.fault_after:
+            if blocker is not None and hold.exists() and checkpoints_of(storage):
+                hold.unlink()  # the trial is placed: free the head's spare CPU for the lost runner's bundle
             if time.time() - polled > 5:  # the state API is slow on a loaded machine: not every turn
                 runner_nodes(cluster, seen)
                 polled = time.time()
             if job.poll() is not None or time.time() - t0 > args.timeout:
                 raise RuntimeError(f"the job ended or stalled before {args.fault_after} checkpoints (rc {job.poll()})")
             time.sleep(0.3)
-        out["runners_before"] = runner_nodes(cluster, seen)
-        before = {a["actor_id"]: a.get("node_id") for a in actors_of(cluster.dashboard, cluster.token, ("SpadeEnvRunner",))
-                  if a.get("state") == "ALIVE"}
-        worker_id = next((nid for nid, what in out["nodes"].items() if what != "head"), None)
         if blocker is not None:
-            hold.unlink()
+            hold.unlink(missing_ok=True)
             blocker.wait(timeout=60)
-            time.sleep(2)
+        out["runners_before"] = runner_nodes(cluster, seen)
+        before = {aid: a.get("node_id") for aid, a in seen.items()
+                  if a.get("class_name") == "SpadeEnvRunner" and a.get("state") == "ALIVE"}
+        worker_id = next((nid for nid, what in out["nodes"].items() if what != "head"), None)
         fault_at = time.time()
         out["fault_at_checkpoints"] = len(checkpoints_of(storage))
         if name in ("node_stop", "late_node"):
@@ -404,6 +412,8 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
         last = int(metric(rows[-1], LIFETIME) or 0) if rows else 0
         out["env_steps_reached"], out["iterations"] = last, int(rows[-1]["training_iteration"]) if rows else 0
         out["checks"]["budget_reached"] = last >= args.env_steps
+        out["history"] = [[int(r["training_iteration"]), int(r.get("iterations_since_restore") or 0),
+                           int(metric(r, LIFETIME) or 0), round(float(r.get("timestamp", 0)) - fault_at, 1)] for r in rows]
         hist = history_checks(rows, ckpts)
         out.update(hist)
         out["checks"]["never_backwards_but_to_a_checkpoint"] = hist["never_backwards_but_to_a_checkpoint"]
@@ -444,7 +454,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma list of {', '.join(SCENARIOS)}")
     ap.add_argument("--out-dir", type=Path, default=Path("bench_out") / "fault_cluster")
-    ap.add_argument("--env-steps", type=int, default=16384, help="the run's env-step budget (32 iterations of 512)")
+    ap.add_argument("--env-steps", type=int, default=32768, help="the run's env-step budget (64 iterations of 512)")
     ap.add_argument("--fault-after", type=int, default=3, help="inject the fault once this many checkpoints exist")
     ap.add_argument("--timeout", type=float, default=480.0, help="seconds per scenario")
     ap.add_argument("--redo", action="store_true", help="run finished units again")

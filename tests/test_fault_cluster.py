@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.multinode]
 def test_worker_node_stopped_mid_run_runner_recreated_and_budget_reached(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    r = subprocess.run([sys.executable, str(BENCH), "--scenarios", "node_stop", "--env-steps", "8192",
+    r = subprocess.run([sys.executable, str(BENCH), "--scenarios", "node_stop", "--env-steps", "16384",
                         "--fault-after", "2", "--out-dir", str(tmp_path / "out"), "--timeout", "420"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=560)
     unit = json.loads((tmp_path / "out" / "units" / "node_stop.json").read_text())
@@ -30,7 +30,7 @@ def test_worker_node_stopped_mid_run_runner_recreated_and_budget_reached(tmp_pat
     checks = unit["checks"]
     assert all(checks.values()) and unit["recovered"], checks
     assert checks["a_runner_was_on_the_lost_node"] and checks["runner_recreated_on_a_live_node"]
-    assert unit["env_steps_reached"] >= 8192 and unit["setbacks"] == []
+    assert unit["env_steps_reached"] >= 16384 and unit["setbacks"] == []
     assert unit["orphans"] == {"actors_alive": 0, "placement_groups_left": 0}
     last = json.loads(r.stdout.strip().splitlines()[-1])
     assert last["bench"] == "fault_cluster" and last["all_recovered"]
