@@ -135,6 +135,8 @@ def history_checks(rows: list[dict], checkpoint_its: dict[int, Path]) -> dict:
                              "reached_env_steps": peak_steps, "checkpoint_env_steps": steps - this,
                              "env_steps_lost": peak_steps - (steps - this), "after_s": row.get("timestamp")})
             ok = ok and restored_it in checkpoint_its
+            peak_it, peak_steps = it, steps  # the run goes on from the checkpoint
+            continue
         peak_it, peak_steps = max(peak_it, it), max(peak_steps, steps)
     return {"setbacks": setbacks, "never_backwards_but_to_a_checkpoint": ok}
 
