@@ -87,5 +87,31 @@ def test_ledger_reports_env_steps_lost_after_a_retry_and_a_resume(tmp_path):
     resumed.on_trial_result(0, [], SimpleNamespace(trial_id="u"), _result(300, 100))
     assert resumed.lost() == 150
     fresh = RecoveryLedger()
-    fresh.on_trial_result(0, [], trial, _result(100, 100))
+    fresh.on_trial_result(0, [], trial, {**_result(100, 100), "training_iteration": 1, "iterations_since_restore": 1})
     assert fresh.lines() == []
+    # restored from the newest checkpoint (Tune retry or --resume): a setback that lost nothing
+    fresh.on_trial_result(0, [], trial, {**_result(200, 100), "training_iteration": 2, "iterations_since_restore": 1})
+    assert [(s.reached, s.restarted_at, s.lost) for s in fresh.setbacks] == [(100, 100, 0)]
+    assert "0 env steps lost and redone" in fresh.lines()[0]
+
+
+def test_fault_bench_history_allows_going_back_only_to_a_checkpoint():
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from bench.fault_cluster import history_checks
+
+    def row(it, since, lifetime, t):
+        return {"training_iteration": it, "iterations_since_restore": since, "timestamp": t,
+                "env_runners": {"num_env_steps_sampled_lifetime": lifetime, "num_env_steps_sampled": 512}}
+
+    steady = [row(i, i, 512 * i, i) for i in range(1, 6)]
+    assert history_checks(steady, {1: "c1", 2: "c2"}) == {"setbacks": [], "never_backwards_but_to_a_checkpoint": True}
+    retried = steady + [row(4, 1, 512 * 4, 7), row(5, 2, 512 * 5, 8)]  # back to the checkpoint of iteration 3
+    got = history_checks(retried, {3: "c3"})
+    assert got["never_backwards_but_to_a_checkpoint"]
+    assert [(s["to_checkpoint_iteration"], s["env_steps_lost"]) for s in got["setbacks"]] == [(3, 512 * 2)]
+    assert not history_checks(retried, {2: "c2"})["never_backwards_but_to_a_checkpoint"]  # no checkpoint at 3
+    newest = steady + [row(6, 1, 512 * 6, 7)]  # a retry from the newest checkpoint loses nothing
+    got = history_checks(newest, {5: "c5"})
+    assert [(s["to_checkpoint_iteration"], s["env_steps_lost"]) for s in got["setbacks"]] == [(5, 0)]

@@ -6,9 +6,10 @@
   Tune's `should_checkpoint` on that result (`Callback.on_trial_result` may change the result in place;
   Tune's controller then saves the trial).
 * `RecoveryLedger(reached)`: follows every trial's lifetime env steps. A result whose iteration began
-  below the most the trial had reached means the trial went back to a checkpoint (a Tune retry under
+  below the most the trial had reached, or the first after a restore (`iterations_since_restore` 1
+  past iteration 1), means the trial went back to a checkpoint (a Tune retry under
   `training.max_failures`, or a `--resume` of a run that had reached `reached` env steps): the
-  difference is the work lost and redone. `lines()` are the summary's.
+  difference is the work lost and redone (0 from the newest checkpoint). `lines()` are the summary's.
 * `max_failures(cfg, attached)`: `training.max_failures`, else 0 on the embedded Ray (a failure there
   is a bug a retry repeats) and `CLUSTER_MAX_FAILURES` attached to a cluster (a lost node or learner).
 """
@@ -98,9 +99,10 @@ class RecoveryLedger(Callback):
         this_iteration = result_value(result, THIS_ITERATION, 0) or 0
         began = int(lifetime) - int(this_iteration if not math.isnan(this_iteration) else 0)
         peak = self.peak.get(trial.trial_id, self.start_reached)
-        if began < peak:
+        restored = result.get("iterations_since_restore") == 1 and (result.get("training_iteration") or 0) > 1
+        if began < peak or restored:  # restored from the newest checkpoint: a setback of 0 env steps
             last = self.last_seen.get(trial.trial_id)
-            self.setbacks.append(Setback(trial.trial_id, peak, began, 0.0 if last is None else now - last))
+            self.setbacks.append(Setback(trial.trial_id, max(peak, began), began, 0.0 if last is None else now - last))
         self.peak[trial.trial_id] = max(peak, int(lifetime))
         self.last_seen[trial.trial_id] = now
 
