@@ -6,6 +6,8 @@
   factories, Gymnasium ids), env kinds ("level" | "pettingzoo" | "gymnasium"), canonical ids.
 - `spaces`: which action spaces are supported (the one check).
 - `adapter`: `Game` / `make_game_factory`, one small turn-based API over every supported env.
+- `exploitability`: exact exploitability (NashConv / 2) and exact mixture averaging on the OpenSpiel games
+  (`kuhn_poker`, `leduc_poker`, `openspiel:<name>`; needs the optional `open_spiel`).
 
 Adding a game: write its env (a `spade_rllib.envs.LevelGame` subclass for a level game) and register
 one `GameSpec` in `catalog.py`. No Ray, no torch.
