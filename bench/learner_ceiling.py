@@ -188,15 +188,14 @@ def bare_update(module, batch: dict, *, epochs: int, minibatch_size: int, lr: fl
     opt = torch.optim.Adam(params, lr=lr)
     seq = Columns.SEQ_LENS in batch
     n = batch[Columns.OBS].shape[0]  # rows (MLP) or sequences (LSTM)
-    rows_per_item = batch[Columns.OBS].shape[1] if seq else 1
     # RLlib's minibatch_size counts real rows; a sequence minibatch takes n * minibatch_size / rows sequences
     # (MiniBatchCyclicIterator), so both loops run the same number of minibatches of the same shape.
     per_mb = max(1, int(n * minibatch_size / int(batch[Columns.SEQ_LENS].sum()))) if seq else minibatch_size
     value_in = {Columns.OBS: batch[Columns.OBS]}
-    if seq:
-        value_in[Columns.STATE_IN] = batch[Columns.STATE_IN]
+    if seq:  # the module's own sequence inputs (SEQ_LENS: its encoder skips padding rows, as in the product)
+        value_in.update({Columns.STATE_IN: batch[Columns.STATE_IN], Columns.SEQ_LENS: batch[Columns.SEQ_LENS]})
     keys = [k for k in (Columns.OBS, Columns.ACTIONS, Columns.ACTION_LOGP, Postprocessing.ADVANTAGES,
-                        Postprocessing.VALUE_TARGETS, Columns.LOSS_MASK) if k in batch]
+                        Postprocessing.VALUE_TARGETS, Columns.LOSS_MASK, Columns.SEQ_LENS) if k in batch]
 
     def take(idx) -> dict:
         mb = {k: batch[k][idx] for k in keys}
