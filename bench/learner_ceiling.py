@@ -4,6 +4,9 @@ same module, batch, minibatches, epochs and thread count, and where one real upd
     python bench/learner_ceiling.py [--config tune_configs/quickstart.yaml] [--models lstm,mlp] [--seconds 8]
                                     [--threads 0] [--set key=value ...]
 
+`--train-ab SECONDS`: each row's config also trains as users run it (its remote runner, sample-ahead, no periodic
+evaluation) with the lean and with the stock learner, two algorithms side by side trained in alternating windows
+(`--ab-window`, 10 s), so both see the same load: env steps/s, learn share and the speedup.
 Rows (`--models`): `lstm` is the config as shipped (the quickstart: LSTM 128 over one 128-unit tanh layer,
 max_seq_len 32); `mlp` is the config with bench/shipped_speed.py's fixed-layout overrides (`FIXED_OVERRIDES`: MLP
 [128, 128], fixed 9x9 levels, no curriculum or periodic evaluation), the model of the speed benches' layout rows.
@@ -72,6 +75,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=0, help="torch threads of every loop; 0 = the config's training.torch_threads")
     ap.add_argument("--profile-updates", type=int, default=3, help="real updates averaged in the per-phase profile")
     ap.add_argument("--skip-stock", action="store_true", help="skip the stock PPOTorchLearner row")
+    ap.add_argument("--train-ab", type=float, default=0.0, metavar="SECONDS",
+                    help="also train each row's config (its own layout) with the lean and the stock learner in "
+                         "alternating windows, SECONDS of training each (0: skip)")
+    ap.add_argument("--ab-window", type=float, default=10.0, help="seconds per window of --train-ab")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args(argv)
     check_args(args)
@@ -86,6 +93,10 @@ def check_args(args: argparse.Namespace) -> None:
 
     if not (math.isfinite(args.seconds) and args.seconds > 0):
         bad(f"--seconds = {args.seconds}: must be a finite number > 0")
+    if not (math.isfinite(args.train_ab) and args.train_ab >= 0):
+        bad(f"--train-ab = {args.train_ab}: must be a finite number >= 0 (0 skips the training rows)")
+    if not (math.isfinite(args.ab_window) and args.ab_window > 0):
+        bad(f"--ab-window = {args.ab_window}: must be a finite number > 0")
     if not 0 <= args.threads <= 64:
         bad(f"--threads = {args.threads}: must be 0 (the config's) or 1..64")
     if not 1 <= args.profile_updates <= 100:
@@ -177,15 +188,14 @@ def bare_update(module, batch: dict, *, epochs: int, minibatch_size: int, lr: fl
     opt = torch.optim.Adam(params, lr=lr)
     seq = Columns.SEQ_LENS in batch
     n = batch[Columns.OBS].shape[0]  # rows (MLP) or sequences (LSTM)
-    rows_per_item = batch[Columns.OBS].shape[1] if seq else 1
     # RLlib's minibatch_size counts real rows; a sequence minibatch takes n * minibatch_size / rows sequences
     # (MiniBatchCyclicIterator), so both loops run the same number of minibatches of the same shape.
     per_mb = max(1, int(n * minibatch_size / int(batch[Columns.SEQ_LENS].sum()))) if seq else minibatch_size
     value_in = {Columns.OBS: batch[Columns.OBS]}
-    if seq:
-        value_in[Columns.STATE_IN] = batch[Columns.STATE_IN]
+    if seq:  # the module's own sequence inputs (SEQ_LENS: its encoder skips padding rows, as in the product)
+        value_in.update({Columns.STATE_IN: batch[Columns.STATE_IN], Columns.SEQ_LENS: batch[Columns.SEQ_LENS]})
     keys = [k for k in (Columns.OBS, Columns.ACTIONS, Columns.ACTION_LOGP, Postprocessing.ADVANTAGES,
-                        Postprocessing.VALUE_TARGETS, Columns.LOSS_MASK) if k in batch]
+                        Postprocessing.VALUE_TARGETS, Columns.LOSS_MASK, Columns.SEQ_LENS) if k in batch]
 
     def take(idx) -> dict:
         mb = {k: batch[k][idx] for k in keys}
@@ -412,13 +422,51 @@ def print_row(name: str, row: dict) -> None:
         print(f"  {k:<56} {1000 * v:7.1f} {100 * v / wall:5.1f}%{extra}")
 
 
+def train_ab(name: str, args) -> dict:
+    """Full training (`SpadePPO.train()`, the config's own layout: remote runner, sample-ahead) with the lean and
+    the stock learner, two algorithms built side by side and trained in alternating windows of `--ab-window`
+    seconds for about `--train-ab` seconds each: env steps/s and the learn share of each, under the same load."""
+    from spade_rllib.config import load_config
+    from spade_rllib.rllib.algorithm import build_algo_config
+
+    extra = [*MODELS[name], "evaluation.interval=0", *args.overrides]
+    algos = {}
+    try:
+        for kind, lean in (("lean", "true"), ("stock", "false")):
+            algos[kind] = build_algo_config(load_config(args.config, [*extra, f"training.lean_learner={lean}"])).build_algo()
+        for algo in algos.values():
+            for _ in range(2):  # warm-up: the first iterations build and fill the sample-ahead pipeline
+                algo.train()
+        totals = {k: {"env_steps": 0, "seconds": 0.0, "learn_s": 0.0, "iterations": 0} for k in algos}
+        while min(t["seconds"] for t in totals.values()) < args.train_ab:
+            for kind, algo in algos.items():
+                t, t0 = totals[kind], time.perf_counter()
+                while time.perf_counter() - t0 < args.ab_window:
+                    r = algo.train()
+                    t["env_steps"] += int(r["env_runners"]["num_env_steps_sampled"])
+                    t["learn_s"] += float(r.get("spade", {}).get("phase_s", {}).get("learn", 0.0))
+                    t["iterations"] += 1
+                t["seconds"] += time.perf_counter() - t0
+    finally:
+        for algo in algos.values():
+            algo.stop()
+    out = {k: {"sps": round(t["env_steps"] / t["seconds"], 1), "learn_share": round(t["learn_s"] / t["seconds"], 3),
+               **t, "seconds": round(t["seconds"], 1), "learn_s": round(t["learn_s"], 1)} for k, t in totals.items()}
+    out["speedup"] = round(out["lean"]["sps"] / out["stock"]["sps"], 3)
+    print(f"  training, {args.ab_window:g} s windows in turns: lean {out['lean']['sps']:,.0f} env steps/s (learn "
+          f"{100 * out['lean']['learn_share']:.0f}%) | stock learner {out['stock']['sps']:,.0f} (learn "
+          f"{100 * out['stock']['learn_share']:.0f}%) | speedup {out['speedup']:.2f}", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     import ray
     import torch
 
     load_start = os.getloadavg()[0]
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    # Logical CPUs: --train-ab holds two algorithms with a runner each (they never sample at the same moment).
+    ray.init(num_cpus=max(4, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
     out: dict = {"config": os.path.relpath(args.config, ROOT) if os.path.isabs(args.config) else args.config,
                  "overrides": args.overrides, "seconds": args.seconds, "rows": {}}
     try:
@@ -426,6 +474,8 @@ def main(argv: list[str] | None = None) -> None:
             row = measure_row(name, args)
             out["rows"][name] = row
             print_row(name, row)
+            if args.train_ab > 0:
+                row["train_ab"] = train_ab(name, args)
     finally:
         ray.shutdown()
     out.update(target_ratio=0.8, target_met=all(r["ratio"] >= 0.8 for r in out["rows"].values()),

@@ -149,3 +149,17 @@ def test_lstm_encoder_skips_padding_rows_only():
     (la, va, ga), (lb, vb, gb) = outs["rows"], outs["padded"]
     assert torch.allclose(la, lb, atol=1e-5) and torch.allclose(va, vb, atol=1e-5)
     _close(ga, gb, "gradient", atol=1e-5)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--seconds", "nan"], "--seconds = nan"),
+    (["--models", "lsmt"], "did you mean 'lstm'"),
+    (["--train-ab", "inf"], "--train-ab = inf"),
+    (["--threads", "-1"], "--threads = -1"),
+])
+def test_learner_ceiling_refuses_bad_args_before_work(argv, says, capsys):
+    from bench.learner_ceiling import parse_args
+
+    with pytest.raises(SystemExit) as e:
+        parse_args(argv)
+    assert e.value.code == 2 and says in capsys.readouterr().err
