@@ -145,7 +145,7 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
            "--set", "resources.num_cpus=2", "--final-eval-games", "4",
            "--set", f"evaluation.final_heldout_levels=[{ROOT / 'spade_rllib' / 'levels' / 'heldout_ctf'}]",
            "--set", "evaluation.final_heldout_games=1", "--set", "evaluation.final_heldout_size_games=1"]
-    rc, out = _run_in_pty(cmd, 80, 40, timeout=400, env=env, cwd=tmp_path)
+    rc, out = _run_in_pty(cmd, 80, 40, timeout=600, env=env, cwd=tmp_path)  # the size lines and large-map replays add ~1-2 min
     text = ANSI.sub("", out)
     assert rc == 0, text[-3000:]
     segments = [s for line in text.split("\n") for s in line.split("\r")]
