@@ -398,7 +398,9 @@ def main(argv=None) -> int:
 
 def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: dict) -> Optional[Path]:
     """A small evaluation of the last checkpoint for the report: main vs the evaluation opponents' bots on
-    levels like the training ones, actions as in the periodic evaluation, `k` of its games as GIFs."""
+    levels like the training ones, actions as in the periodic evaluation, `k` of its games as GIFs; with
+    `final_heldout_size_opponents` and one held-out directory, also main vs the first of those bots on every
+    held-out map (2 games each, `final_games_heldout/`), with a GIF of every map of 15+ cells a side."""
     from spade_rllib.outcome import BOT_PREFIX  # noqa: PLC0415
     from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
     from spade_rllib.evaluate import EvalConfig, evaluate  # noqa: PLC0415
@@ -418,6 +420,13 @@ def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: di
                         games_per_pair=2, seed=cfg.experiment.seed, replays=k, out=str(out), workers=0, bots=bots,
                         league=False, stochastic=not cfg.evaluation.greedy, bootstrap=50, progress=False,
                         agents_per_team=int(cfg.env.kwargs.get("agents_per_team", 1))))
+    heldout = cfg.evaluation.final_heldout_levels
+    sizes = [o[len(BOT_PREFIX):] for o in cfg.evaluation.final_heldout_size_opponents if o.startswith(BOT_PREFIX)]
+    if len(heldout) == 1 and Path(heldout[0]).is_dir() and sizes:  # a replay per large held-out map (issue 49)
+        maps = len(list(Path(heldout[0]).glob("*.txt")))
+        evaluate(EvalConfig(checkpoints=[checkpoint], levels=heldout[0], games_per_pair=2 * maps, seed=cfg.experiment.seed,
+                            replays=1, out=str(trial / f"{FINAL_GAMES_DIR}_heldout"), workers=0, bots=sizes[:1],
+                            league=False, stochastic=not cfg.evaluation.greedy, bootstrap=50, progress=False))
     return out
 
 

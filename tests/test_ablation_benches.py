@@ -17,8 +17,8 @@ from spade_rllib.sweeps.stats import seed_interval
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_MAPS = 3
-"""Held-out maps of at most 15 rows and columns: MazeRace's open_room, pillars, bottleneck; CTF's
-open_field, twin_rooms, crossroads (`--max-map-size 15`)."""
+"""Held-out maps of at most 15 rows and columns: MazeRace's open_room, pillars, bottleneck (`--max-map-size 15`);
+CTF's open_field, twin_rooms, crossroads (`--max-map-size 13`: rooms_15 is 15x15)."""
 TINY = ["--env-id", "MazeRace-v0", "--seeds", "2", "--games", "1", "--max-map-size", "15",
         "--set", "agent.train_batch_size=512", "--set", "agent.minibatch_size=256",
         "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8"]
@@ -74,7 +74,7 @@ def test_league_ablation_smoke(tmp_path):
     assert not any(math.isnan(v) for v in ratings)
 
 
-FLAGSHIP_TINY = ["--seeds", "2", "--games", "1", "--minutes", "0.01", "--exploit-minutes", "0.01", "--max-map-size", "15",
+FLAGSHIP_TINY = ["--seeds", "2", "--games", "1", "--minutes", "0.01", "--exploit-minutes", "0.01", "--max-map-size", "13",
                  "--set", "agent.train_batch_size=512", "--set", "agent.minibatch_size=256",
                  "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8",
                  "--set", "curriculum.plr.capacity=8", "--set", "curriculum.maestro.capacity=4",

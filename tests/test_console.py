@@ -144,8 +144,8 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
            "--set", "training.stop.time_s=null", "--set", "training.stop.env_steps=null", "--set", "training.stop.iterations=3", "--set", "evaluation.interval=2",
            "--set", "resources.num_cpus=2", "--final-eval-games", "4",
            "--set", f"evaluation.final_heldout_levels=[{ROOT / 'spade_rllib' / 'levels' / 'heldout_ctf'}]",
-           "--set", "evaluation.final_heldout_games=1"]
-    rc, out = _run_in_pty(cmd, 80, 40, timeout=400, env=env, cwd=tmp_path)
+           "--set", "evaluation.final_heldout_games=1", "--set", "evaluation.final_heldout_size_games=1"]
+    rc, out = _run_in_pty(cmd, 80, 40, timeout=600, env=env, cwd=tmp_path)  # the size lines and large-map replays add ~1-2 min
     text = ANSI.sub("", out)
     assert rc == 0, text[-3000:]
     segments = [s for line in text.split("\n") for s in line.split("\r")]
@@ -158,6 +158,9 @@ def test_demo_fits_an_80_column_terminal(tmp_path):
     trial = next((tmp_path / "results" / "quickstart").glob("quickstart_*"))
     assert (trial / "report.html").is_file() and (trial / "iterations.log").read_text().count("iter ") == 3
     assert list((trial / "final_games" / "replays").glob("*.gif"))  # the report's replays of the last checkpoint
+    assert "held-out maps up to 11x11" in text and "held-out maps 17x17 to 21x21" in text  # the size lines
+    large = list((trial / "final_games_heldout" / "replays").glob("*.gif"))  # a replay per large held-out map
+    assert len(large) >= 8, large
     assert "data:image/gif;base64," in (trial / "report.html").read_text()
     tb = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     acc = tb.EventAccumulator(str(trial))
