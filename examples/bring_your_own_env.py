@@ -1,6 +1,6 @@
 """Bring your own env: a tiny PettingZoo game of your own, trained by self-play through the same pipeline.
 
-    python examples/bring_your_own_env.py                   # 15 iterations (~1 minute on 2 CPUs)
+    python examples/bring_your_own_env.py                   # 15 iterations, 30,720 env steps
     python examples/bring_your_own_env.py --iterations 2    # a smoke run (what `make test` runs)
 
 `LineRace` is a two-player PettingZoo `ParallelEnv`: both players start at the left end of a line of

@@ -1,6 +1,6 @@
 """Self-play with a league, in one file: build a config, train, evaluate, then act with the trained policy.
 
-    python examples/self_play.py                    # MazeRace 1v1, 30 iterations (~2 minutes on 2 CPUs)
+    python examples/self_play.py                    # MazeRace 1v1, 30 iterations (61,440 env steps, ~1.5 min)
     python examples/self_play.py --iterations 2     # a smoke run (what `make test` runs)
 
 The moving parts, in the order they run:

@@ -6,7 +6,7 @@ POSIX within one file system). A write that fails or is interrupted removes its 
 leaves the previous target untouched.
 
     with atomic_path("model.onnx") as tmp:   # a path to write to (keeps the suffix: ".model.onnx.<x>.tmp.onnx")
-        torch.onnx.export(..., str(tmp))
+        torch.onnx.export(..., dynamo=True).save(str(tmp))
     with atomic_open("payoff.csv", "w", newline="") as f:
         f.write(...)
     write_text("report.md", text)

@@ -34,7 +34,7 @@ def play(a: str, b: str, level, seed: int, apt: int = 1):
 
 def test_registered():
     assert bot_names(ENV) == NAMES and set(game(ENV).bots) == set(NAMES)
-    with pytest.raises(ValueError, match="unknown bot 'rushr' for CaptureTheFlag-v0. Did you mean 'rusher'"):
+    with pytest.raises(ValueError, match=r"unknown bot 'rushr' for CaptureTheFlag-v0 \(did you mean 'rusher'\?\)"):
         make_bot("rushr", env_id=ENV)
 
 

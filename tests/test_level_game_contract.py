@@ -85,7 +85,7 @@ def test_agents_teams_and_catalog(env_id):
     assert env.possible_agents == ["a_0", "a_1", "b_0", "b_1"]
     assert [env.team_of(a) for a in env.possible_agents] == [0, 0, 1, 1]
     assert make_env(env_id).possible_agents == ["player_0", "player_1"]
-    with pytest.raises(ValueError, match=f"Did you mean '{env_id}'"):
+    with pytest.raises(ValueError, match=f"did you mean '{env_id}'"):
         make_env(env_id.replace("-v0", "-v9"))
 
 

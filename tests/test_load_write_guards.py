@@ -250,9 +250,13 @@ def test_interrupted_export_leaves_the_old_file_whole(trial, tmp_path, monkeypat
     assert export.main(["--checkpoint", str(trial), "--out", str(out), "--no-check"]) == 0
     before = out.read_bytes()
 
-    def cut_short(model, args, path, **kwargs):
-        Path(path).write_bytes(b"half an onnx file")
-        raise KeyboardInterrupt
+    class CutShort:  # torch.onnx.export(dynamo=True) returns a program that export_onnx saves to the file
+        def save(self, path):
+            Path(path).write_bytes(b"half an onnx file")
+            raise KeyboardInterrupt
+
+    def cut_short(model, args, *rest, **kwargs):
+        return CutShort()
 
     monkeypatch.setattr(torch.onnx, "export", cut_short)
     with pytest.raises(KeyboardInterrupt):
