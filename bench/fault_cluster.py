@@ -329,6 +329,7 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
     seen: dict = {}
     hold = work / "blocker"
     blocker = None
+    before_resume: dict = {}
     t0 = time.time()
     try:
         cluster.start()
@@ -379,6 +380,7 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
                 os.kill(pid, signal.SIGKILL)
             out["fault"] = {"drivers_killed": len(pids)}
             out["first_job_rc"] = wait_job(job, 120)
+            before_resume = {str(t): rows_of(t) for t in trials_of(storage)}  # what the killed run had reported
             job = cluster.submit(["python", "-m", "spade_rllib.train", "--resume", str(storage / NAME), "--address", "auto",
                                   "--final-eval-games", "0", "--final-replays", "0"], work / "job_resume.log")
         if name == "late_node":
@@ -409,6 +411,12 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
         out["summary_lines"] = [ln for ln in log_text.splitlines() if ln.startswith(("recovered:", "trial retries:", "done:"))][:6]
         trials = trials_of(storage)
         rows = [r for t in trials for r in rows_of(t)]
+        if name == "driver_kill":  # a trial dir the resumed run no longer shows keeps the killed run's rows
+            seen_rows = {(r.get("trial_id"), r["training_iteration"], r.get("timestamp")) for r in rows}
+            rows += [r for t in before_resume.values() for r in t
+                     if (r.get("trial_id"), r["training_iteration"], r.get("timestamp")) not in seen_rows]
+            out["trials"] = {Path(t).name: len(v) for t, v in before_resume.items()} | {
+                t.name: len(rows_of(t)) for t in trials}
         rows.sort(key=lambda r: r.get("timestamp", 0))
         ckpts = {checkpoint_iteration(c): c for c in checkpoints_of(storage)}
         last = int(metric(rows[-1], LIFETIME) or 0) if rows else 0
