@@ -83,6 +83,12 @@ def test_ledger_reports_env_steps_lost_after_a_retry_and_a_resume(tmp_path):
     rows = [json.dumps(_result(n, 100)) for n in (100, 200, 350)]
     (trial_dir / "result.json").write_text("\n".join(rows) + '\n{"env_runners": {"num_env_st')
     assert reached_env_steps(trial_dir) == 350
+    (trial_dir / "result.json").unlink()  # a killed driver's result.json may never reach the storage
+    (trial_dir / "iterations.log").write_text("iter    3 | steps     1,536 | 1,740 sps | ret +nan\n"
+                                              "iter    4 | steps     2,048 | 1,923 sps | ret -0.100\n")
+    assert reached_env_steps(trial_dir) == 2048
+    (trial_dir / "iterations.log").unlink()
+    (trial_dir / "result.json").write_text("\n".join(rows) + '\n{"env_runners": {"num_env_st')
     resumed = recovery_callbacks(load_config(MAZERACE), resumed_from=str(trial_dir / "checkpoint_000001"))[0]
     resumed.on_trial_result(0, [], SimpleNamespace(trial_id="u"), _result(300, 100))
     assert resumed.lost() == 150
