@@ -38,6 +38,7 @@ import os
 import pickle
 import secrets
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -88,6 +89,23 @@ def rows_of(trial: Path) -> list[dict]:
     return out
 
 
+def rows_from_log(trial: Path) -> list[dict]:
+    """Results of a trial whose `result.json` never reached the storage (a killed driver writes it through
+    Tune's sync), from the `iterations.log` the console writes straight into the trial dir."""
+    from spade_rllib.rllib.recovery import ITERATION_LINE
+
+    out = []
+    path = trial / "iterations.log"
+    if path.is_file():
+        for line in path.read_text(errors="replace").splitlines():
+            m = ITERATION_LINE.match(line)
+            if m:
+                it = int(line.split("|")[0].split()[1])
+                out.append({"training_iteration": it, "iterations_since_restore": it, "timestamp": 0,
+                            "trial_id": trial.name, "env_runners": {"num_env_steps_sampled_lifetime": int(m.group(1).replace(",", ""))}})
+    return out
+
+
 def metric(row: dict, key: str):
     node = row
     for part in key.split("/"):
@@ -128,12 +146,12 @@ def history_checks(rows: list[dict], checkpoint_its: dict[int, Path]) -> dict:
     for prev, row in zip([None, *rows], rows):
         it, steps = int(row["training_iteration"]), int(metric(row, LIFETIME) or 0)
         restored = int(row.get("iterations_since_restore") or it) == 1 and it > 1  # Tune retry or --resume
-        if prev is not None and (restored or it <= peak_it or steps <= peak_steps):
+        if restored or (prev is not None and (it <= peak_it or steps <= peak_steps)):
             restored_it = it - 1
             this = int(metric(row, "env_runners/num_env_steps_sampled") or 0)
             setbacks.append({"from_iteration": peak_it, "to_checkpoint_iteration": restored_it,
-                             "reached_env_steps": peak_steps, "checkpoint_env_steps": steps - this,
-                             "env_steps_lost": peak_steps - (steps - this), "after_s": row.get("timestamp")})
+                             "reached_env_steps": max(peak_steps, steps - this), "checkpoint_env_steps": steps - this,
+                             "env_steps_lost": max(0, peak_steps - (steps - this)), "after_s": row.get("timestamp")})
             ok = ok and restored_it in checkpoint_its
             peak_it, peak_steps = it, steps  # the run goes on from the checkpoint
             continue
@@ -329,6 +347,7 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
     seen: dict = {}
     hold = work / "blocker"
     blocker = None
+    before_resume: dict = {}
     t0 = time.time()
     try:
         cluster.start()
@@ -379,6 +398,7 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
                 os.kill(pid, signal.SIGKILL)
             out["fault"] = {"drivers_killed": len(pids)}
             out["first_job_rc"] = wait_job(job, 120)
+            before_resume = {str(t): rows_of(t) or rows_from_log(t) for t in trials_of(storage)}  # the killed run's
             job = cluster.submit(["python", "-m", "spade_rllib.train", "--resume", str(storage / NAME), "--address", "auto",
                                   "--final-eval-games", "0", "--final-replays", "0"], work / "job_resume.log")
         if name == "late_node":
@@ -409,6 +429,12 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
         out["summary_lines"] = [ln for ln in log_text.splitlines() if ln.startswith(("recovered:", "trial retries:", "done:"))][:6]
         trials = trials_of(storage)
         rows = [r for t in trials for r in rows_of(t)]
+        if name == "driver_kill":  # a trial dir the resumed run no longer shows keeps the killed run's rows
+            seen_rows = {(r.get("trial_id"), r["training_iteration"], r.get("timestamp")) for r in rows}
+            rows += [r for t in before_resume.values() for r in t
+                     if (r.get("trial_id"), r["training_iteration"], r.get("timestamp")) not in seen_rows]
+            out["trials"] = {Path(t).name: len(v) for t, v in before_resume.items()} | {
+                t.name: len(rows_of(t)) for t in trials}
         rows.sort(key=lambda r: r.get("timestamp", 0))
         ckpts = {checkpoint_iteration(c): c for c in checkpoints_of(storage)}
         last = int(metric(rows[-1], LIFETIME) or 0) if rows else 0
@@ -460,6 +486,7 @@ def main(argv=None) -> int:
     ap.add_argument("--fault-after", type=int, default=3, help="inject the fault once this many checkpoints exist")
     ap.add_argument("--timeout", type=float, default=480.0, help="seconds per scenario")
     ap.add_argument("--redo", action="store_true", help="run finished units again")
+    ap.add_argument("--keep", action="store_true", help="keep each unit's work folder (logs, storage) and name it in the unit")
     args = ap.parse_args(argv)
     from bench.common import check_bench_args, read_json, refuse  # noqa: PLC0415
 
@@ -479,9 +506,13 @@ def main(argv=None) -> int:
             results[name] = read_json(path)
             log(f"{name}: cached ({'recovered' if results[name].get('recovered') else 'NOT recovered'})")
             continue
-        with tempfile.TemporaryDirectory(prefix=f"spfault-{name}-", dir="/tmp") as tmp:
-            log(f"{name}: start")
-            res = run_scenario(name, args, Path(tmp))
+        tmp = Path(tempfile.mkdtemp(prefix=f"spfault-{name}-", dir="/tmp"))
+        log(f"{name}: start")
+        res = run_scenario(name, args, tmp)
+        if args.keep:
+            res["workdir"] = str(tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
         res["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         units.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(res, indent=1))

@@ -83,6 +83,12 @@ def test_ledger_reports_env_steps_lost_after_a_retry_and_a_resume(tmp_path):
     rows = [json.dumps(_result(n, 100)) for n in (100, 200, 350)]
     (trial_dir / "result.json").write_text("\n".join(rows) + '\n{"env_runners": {"num_env_st')
     assert reached_env_steps(trial_dir) == 350
+    (trial_dir / "result.json").unlink()  # a killed driver's result.json may never reach the storage
+    (trial_dir / "iterations.log").write_text("iter    3 | steps     1,536 | 1,740 sps | ret +nan\n"
+                                              "iter    4 | steps     2,048 | 1,923 sps | ret -0.100\n")
+    assert reached_env_steps(trial_dir) == 2048
+    (trial_dir / "iterations.log").unlink()
+    (trial_dir / "result.json").write_text("\n".join(rows) + '\n{"env_runners": {"num_env_st')
     resumed = recovery_callbacks(load_config(MAZERACE), resumed_from=str(trial_dir / "checkpoint_000001"))[0]
     resumed.on_trial_result(0, [], SimpleNamespace(trial_id="u"), _result(300, 100))
     assert resumed.lost() == 150
@@ -115,3 +121,34 @@ def test_fault_bench_history_allows_going_back_only_to_a_checkpoint():
     newest = steady + [row(6, 1, 512 * 6, 7)]  # a retry from the newest checkpoint loses nothing
     got = history_checks(newest, {5: "c5"})
     assert [(s["to_checkpoint_iteration"], s["env_steps_lost"]) for s in got["setbacks"]] == [(5, 0)]
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(400)
+def test_checkpoints_by_time_and_the_resume_summary(tmp_path):
+    """A real run: with `checkpoint_every: 0` (only at the end) and `checkpoint_every_s` shorter than an
+    iteration, every iteration is checkpointed; a `--resume` prints what it redid (0 from the newest)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    base = [sys.executable, "-m", "spade_rllib.train", "--config", "tune_configs/connect_four.yaml",
+            "--set", f"experiment.storage_path={tmp_path}", "--set", "agent.train_batch_size=256",
+            "--set", "agent.minibatch_size=128", "--set", "agent.epochs=1", "--set", "training.num_envs_per_runner=4",
+            "--set", "evaluation.interval=0", "--set", "resources.num_cpus=2", "--set", "training.num_env_runners=0",
+            "--set", "training.checkpoint_every=0", "--set", "training.checkpoint_every_s=0.001",
+            "--set", "training.checkpoint_keep=10", "--final-eval-games", "0", "--final-replays", "0"]
+    proc = subprocess.run(base + ["--set", "training.stop.iterations=3"], capture_output=True, text=True, timeout=240,
+                          cwd=ROOT, env=env, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    trial = next((tmp_path / "connect_four").glob("connect_four_*"))
+    assert len(list(trial.glob("checkpoint_*"))) == 3, sorted(p.name for p in trial.iterdir())
+    resume = [sys.executable, "-m", "spade_rllib.train", "--resume", str(trial), "--set", "training.stop.iterations=4",
+              "--set", f"experiment.storage_path={tmp_path / 'resumed'}", "--final-eval-games", "0", "--final-replays", "0"]
+    proc = subprocess.run(resume, capture_output=True, text=True, timeout=240, cwd=ROOT, env=env, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    import re
+
+    assert re.search(r"recovered: +went back to the checkpoint at ([\d,]+) env steps after reaching \1: 0 env steps lost",
+                     proc.stdout), proc.stdout[-3000:]

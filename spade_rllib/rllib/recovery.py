@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,12 +122,29 @@ class RecoveryLedger(Callback):
         return out
 
 
+ITERATION_LINE = re.compile(r"^iter\s+\d+ \| steps\s+([\d,]+)")
+"""A line of the trial's `iterations.log` (`console.LOG_FILE`), which the console writes straight into the
+trial dir: it survives a killed driver, whose `result.json` may never reach the storage."""
+
+
 def reached_env_steps(trial_dir: Optional[Path]) -> int:
-    """The most lifetime env steps a trial reported (its `result.json`, one JSON result per line); 0 when
-    none can be read. A `--resume` compares the checkpoint it continues from with this."""
+    """The most lifetime env steps a trial reported (its `result.json`, one JSON result per line, else its
+    `iterations.log`); 0 when neither can be read. A `--resume` compares its checkpoint with this."""
     if trial_dir is None:
         return 0
-    path = Path(trial_dir) / "result.json"
+    best = _reached_in_results(Path(trial_dir) / "result.json")
+    try:
+        with open(Path(trial_dir) / "iterations.log") as f:
+            for line in f:
+                m = ITERATION_LINE.match(line)
+                if m:
+                    best = max(best, int(m.group(1).replace(",", "")))
+    except OSError:
+        pass
+    return best
+
+
+def _reached_in_results(path: Path) -> int:
     best = 0
     try:
         with open(path) as f:
