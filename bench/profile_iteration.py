@@ -164,6 +164,11 @@ def install_driver_timers(t: SelfTimers, algo) -> None:
     t.wrap(TorchLearner, "compute_gradients", "learner: backward")
     t.wrap(TorchLearner, "apply_gradients", "learner: optimizer step + grad clip")
     t.wrap(TorchLearner, "after_gradient_based_update", "learner: after-update hooks")
+    from spade_rllib.rllib.lean_learner import SpadePPOLearner  # the product's learner overrides these
+
+    t.wrap(SpadePPOLearner, "compute_loss_for_module", "learner: PPO loss")
+    t.wrap(SpadePPOLearner, "apply_gradients", "learner: optimizer step + grad clip")
+    t.wrap(SpadePPOLearner, "postprocess_gradients_for_module", "learner: optimizer step + grad clip")
     t.wrap(EnvRunnerGroup, "sync_weights", "weight sync (driver side)")
     for comp in algo.components:
         t.wrap(comp, "update", f"component: {comp.name}")
