@@ -223,7 +223,7 @@ class EvaluationConfig:
     exploitability_interval: int = setting(0, help="OpenSpiel games (kuhn_poker, leduc_poker, openspiel:<name>): every N iterations compute the exact exploitability (NashConv / 2) of main, of the average of main's measured strategies and of the league's mixture (exploitability/main, /average, /mixture; a curve over env steps); 0 = off.", min=0)
     exploitability_mixture: str = setting("uniform", help="The league's mixture whose exploitability is recorded: 'uniform' (main and its snapshots, fictitious play), 'plan' (main's matchmaking distribution) or 'nash' (the Nash equilibrium of the members' payoff matrix).", choices=("uniform", "plan", "nash"))
     final_heldout_navigation_target: Optional[float] = setting(None, help="Held-out line: also play main alone against a still team on every map of `final_heldout_levels`, whatever `final_heldout_max_size` says, and print that navigation score (win + draw/2) with this least score as its verdict; null = not played.", min=0.0, max=1.0)
-    final_heldout_size_opponents: list[str] = setting(help="Held-out size lines: main also plays every map of `final_heldout_levels` (whatever `final_heldout_max_size` says) against these opponents ('random', 'bot:<name>'), and the summary prints one line per size class (largest side up to 11, 12-15, 16 and more) with main's score per opponent and its worst map; empty = no lines.", factory=list)
+    final_heldout_size_opponents: list[str] = setting(help="Held-out size lines: main also plays every map of `final_heldout_levels` (whatever `final_heldout_max_size` says) against these opponents ('random', 'bot:<name>'), and the summary prints one line per size class (largest side up to 11, 12-15, 16 and more) with main's score per opponent and its worst map; empty (or no `final_heldout_levels`) = no lines.", factory=list)
     final_heldout_size_games: int = setting(10, help="Held-out size lines: games per map, opponent and seat.", min=1, max=10_000)
 
 
@@ -478,8 +478,6 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
             raise ConfigError(f"evaluation.final_heldout_targets.{opp} = {t!r}: out of range, allowed a score in [0, 1]")
     for i, opp in enumerate(cfg.evaluation.final_heldout_size_opponents):
         _check_opponent_id(opp, f"evaluation.final_heldout_size_opponents[{i}]", cfg.env.id)
-    if cfg.evaluation.final_heldout_size_opponents and not cfg.evaluation.final_heldout_levels:
-        raise ConfigError("evaluation.final_heldout_size_opponents: needs the held-out maps in evaluation.final_heldout_levels (empty)")
     if cfg.evaluation.final_heldout_navigation_target is not None and not cfg.evaluation.final_heldout_levels:
         raise ConfigError(f"evaluation.final_heldout_navigation_target = {cfg.evaluation.final_heldout_navigation_target!r}: "
                           "needs the held-out maps in evaluation.final_heldout_levels (empty)")
