@@ -398,7 +398,9 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
                 os.kill(pid, signal.SIGKILL)
             out["fault"] = {"drivers_killed": len(pids)}
             out["first_job_rc"] = wait_job(job, 120)
-            before_resume = {str(t): rows_of(t) or rows_from_log(t) for t in trials_of(storage)}  # the killed run's
+            # the killed run's results: result.json reaches the storage through the driver's sync (partly, or
+            # not at all), iterations.log is written straight into the trial dir: the longer one
+            before_resume = {str(t): max(rows_of(t), rows_from_log(t), key=len) for t in trials_of(storage)}
             job = cluster.submit(["python", "-m", "spade_rllib.train", "--resume", str(storage / NAME), "--address", "auto",
                                   "--final-eval-games", "0", "--final-replays", "0"], work / "job_resume.log")
         if name == "late_node":
@@ -448,6 +450,8 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
         after = [r for r in rows if r.get("timestamp", 0) >= fault_at]
         out["seconds_to_first_result_after_fault"] = round(after[0]["timestamp"] - fault_at, 1) if after else None
         out["env_steps_lost"] = sum(s["env_steps_lost"] for s in hist["setbacks"])
+        if hist["setbacks"] and hist["setbacks"][-1]["after_s"]:  # a retry or a resume: its first result
+            out["seconds_to_first_result_after_restore"] = round(hist["setbacks"][-1]["after_s"] - fault_at, 1)
         if name in ("learner_kill", "driver_kill"):
             out["checks"]["went_back_to_a_checkpoint"] = bool(hist["setbacks"])
         if hist["setbacks"]:
@@ -520,7 +524,8 @@ def main(argv=None) -> int:
         log(f"{name}: {'recovered' if res['recovered'] else 'NOT recovered'} in {res['seconds']} s; "
             f"failed checks {[k for k, v in res['checks'].items() if not v]} {res.get('error', '')}")
     short = {n: {"recovered": r.get("recovered"), "env_steps_lost": r.get("env_steps_lost"),
-                 "seconds_to_recover": r.get("seconds_to_first_result_after_fault"),
+                 "seconds_to_recover": r.get("seconds_to_first_result_after_restore",
+                                             r.get("seconds_to_first_result_after_fault")),
                  "env_steps_reached": r.get("env_steps_reached"), "failed": [k for k, v in r.get("checks", {}).items() if not v],
                  "error": r.get("error")} for n, r in results.items()}
     print(json.dumps({"bench": "fault_cluster", "env_steps_budget": args.env_steps, "scenarios": short,

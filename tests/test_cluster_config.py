@@ -142,6 +142,16 @@ def test_kuberay_rayjob():
     assert len(images) == 1, f"one image for head and workers, got {images}"
     # Token auth on (KubeRay's auth option), no unauthenticated dashboard.
     assert cluster.get("authOptions", {}).get("mode") == "token"
+    # What the faults need (docs/scaling.md): retries of the job and of the trial, checkpoints by time,
+    # storage every pod sees, Ray pods replaced rather than restarted in place.
+    assert spec["backoffLimit"] >= 1
+    assert "training.max_failures=" in spec["entrypoint"] and "training.checkpoint_every_s=" in spec["entrypoint"]
+    assert "--storage /mnt/shared/" in spec["entrypoint"]
+    pods = [head["template"]["spec"], *(g["template"]["spec"] for g in cluster["workerGroupSpecs"])]
+    assert all(p.get("restartPolicy") == "Never" for p in pods)
+    for pod in pods:
+        claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
+        assert claims and any(m["mountPath"] == "/mnt/shared" for c in pod["containers"] for m in c["volumeMounts"])
 
 
 def test_multinode_check_cli_help():
