@@ -106,7 +106,7 @@ def still_team_results(runner: Any, levels: list[dict], games: int, greedy: bool
     a recurrent main starts each game from zero state, one state per agent."""
     import torch  # noqa: PLC0415
 
-    from spade_rllib.rllib.runner import sample_actions  # noqa: PLC0415
+    from spade_rllib.rllib.action_sampling import sample_actions  # noqa: PLC0415
 
     game = runner.games[0]
     module = runner.module[MAIN]
