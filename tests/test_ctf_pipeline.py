@@ -175,7 +175,7 @@ def test_evaluate_ctf_round_robin_on_heldout_maps(ckpt, tmp_path):
     from spade_rllib.evaluation.schedule import ScheduleError, parse_levels
 
     heldout = parse_levels("heldout", CTF_ID, 0)
-    assert len(heldout) == 6 and all(e.level.is_ctf for e in heldout)
+    assert len(heldout) == 11 and all(e.level.is_ctf for e in heldout)
     assert [e.level_id for e in parse_levels(None, CTF_ID, 0)] == [e.level_id for e in heldout]
     assert all(e.level.is_ctf for e in parse_levels("generated:2@3", CTF_ID, 0))
     with pytest.raises(ScheduleError, match="a MazeRace-v0 map, but the game is CaptureTheFlag-v0"):

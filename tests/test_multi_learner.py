@@ -148,8 +148,8 @@ def test_train_and_tune_refuse_gpus_without_cuda_before_ray(tmp_path, monkeypatc
     assert tune.main(["--sweep", "seeds", "--smoke", "--storage", str(tmp_path / "s"), "--set", "resources.num_cpus=2",
                       "--set", "resources.num_learners=2", "--set", "curriculum.plr.score=learnability"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("config error: resources.num_learners = 2: out of range, one trial asks "
-                                               "for 3 CPUs"), err
+    assert len(err) == 1 and err[0].startswith("config error: resources.num_learners = 2: out of range, the trial with "
+                                               "experiment.seed=0 asks for 3 CPUs"), err
     args = tune.parse_args(["--sweep", "seeds", "--smoke", "--set", "resources.num_cpus=2", "--set", "resources.num_learners=2",
                             "--set", "curriculum.plr.score=learnability", "--set", "resources.num_cpus_per_learner=0.5"])
     tune.check_local_trial_fits(args, *tune.resolve(args))  # 1 + 2 x 0.5 CPUs fit
