@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bench.common import ROOT, local_ray  # noqa: F401 - re-exported for the ablation benches
+from bench.common import ROOT, local_ray
 from spade_rllib.atomic_io import atomic_path, write_text
 from spade_rllib.curriculum.heldout_levels import heldout_reset_options
 from spade_rllib.games import default_bot_names, heldout_dir

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import flagship_ablation as fa  # noqa: E402
-from bench.ablation_common import UnitCache, heldout_paths, ladder_of, local_ray  # noqa: E402
-from spade_rllib.atomic_io import write_text  # noqa: E402
+from bench import flagship_ablation as fa
+from bench.ablation_common import UnitCache, heldout_paths, ladder_of, local_ray
+from spade_rllib.atomic_io import write_text
 
 ENV_ID = "CaptureTheFlag-v0"
 UNIT = re.compile(r"^(?P<arm>[a-z_]+)_seed(?P<seed>\d+)$")

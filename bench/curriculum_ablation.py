@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.ablation_common import (  # noqa: E402
+from bench.ablation_common import (
     ablation_parser,
     fmt_interval,
     ladder_navigation_summary,

@@ -464,7 +464,7 @@ def run_scenario(name: str, args: argparse.Namespace, work: Path) -> dict:
         if name in ("node_stop", "raylet_kill", "late_node"):
             out["checks"]["a_runner_was_on_the_lost_node"] = worker_id in before.values()
             out["checks"]["runner_recreated_on_a_live_node"] = bool(recreated)
-    except Exception as e:  # noqa: BLE001 - reported in the unit, the cluster is stopped
+    except Exception as e:
         out["error"] = f"{type(e).__name__}: {e}"
         log(out["error"])
     finally:
@@ -492,7 +492,7 @@ def main(argv=None) -> int:
     ap.add_argument("--redo", action="store_true", help="run finished units again")
     ap.add_argument("--keep", action="store_true", help="keep each unit's work folder (logs, storage) and name it in the unit")
     args = ap.parse_args(argv)
-    from bench.common import check_bench_args, read_json, refuse  # noqa: PLC0415
+    from bench.common import check_bench_args, read_json, refuse
 
     check_bench_args(args)
     chosen = [s.strip() for s in args.scenarios.split(",") if s.strip()]

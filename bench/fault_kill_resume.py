@@ -62,7 +62,7 @@ def expected_state(ckpt: Path) -> tuple[dict, dict]:
 
 
 def restored_state(cfg, ckpt: Path) -> tuple[dict, dict]:
-    from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
+    from spade_rllib.rllib.algorithm import build_algo_config
 
     algo = build_algo_config(cfg, restore_from=str(ckpt)).build_algo()
     try:
@@ -79,10 +79,10 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--lstm", action="store_true", help="a recurrent main (and recurrent league snapshots)")
     args = ap.parse_args(argv)
-    from spade_rllib.testing import assert_exactly_equal  # noqa: PLC0415
+    from spade_rllib.testing import assert_exactly_equal
 
-    from spade_rllib.config import parse_config  # noqa: PLC0415
-    from spade_rllib.train import find_checkpoint  # noqa: PLC0415
+    from spade_rllib.config import parse_config
+    from spade_rllib.train import find_checkpoint
 
     out: dict = {"checks": {}}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
         ckpt = Path(find_checkpoint(str(trial)))
         out["resumed_from"] = ckpt.name
         cfg = parse_config(raw)
-        import ray  # noqa: PLC0415
+        import ray
 
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:

@@ -62,10 +62,10 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=400.0)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    import ray  # noqa: PLC0415
+    import ray
 
-    from spade_rllib.config import parse_config  # noqa: PLC0415
-    from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
+    from spade_rllib.config import parse_config
+    from spade_rllib.rllib.algorithm import build_algo_config
 
     cfg = parse_config(config(args.seed))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

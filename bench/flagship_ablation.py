@@ -64,7 +64,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.ablation_common import (  # noqa: E402
+from bench.ablation_common import (
     ROOT,
     STILL,
     LazyRay,
@@ -82,7 +82,7 @@ from bench.ablation_common import (  # noqa: E402
     unit_progress,
     unit_runs,
 )
-from spade_rllib.atomic_io import write_text  # noqa: E402
+from spade_rllib.atomic_io import write_text
 
 DEFAULT_CONFIG = ROOT / "tune_configs" / "flagship.yaml"
 CONFIDENCE = 0.95

@@ -69,12 +69,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.ablation_common import (  # noqa: E402
+from bench.ablation_common import (
     ROOT, STILL, TARGET, LazyRay, UnitCache, ablation_parser, deep_merge,
     fmt_interval, head_to_head, heldout_scores, make_runner, over_seeds, parse_ablation_args,
     plot_curves, pyplot, train, train_against, unit_manifest, unit_progress, unit_runs,
 )
-from spade_rllib.atomic_io import write_text  # noqa: E402
+from spade_rllib.atomic_io import write_text
 
 ARMS = ("mirror", "league", "league_exploiters", "reference")
 DEFAULT_ARMS = ("mirror", "league", "league_exploiters")

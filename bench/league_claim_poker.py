@@ -54,11 +54,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.ablation_common import (  # noqa: E402
+from bench.ablation_common import (
     ROOT, LazyRay, UnitCache, ablation_parser, deep_merge, fmt_interval, over_seeds, parse_ablation_args, pyplot,
     train, unit_manifest, unit_progress, unit_runs,
 )
-from spade_rllib.atomic_io import write_text  # noqa: E402
+from spade_rllib.atomic_io import write_text
 
 POKER_ARMS = ("mirror", "league_uniform", "league_pfsp", "league_nash", "ppo_iig")
 DEFAULT_POKER_ARMS = ("mirror", "league_uniform", "league_pfsp", "league_nash", "ppo_iig")

@@ -290,7 +290,7 @@ def install_learner_timers(t: SelfTimers) -> None:
     t.wrap(Learner, "_set_slicing_by_batch_id", data)
     t.wrap(TorchLearner, "_convert_batch_type", data)
     try:
-        from spade_rllib.rllib import lean_learner  # noqa: PLC0415
+        from spade_rllib.rllib import lean_learner
     except ImportError:
         return
     lean_learner.install_profile_timers(t, data)
@@ -339,7 +339,7 @@ def measure_row(name: str, args) -> dict:
         loops = {"product": lambda: group.update(episodes=episodes, **kw), "bare": bare_fn}
         stock_group = None if args.skip_stock else stock_learner_group(algo)
         if stock_group is not None:
-            stock_kw = update_kwargs(stock_group._learner.config)  # noqa: SLF001 - the local learner's config
+            stock_kw = update_kwargs(stock_group._learner.config)
             loops["stock"] = lambda: stock_group.update(episodes=episodes, **stock_kw)
         stock_prof = None
         try:

@@ -66,7 +66,7 @@ def module_of(cli: str) -> str:
 
 def make_fixtures(work: Path) -> dict:
     """Files the probes point at; returns their paths by name."""
-    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
     fx = work / "fixtures"
     fx.mkdir()
@@ -119,7 +119,7 @@ def _with_state(src: Path, dst: Path, ckpt_name: str, change) -> str:
 
 def make_more_fixtures(fx: Path, ckpt_name: str) -> dict:
     """Inputs of the second set of families (weights, resume, outputs, YAML, maps, bounds)."""
-    import numpy as np  # noqa: PLC0415
+    import numpy as np
 
     trial = fx / "trial"
     out = {
@@ -167,7 +167,7 @@ def make_more_fixtures(fx: Path, ckpt_name: str) -> dict:
                                             ("twice", "twice.yaml"), ("car", "car.yaml"), ("unwinnable", "unwinnable.txt"),
                                             ("huge_map", "huge_map.txt"))})
     out["earlier_eval"] = str(eval_dir)
-    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
     save_tiny_checkpoint(fx / "ctf_trial", env_id="CaptureTheFlag-v0")
     out["ctf_trial"] = str(fx / "ctf_trial")
@@ -287,7 +287,7 @@ FLAGSHIP = str(ROOT / "tune_configs" / "flagship.yaml")
 def make_third_fixtures(fx: Path) -> dict:
     """Inputs of the third set: a CTF trial with a memory map, a trial whose config.yaml is damaged,
     two sweeps whose trials break a rule or do not fit, a bench out-dir holding a unit cut in half."""
-    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint  # noqa: PLC0415
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
     save_tiny_checkpoint(fx / "ctf_seen_trial", "CaptureTheFlag-v0", env_kwargs={"seen_map": 5})
     bad_yaml = fx / "bad_yaml_trial"

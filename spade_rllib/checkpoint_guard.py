@@ -101,7 +101,7 @@ def state_problem(own: Mapping[str, Any], saved: Any, optional: Callable[[str], 
     for key, value in saved.items():
         try:
             arr = np.asarray(value)
-        except Exception as e:  # noqa: BLE001 - anything that is not an array is a bad state
+        except Exception as e:
             return f"key {key!r} is not an array ({type(e).__name__})"
         want = tuple(np.shape(own[key]))
         if tuple(arr.shape) != want:

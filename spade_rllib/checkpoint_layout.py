@@ -206,7 +206,7 @@ def _stamp(file: Path) -> tuple[int, int]:
 def _load_pickle(file: Path) -> Any:
     try:
         return _read_pickle(str(file), _stamp(file))
-    except Exception as e:  # noqa: BLE001 - one-line error for any unpickling failure
+    except Exception as e:
         raise PolicyLoadError(f"cannot read {file}: {type(e).__name__}: {e}") from e
 
 
@@ -297,7 +297,7 @@ def _run_config_env(directory: Path) -> Mapping | None:
         import yaml
 
         data = yaml.safe_load(file.read_text())
-    except Exception as e:  # noqa: BLE001 - a damaged config.yaml is named, never read as "no config"
+    except Exception as e:
         raise CheckpointError(f"{file}: the run's {RUN_CONFIG_FILE} is damaged ({type(e).__name__}: "
                               f"{' '.join(str(e).split())[:200]}); restore it from the run or delete it") from e
     if data is not None and not isinstance(data, Mapping):
@@ -379,7 +379,7 @@ def checkpoint_env_id(info: CheckpointInfo) -> str | None:
         try:
             data = _read_pickle(str(ctor), _stamp(ctor))
             env = _env_from_mapping(data["ctor_args_and_kwargs"][0][0])
-        except Exception:  # noqa: BLE001 - metadata is best-effort
+        except Exception:
             env = None
         if env:
             return canonical_env_id(env)

@@ -117,7 +117,7 @@ def cli_entry(user_errors: tuple[type[BaseException], ...] = ()) -> Callable:
             except bad_input as e:
                 print(f"error: {one_line(e)}  ({DEBUG_FLAG} shows the traceback)", file=sys.stderr)
                 return EXIT_USAGE
-            except Exception as e:  # noqa: BLE001 - the promise is one line, whatever broke
+            except Exception as e:
                 print(f"internal error: {one_line(e)}  ({DEBUG_FLAG} shows the traceback)", file=sys.stderr)
                 return EXIT_INTERNAL
 

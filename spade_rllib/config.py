@@ -373,10 +373,10 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None, resolve
 
 def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     """Rules that involve more than one field."""
-    from spade_rllib.trackers import check_trackers  # noqa: PLC0415
+    from spade_rllib.trackers import check_trackers
 
     check_trackers(cfg.experiment.loggers)
-    from spade_rllib.games.roles import check_spec  # noqa: PLC0415
+    from spade_rllib.games.roles import check_spec
 
     check_spec(cfg.env.roles)
     if cfg.env.id is None:
@@ -482,7 +482,7 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
         raise ConfigError(f"evaluation.final_heldout_navigation_target = {cfg.evaluation.final_heldout_navigation_target!r}: "
                           "needs the held-out maps in evaluation.final_heldout_levels (empty)")
     if resolve:
-        from spade_rllib.preflight import check_config  # noqa: PLC0415 - env id, maps, env kwargs, stop metric
+        from spade_rllib.preflight import check_config
 
         check_config(cfg)
 

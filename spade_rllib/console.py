@@ -121,8 +121,8 @@ def short_line(result: dict, budget_s: Optional[float] = None, width: int = WIDT
 
 def panel(result: dict, budget_s: Optional[float], title: str, budget_steps: Optional[int] = None):
     """The live `rich` panel of one result."""
-    from rich.panel import Panel  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.panel import Panel
+    from rich.table import Table
 
     it = int(result.get("training_iteration", 0))
     steps = _num(_get(result, "env_runners/num_env_steps_sampled_lifetime")) or 0.0
@@ -154,7 +154,7 @@ def panel(result: dict, budget_s: Optional[float], title: str, budget_steps: Opt
         extra.append(f"held-out score {ladder:.2f} (iteration {_get(result, 'heldout/iteration', 0):g})")
     if extra:
         rows.append("  ".join(extra) if sum(map(len, extra)) < WIDTH - 10 else "\n".join(extra))
-    from rich.console import Group  # noqa: PLC0415
+    from rich.console import Group
 
     return Panel(Group(*rows), title=title, title_align="left", width=min(WIDTH, 100))
 
@@ -207,8 +207,8 @@ class RunConsole:
 
     def _show(self, renderable) -> None:
         if self._live is None:
-            from rich.console import Console  # noqa: PLC0415
-            from rich.live import Live  # noqa: PLC0415
+            from rich.console import Console
+            from rich.live import Live
 
             self._live = Live(renderable, console=Console(file=self.out), auto_refresh=False, transient=False)
             self._live.start()
@@ -296,7 +296,7 @@ class _NoiseFilter:
 
 def quiet_ray_noise() -> None:
     """Drop `NOISE` from the handlers of Ray's loggers (call after `import ray` and after `ray.init`)."""
-    import logging  # noqa: PLC0415
+    import logging
 
     flt = _NoiseFilter()
     for name in ("ray", "ray.rllib", "ray.tune", "ray.data"):
@@ -309,7 +309,7 @@ def quiet_ray_noise() -> None:
 
 def wrap_text(text: str, width: int = WIDTH) -> list[str]:
     """`text` broken at spaces into lines of at most `width` columns, the rest indented."""
-    import textwrap  # noqa: PLC0415
+    import textwrap
 
     return textwrap.wrap(text, width=width, subsequent_indent="  ", break_on_hyphens=False) or [""]
 

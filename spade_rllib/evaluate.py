@@ -157,7 +157,7 @@ def validate(cfg: EvalConfig) -> None:
         value = getattr(cfg, name)
         if not lo <= value <= hi:
             raise ValueError(f"--{name.replace('_', '-')} = {value}: out of range, allowed {lo}..{hi}")
-    from spade_rllib.preflight import check_fresh_directory, check_not_in_checkpoint, check_output_path  # noqa: PLC0415
+    from spade_rllib.preflight import check_fresh_directory, check_not_in_checkpoint, check_output_path
 
     check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after
     check_not_in_checkpoint(cfg.out, "--out")
@@ -251,12 +251,12 @@ def build_role_pool(cfg: EvalConfig, info):
     """The pool of a role game's run: per role its main, its frozen snapshots (with `cfg.league`) and the
     bots (``<bot>_<role>``). Fills `cfg.env_id`, `cfg.env_setup` (with "roles"), `cfg.player_roles`,
     `cfg.main_id` (the first role's main). Returns ({player_id: PlayerSpec}, legend)."""
-    from spade_rllib.checkpoint_layout import checkpoint_env_roles, member_module  # noqa: PLC0415
-    from spade_rllib.evaluation.match_engine import make_game_env  # noqa: PLC0415
-    from spade_rllib.evaluation.players import (BOT_KIND, MODULE_KIND, PlayerSpec,  # noqa: PLC0415
+    from spade_rllib.checkpoint_layout import checkpoint_env_roles, member_module
+    from spade_rllib.evaluation.match_engine import make_game_env
+    from spade_rllib.evaluation.players import (BOT_KIND, MODULE_KIND, PlayerSpec,
                                                 bots_for_env, default_bots_for_env)
-    from spade_rllib.games.roles import game_roles  # noqa: PLC0415
-    from spade_rllib.validation import ConfigError  # noqa: PLC0415
+    from spade_rllib.games.roles import game_roles
+    from spade_rllib.validation import ConfigError
 
     mains = [m for m in info.module_ids if role_of_module(m)]
     recorded = checkpoint_env_id(info)
@@ -317,8 +317,8 @@ def playable_env_id(override: str | None, infos: Sequence, first_policy, setup: 
     (`config.yaml`, `spade_meta.json`, ...), else the catalog game whose spaces fit `first_policy()`.
     `PolicyLoadError` (one line) for an id that names nothing, runs of different envs, or an env the
     match engine cannot seat (not two teams; `seats_by_role`: a role game, seated by role, not by team)."""
-    from spade_rllib.evaluation.match_engine import MatchError, check_two_teams  # noqa: PLC0415
-    from spade_rllib.games import EnvIdError, resolve_env  # noqa: PLC0415
+    from spade_rllib.evaluation.match_engine import MatchError, check_two_teams
+    from spade_rllib.games import EnvIdError, resolve_env
 
     env_id = canonical_env_id(override)
     recorded: set = set()
@@ -356,7 +356,7 @@ def playable_env_id(override: str | None, infos: Sequence, first_policy, setup: 
 # --------------------------------------------------------------------------------------------
 def evaluate(cfg: EvalConfig) -> dict:
     """Run the whole evaluation and write every output; returns a summary dict (paths and tables)."""
-    from spade_rllib.evaluation import eval_report as report  # noqa: PLC0415
+    from spade_rllib.evaluation import eval_report as report
     from spade_rllib.evaluation.replays import large_levels, write_replays
     from spade_rllib.evaluation.schedule_runner import run_schedule
     from spade_rllib.evaluation.schedule import make_schedule, parse_levels
@@ -367,7 +367,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     players = list(specs)
     roles = role_names(cfg.player_roles)
     if roles:  # seated by role: each role's main against the other role's players
-        from spade_rllib.evaluation.schedule import make_role_schedule  # noqa: PLC0415
+        from spade_rllib.evaluation.schedule import make_role_schedule
 
         by_role = {r: [p for p in players if cfg.player_roles[p] == r] for r in roles}
         games = make_role_schedule(by_role, {r: role_module_id(r) for r in roles}, cfg.games_per_pair, cfg.seed)
@@ -435,7 +435,7 @@ def evaluate(cfg: EvalConfig) -> dict:
                                           levels=level_rows, plots=plots, replays=replays, role_ratings=role_tables,
                                           reasons=reason_rows)
     write_text(out / "eval_config.json", json.dumps(asdict(cfg), indent=2) + "\n")
-    from spade_rllib.report import write_quietly  # noqa: PLC0415
+    from spade_rllib.report import write_quietly
 
     html = write_quietly([out], command="python -m spade_rllib.evaluate")
     if html is not None:
@@ -450,7 +450,7 @@ def evaluate(cfg: EvalConfig) -> dict:
 
 def print_exploitability(cfg: EvalConfig) -> int:
     """`--exploitability`: one line per checkpoint (main, members, league mixtures); exit 2 on a bad checkpoint."""
-    from spade_rllib.exploitability_report import checkpoint_exploitability, exploitability_text  # noqa: PLC0415
+    from spade_rllib.exploitability_report import checkpoint_exploitability, exploitability_text
 
     for path in [*cfg.checkpoints, *cfg.vs_checkpoints]:
         try:

@@ -155,7 +155,7 @@ def is_export(path: str | Path) -> bool:
         import onnx
 
         keys = {prop.key for prop in onnx.load(str(path), load_external_data=False).metadata_props}
-    except Exception:  # noqa: BLE001 - anything unreadable is not ours
+    except Exception:
         return False
     return {"module_id", "input_style", "feature_size"} <= keys
 
@@ -270,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not MIN_OPSET <= args.opset <= MAX_OPSET:
         print(f"error: --opset = {args.opset}: out of range, allowed {MIN_OPSET}..{MAX_OPSET}", file=sys.stderr)
         return 2
-    from spade_rllib.preflight import check_not_in_checkpoint, check_output_path, check_overwrite  # noqa: PLC0415
+    from spade_rllib.preflight import check_not_in_checkpoint, check_output_path, check_overwrite
 
     check_output_path(args.out, "--out", directory=False)  # before loading anything
     check_not_in_checkpoint(args.out, "--out")

@@ -47,7 +47,7 @@ def league_mode(module_id: Any) -> Optional[str]:
 
 def checkpoint_league(checkpoint: str | Path):
     """The `League` stored in a checkpoint (its config and state); PolicyLoadError when it has none."""
-    from spade_rllib.league import League, LeagueConfig  # noqa: PLC0415
+    from spade_rllib.league import League, LeagueConfig
 
     info = resolve_checkpoint(checkpoint)
     state = league_state(info)
@@ -60,7 +60,7 @@ def checkpoint_league(checkpoint: str | Path):
 
 
 def openspiel_game(env_id: Optional[str]) -> Optional[str]:
-    from spade_rllib.games import find_game  # noqa: PLC0415
+    from spade_rllib.games import find_game
 
     spec = find_game(env_id) if env_id else None
     return None if spec is None else spec.openspiel_game
@@ -68,7 +68,7 @@ def openspiel_game(env_id: Optional[str]) -> Optional[str]:
 
 def policy_fn(policy: Any):
     """The `exploitability.PolicyFn` of a loaded policy (None: uniform random)."""
-    from spade_rllib.games.exploitability import logits_policy, uniform_policy  # noqa: PLC0415
+    from spade_rllib.games.exploitability import logits_policy, uniform_policy
 
     if policy is None:
         return uniform_policy
@@ -116,7 +116,7 @@ class MixturePolicy:
         self._row_of: dict[bytes, int] = {}
         game_name = openspiel_game(env_id)
         if game_name is not None:
-            from spade_rllib.games.exploitability import average_table, info_states, table_of  # noqa: PLC0415
+            from spade_rllib.games.exploitability import average_table, info_states, table_of
 
             states = info_states(game_name)
             tables = np.stack([table_of(policy_fn(m.policy), game_name) for m in members])

@@ -256,7 +256,7 @@ def check_playable(env_id: str, setup: dict | None = None) -> None:
     """`play` shows the board as text: an env outside the catalog must render ``ansi`` and have two teams."""
     if find_game(env_id) is not None:
         return
-    from spade_rllib.evaluation.match_engine import MatchError, check_two_teams  # noqa: PLC0415
+    from spade_rllib.evaluation.match_engine import MatchError, check_two_teams
 
     modes = render_modes(env_id, setup)
     if "ansi" not in modes:

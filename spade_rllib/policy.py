@@ -104,37 +104,37 @@ def saved_module_state(directory: Path) -> tuple[Path, Any]:
     file = files[0]
     try:
         if file.suffix in (".msgpack", ".msgpck"):
-            from ray.rllib.utils.serialization import try_import_msgpack  # noqa: PLC0415
+            from ray.rllib.utils.serialization import try_import_msgpack
 
             msgpack = try_import_msgpack(error=True)
             with open(file, "rb") as f:
                 return file, msgpack.load(f, strict_map_key=False)
         with open(file, "rb") as f:
-            import pickle  # noqa: PLC0415
+            import pickle
 
             return file, pickle.load(f)
-    except Exception as e:  # noqa: BLE001 - one line for any unreadable state
+    except Exception as e:
         raise PolicyLoadError(f"cannot read {file}: {type(e).__name__}: {e}") from e
 
 
 def _explain_misfit(directory: Path, saved: Any, where: str) -> None:
     """When RLlib could not load a module, build it from its constructor arguments alone and raise
     the first key that does not fit (RLlib's own message lists every key over many lines)."""
-    import pickle  # noqa: PLC0415
+    import pickle
 
     try:
         with open(directory / "class_and_ctor_args.pkl", "rb") as f:
             ctor = pickle.load(f)
         args, kwargs = ctor["ctor_args_and_kwargs"]
         module = ctor["class"](*args, **kwargs)
-    except Exception:  # noqa: BLE001 - no better explanation than RLlib's
+    except Exception:
         return
     check_weights_fit(module, saved, where)
 
 
 def check_weights_fit(module, saved: Any, where: str, snapshot: bool = False) -> None:
     """Raise `PolicyLoadError` naming `where` and the first bad key unless `saved` fits `module`."""
-    from spade_rllib.checkpoint_guard import state_problem  # noqa: PLC0415
+    from spade_rllib.checkpoint_guard import state_problem
 
     optional = (lambda key: key.startswith(VALUE_KEY_PREFIX)) if snapshot else (lambda key: False)
     problem = state_problem(module.get_state(), saved, optional)
@@ -150,7 +150,7 @@ def _load_module(info: CheckpointInfo, module_id: str):
         file, saved = saved_module_state(info.module_dir(module_id))
         try:
             module = RLModule.from_checkpoint(str(info.module_dir(module_id)))
-        except Exception as e:  # noqa: BLE001 - one-line error for any unpickling failure
+        except Exception as e:
             _explain_misfit(info.module_dir(module_id), saved, str(file))  # a shape mismatch, named by key
             raise PolicyLoadError(
                 f"cannot load module {module_id!r} from {info.module_dir(module_id)}: "
@@ -169,7 +169,7 @@ def _load_module(info: CheckpointInfo, module_id: str):
         check_weights_fit(module, weights, f"{info.path} league member {module_id!r}", snapshot=True)
         try:
             module.set_state(weights)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise PolicyLoadError(f"league member {module_id!r} weights do not fit main's module: {e}") from e
     else:
         raise _unknown_module_error(module_id, info)
@@ -433,11 +433,11 @@ def _env_sizes(env_id: str, setup: Mapping | None = None) -> tuple[int, int]:
     """(observation features without the action mask, number of actions) of `env_id`, as the trainer
     sees them (the game-loop adapter's `Game`, built with the run's `setup`: `checkpoint_env_setup`), for
     compatibility checks."""
-    from spade_rllib.games import find_game  # noqa: PLC0415
-    from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
+    from spade_rllib.games import find_game
+    from spade_rllib.games.adapter import make_game_factory
 
     if find_game(env_id) is not None:  # the catalog's games: their defaults, with the run's rules and observation
-        from spade_rllib.games.catalog import recorded_game_kwargs  # noqa: PLC0415
+        from spade_rllib.games.catalog import recorded_game_kwargs
 
         setup = {"kwargs": recorded_game_kwargs(setup)}
     setup = dict(setup or {})
@@ -460,7 +460,7 @@ def known_env_id(env_id: str | None) -> str | None:
         return env_id
     try:
         resolve_env(env_id)
-    except Exception:  # noqa: BLE001 - an id that names nothing importable here
+    except Exception:
         return None
     return env_id
 
@@ -470,7 +470,7 @@ def infer_env_id(policy: Policy) -> str | None:
     for env_id in game_ids():
         try:
             features, actions = _env_sizes(env_id)
-        except Exception:  # noqa: BLE001 - an env that cannot be built does not fit
+        except Exception:
             continue
         if actions == policy.num_actions and features == policy.feature_size:
             return env_id
@@ -487,7 +487,7 @@ def _check_env(policy: Policy, info: CheckpointInfo, env_id: str) -> None:
         features, env_n = _env_sizes(wanted, setup)
     except ImportError:
         return
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise PolicyLoadError(f"unknown env id {env_id!r}: {type(e).__name__}: {' '.join(str(e).split())}") from e
     if env_n != policy.num_actions:
         raise PolicyLoadError(
@@ -525,7 +525,7 @@ def load_policy(
             roles = [m[len("main_"):] for m in info.module_ids if m.startswith("main_") and "exploiter" not in m]
             raise PolicyLoadError(f"role {role!r} is not in checkpoint {info.path}{did_you_mean(role, roles)}; roles: "
                                   f"{', '.join(roles) or 'none (a symmetric game: its module is main)'}")
-    from spade_rllib.league_player import league_mode, load_league_policy  # noqa: PLC0415 - the league as a player
+    from spade_rllib.league_player import league_mode, load_league_policy
 
     mode = league_mode(module_id)
     if mode is not None:  # "league:uniform|plan|nash": the league's mixture (a MixturePolicy)

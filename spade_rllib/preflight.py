@@ -52,7 +52,7 @@ MAX_MAP_BYTES = 1 << 20
 
 def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
     """Parse an ASCII map file into a `Level`; `ConfigError` naming key, file, line and column."""
-    from spade_rllib.envs import Level, LevelError  # noqa: PLC0415
+    from spade_rllib.envs import Level, LevelError
 
     p = Path(os.path.expanduser(path))
     try:
@@ -144,8 +144,8 @@ def check_teams(cfg) -> None:
     env = cfg.env
     if env_factory(env.id) is None or (env.teams is None and env.mode == "auto" and env.api == "auto"):
         return
-    from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
-    from spade_rllib.games.teams import TeamError  # noqa: PLC0415
+    from spade_rllib.games.adapter import make_game_factory
+    from spade_rllib.games.teams import TeamError
 
     try:
         game = make_game_factory(env.id, env.kwargs, teams=env.teams, mode=env.mode, api=env.api)()
@@ -177,7 +177,7 @@ def check_league_teams(game, league: bool, roles: dict, env_id: str) -> None:
 def check_roles(cfg) -> None:
     """`env.roles` of a catalog game names only its agents and leaves none without a role where the agents'
     spaces differ (`spade_rllib.games.roles`; a foreign env is checked by `check_foreign_env`)."""
-    from spade_rllib.games.roles import env_roles  # noqa: PLC0415
+    from spade_rllib.games.roles import env_roles
 
     env_roles(cfg.env.id, cfg.env.kwargs, cfg.env.roles)
 
@@ -190,10 +190,10 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
     without roles to tell them apart (`env.roles`, `spade_rllib.games.roles`), constructor arguments the
     env refuses, envs that fail on their first step and (with `league`) a league on more than two teams
     are one-line `ConfigError`s before Ray starts."""
-    from spade_rllib.games.roles import game_roles  # noqa: PLC0415
-    from spade_rllib.games.adapter import make_game_factory  # noqa: PLC0415 - numpy + gymnasium only
-    from spade_rllib.games.spaces import UnsupportedSpace  # noqa: PLC0415
-    from spade_rllib.games.teams import TeamError  # noqa: PLC0415
+    from spade_rllib.games.roles import game_roles
+    from spade_rllib.games.adapter import make_game_factory
+    from spade_rllib.games.spaces import UnsupportedSpace
+    from spade_rllib.games.teams import TeamError
 
     game = None
     try:
@@ -202,7 +202,7 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
             game = make()
         except (UnsupportedSpace, ValueError, TypeError):
             raise
-        except Exception as e:  # noqa: BLE001 - a missing optional dependency (ImportError, DependencyNotInstalled)
+        except Exception as e:
             raise ConfigError(f"{key} = {env_id!r}: the env cannot be built here ({e.__class__.__name__}: "
                               f"{_one_line(e)})") from e
         resolved = game_roles(game, roles, env_id)  # one trained module per role: agents of a role share their spaces
@@ -226,7 +226,7 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
                           f"{_one_line(e)})" + (f" with env.kwargs = {kwargs!r}" if kwargs else "")) from e
     except TypeError as e:
         raise ConfigError(f"env.kwargs = {kwargs!r}: {env_id} refuses it ({e.__class__.__name__}: {_one_line(e)})") from e
-    except Exception as e:  # noqa: BLE001 - a foreign env can raise anything; one line before Ray, not a traceback after
+    except Exception as e:
         raise ConfigError(f"{key} = {env_id!r}: the env fails on its first reset/step ({e.__class__.__name__}: "
                           f"{_one_line(e)})") from e
     finally:
@@ -234,7 +234,7 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
         if callable(close):
             try:
                 close()
-            except Exception:  # noqa: BLE001 - closing a probe env is best-effort
+            except Exception:
                 pass
 
 
@@ -256,7 +256,7 @@ def check_heldout_levels(paths: list, env_id: str, key: str = "evaluation.heldou
     the file), and with `max_size` at least one map has at most that many rows and columns."""
     if not paths:
         return
-    from spade_rllib.curriculum.heldout_levels import heldout_map_files, load_heldout_levels  # noqa: PLC0415
+    from spade_rllib.curriculum.heldout_levels import heldout_map_files, load_heldout_levels
 
     try:
         files = heldout_map_files(paths)
@@ -377,7 +377,7 @@ STORAGE_SCHEMES = {"file": None, "s3": "S3FileSystem", "gs": "GcsFileSystem", "g
 
 def check_storage_uri(uri: str, key: str = "experiment.storage_path") -> None:
     """A storage URI: a known scheme whose pyarrow filesystem is available here (nothing is contacted)."""
-    from urllib.parse import urlparse  # noqa: PLC0415
+    from urllib.parse import urlparse
 
     parsed = urlparse(str(uri))
     scheme = parsed.scheme.lower()
@@ -392,7 +392,7 @@ def check_storage_uri(uri: str, key: str = "experiment.storage_path") -> None:
     if not parsed.netloc:
         raise ConfigError(f"{key} = {uri!r}: no bucket; expected {scheme}://BUCKET/PATH")
     try:
-        import pyarrow.fs  # noqa: PLC0415
+        import pyarrow.fs
 
         getattr(pyarrow.fs, STORAGE_SCHEMES[scheme])
     except (ImportError, AttributeError) as e:
@@ -436,7 +436,7 @@ def check_output_path(path: str, key: str, *, directory: bool) -> None:
 def check_not_in_checkpoint(path: str, key: str, inputs: tuple = ()) -> None:
     """An output may not land inside a checkpoint (an algorithm checkpoint, a module directory, or
     one of the command's `inputs`): writing there would change what the next load reads."""
-    from spade_rllib.checkpoint_layout import CTOR_FILE, is_algorithm_checkpoint  # noqa: PLC0415
+    from spade_rllib.checkpoint_layout import CTOR_FILE, is_algorithm_checkpoint
 
     target = Path(os.path.expanduser(str(path))).resolve()
     roots = {Path(os.path.expanduser(str(p))).resolve() for p in inputs}
@@ -485,10 +485,10 @@ def required_resources(cfg) -> dict:
 def machine_gpus() -> int:
     """GPUs this machine shows to torch (0 without CUDA)."""
     try:
-        import torch  # noqa: PLC0415
+        import torch
 
         return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
-    except Exception:  # noqa: BLE001 - no torch or a broken driver: no usable GPU
+    except Exception:
         return 0
 
 

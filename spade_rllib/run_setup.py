@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from spade_rllib.config import RunConfig
-from spade_rllib.results import result_value  # noqa: F401 - sweeps, tune and benches read it from here
+from spade_rllib.results import result_value
 
 __all__ = ["make_tune_config", "make_tune_run_config", "result_value", "stop_criteria", "storage_uri_or_path",
            "trainable_and_param_space"]
@@ -31,7 +31,7 @@ def stop_criteria(cfg: RunConfig) -> dict:
 
 def trainable_and_param_space(cfg: RunConfig, **kwargs):
     """(trainable class, AlgorithmConfig) for `tune.Tuner(trainable, param_space=...)`."""
-    from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config  # noqa: PLC0415
+    from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config
 
     return SpadePPO, build_algo_config(cfg, **kwargs)
 
@@ -41,9 +41,9 @@ def make_tune_run_config(cfg: RunConfig, callbacks: Optional[list] = None, verbo
     """`tune.RunConfig` with storage, stop criteria (or `stopper`, which checks them), checkpointing (every
     `checkpoint_every` iterations; by time with `checkpoint_every_s`: `rllib.recovery.TimedCheckpoints`, added
     here unless `callbacks` holds one) and trial retries (`rllib.recovery.max_failures`; `attached`: to a cluster)."""
-    from ray import tune  # noqa: PLC0415
+    from ray import tune
 
-    from spade_rllib.rllib.recovery import TimedCheckpoints, max_failures  # noqa: PLC0415
+    from spade_rllib.rllib.recovery import TimedCheckpoints, max_failures
 
     callbacks = list(callbacks or [])
     if cfg.training.checkpoint_every_s and not any(isinstance(c, TimedCheckpoints) for c in callbacks):
@@ -74,7 +74,7 @@ def storage_uri_or_path(storage: str) -> str:
 
 def make_tune_config(cfg: RunConfig):
     """`tune.TuneConfig` for a single trial with a readable directory name."""
-    from ray import tune  # noqa: PLC0415
+    from ray import tune
 
     name = cfg.experiment.name
     return tune.TuneConfig(

@@ -50,13 +50,13 @@ def tracker_callbacks(cfg: Any) -> list:
     out = []
     for name in cfg.experiment.loggers:
         if name == "mlflow":
-            from ray.air.integrations.mlflow import MLflowLoggerCallback  # noqa: PLC0415
+            from ray.air.integrations.mlflow import MLflowLoggerCallback
 
             out.append(MLflowLoggerCallback(tracking_uri=mlflow_uri(cfg), experiment_name=cfg.experiment.name,
                                             tags={"env": cfg.env.id, "seed": str(cfg.experiment.seed)},
                                             save_artifact=False))
         elif name == "wandb":
-            from ray.air.integrations.wandb import WandbLoggerCallback  # noqa: PLC0415
+            from ray.air.integrations.wandb import WandbLoggerCallback
 
             run_dir = Path(os.path.expanduser(cfg.experiment.storage_path)).resolve() / cfg.experiment.name
             run_dir.mkdir(parents=True, exist_ok=True)

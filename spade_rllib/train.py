@@ -118,7 +118,7 @@ def format_line(result: dict) -> str:
                          + f" (it {result_value(result, 'heldout/iteration'):g})")
     phases = result_value(result, "spade/phase_s", {})
     if isinstance(phases, dict) and phases:  # where this iteration's wall time went (spade_rllib.phases)
-        from spade_rllib.phases import phase_ms_text  # noqa: PLC0415
+        from spade_rllib.phases import phase_ms_text
 
         text = phase_ms_text(phases)
         if text:
@@ -139,9 +139,9 @@ def _heldout_scores(result: dict) -> dict[str, float]:
 def console_callback(cfg: Optional[RunConfig] = None, live: Optional[bool] = None):
     """A Tune callback showing each result (`spade_rllib.console`: a live panel on a terminal, short
     lines otherwise; the full `format_line` in the trial's iterations.log) instead of Tune's table."""
-    from ray.tune import Callback  # noqa: PLC0415
+    from ray.tune import Callback
 
-    from spade_rllib.console import RunConsole  # noqa: PLC0415
+    from spade_rllib.console import RunConsole
 
     budget = cfg.training.stop.time_s if cfg is not None else None
     title = f"{cfg.env.id} / {cfg.experiment.name}" if cfg is not None else "training"
@@ -176,27 +176,27 @@ def console_callback(cfg: Optional[RunConfig] = None, live: Optional[bool] = Non
 
 
 def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
-    import ray  # noqa: PLC0415
+    import ray
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     # Tune's legacy reporter honours verbose=0 completely (the new one still prints a header box
     # and a TensorBoard hint pointing at the session's staging dir); our summary prints the paths.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "0")
-    from spade_rllib.console import quiet_ray_noise  # noqa: PLC0415
+    from spade_rllib.console import quiet_ray_noise
 
     quiet_ray_noise()
     if address:
         ctx = ray.init(address=address, log_to_driver=False)
     else:
-        from spade_rllib.rllib.local_ray import init_local_ray  # noqa: PLC0415 - services on 127.0.0.1 only
+        from spade_rllib.rllib.local_ray import init_local_ray
 
         ctx = init_local_ray(num_cpus=cfg.resources.num_cpus, log_to_driver=False,
                              include_dashboard=None, configure_logging=True, logging_level="WARNING")
     quiet_ray_noise()  # ray.init replaces the handlers
     url = getattr(ctx, "dashboard_url", None)
     if url:
-        from spade_rllib.console import dashboard_line  # noqa: PLC0415
+        from spade_rllib.console import dashboard_line
 
         print(dashboard_line(url), flush=True)
 
@@ -205,7 +205,7 @@ def find_checkpoint(path: str) -> str:
     """The newest whole checkpoint at or under `path`, by the loader's rule
     (`checkpoint_layout.newest_checkpoint`: the highest number; a damaged one skipped with a note).
     Pointing at a damaged checkpoint directly is a `ConfigError`."""
-    from spade_rllib.checkpoint_layout import checkpoint_problem, is_algorithm_checkpoint, newest_checkpoint  # noqa: PLC0415
+    from spade_rllib.checkpoint_layout import checkpoint_problem, is_algorithm_checkpoint, newest_checkpoint
 
     p = Path(os.path.expanduser(path)).resolve()
     if not p.exists():
@@ -235,11 +235,11 @@ def saved_config_for(checkpoint: str) -> Optional[str]:
 
 def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[dict]:
     """Play the final checkpoint's main against `evaluation.opponents` in the driver process."""
-    from spade_rllib.checkpoint_layout import resolve_checkpoint  # noqa: PLC0415
-    from spade_rllib.policy import load_module  # noqa: PLC0415
-    from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
-    from spade_rllib.rllib.components import placeholder_win_rates, win_rates  # noqa: PLC0415
-    from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
+    from spade_rllib.checkpoint_layout import resolve_checkpoint
+    from spade_rllib.policy import load_module
+    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.components import placeholder_win_rates, win_rates
+    from spade_rllib.rllib.runner import SpadeEnvRunner
 
     algo_config = build_algo_config(cfg)
     runner = SpadeEnvRunner(config=algo_config, worker_index=0, num_workers=0)
@@ -250,7 +250,7 @@ def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[di
         if not runner.games[0].cooperative:
             runner.stop()
             return None
-        from spade_rllib.rllib.components import team_returns  # noqa: PLC0415
+        from spade_rllib.rllib.components import team_returns
 
         out = team_returns(runner.evaluate_main({"opponents": [MIRROR], "games": games, "greedy": ev.greedy}), "final")
         runner.stop()
@@ -320,7 +320,7 @@ def resolve_config(args: argparse.Namespace, resolve: bool = True) -> tuple[RunC
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.help_config:
-        from spade_rllib.config import describe  # noqa: PLC0415
+        from spade_rllib.config import describe
 
         print(describe())
         return 0
@@ -329,13 +329,13 @@ def main(argv=None) -> int:
     except ConfigError as e:
         return config_error(e, argv)
     if args.print_config:
-        from spade_rllib.config import dump_config  # noqa: PLC0415
+        from spade_rllib.config import dump_config
 
         print(dump_config(cfg), end="")
         return 0
     try:  # about this machine: stop condition, storage, CPUs/GPUs; the env, model size and resume fit
-        from spade_rllib.preflight import check_launch  # noqa: PLC0415
-        from spade_rllib.rllib.prelaunch import check_env_builds, check_model_memory, check_resume  # noqa: PLC0415
+        from spade_rllib.preflight import check_launch
+        from spade_rllib.rllib.prelaunch import check_env_builds, check_model_memory, check_resume
 
         check_launch(cfg, address=args.address)
         info = check_env_builds(cfg)
@@ -345,21 +345,21 @@ def main(argv=None) -> int:
     except ConfigError as e:
         return config_error(e, argv)
 
-    from spade_rllib.runinfo import collect_runinfo  # noqa: PLC0415
+    from spade_rllib.runinfo import collect_runinfo
 
     runinfo = collect_runinfo(cfg.experiment.seed, cfg.source_path, extra={"resumed_from": checkpoint})
     try:
         start_ray(cfg, args.address)
         # Build once here so env/model problems surface before Tune starts.
         trainable, param_space = trainable_and_param_space(cfg, runinfo=runinfo, restore_from=checkpoint)
-        from spade_rllib.console import quiet_ray_noise  # noqa: PLC0415
+        from spade_rllib.console import quiet_ray_noise
 
         quiet_ray_noise()  # RLlib's loggers exist now
     except ConfigError as e:
         return config_error(e, argv)
-    from ray import tune  # noqa: PLC0415
+    from ray import tune
 
-    from spade_rllib.rllib.graceful_stop import GracefulStop  # noqa: PLC0415
+    from spade_rllib.rllib.graceful_stop import GracefulStop
 
     console = console_callback(cfg)
     stopper = GracefulStop(stop_criteria(cfg))
@@ -367,10 +367,10 @@ def main(argv=None) -> int:
     how = "league" if cfg.league.enabled else cfg.self_play.mode  # the league's plan replaces the self-play mode
     print(f"training {cfg.env.id} ({how}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
     t0 = time.time()
-    from spade_rllib.reporting.tensorboard import heatmap_callback  # noqa: PLC0415
-    from spade_rllib.trackers import tracker_callbacks  # noqa: PLC0415
+    from spade_rllib.reporting.tensorboard import heatmap_callback
+    from spade_rllib.trackers import tracker_callbacks
 
-    from spade_rllib.rllib.recovery import recovery_callbacks  # noqa: PLC0415 - work lost and redone, checkpoints by time
+    from spade_rllib.rllib.recovery import recovery_callbacks
 
     recovery = recovery_callbacks(cfg, resumed_from=checkpoint)
     tuner = tune.Tuner(trainable, param_space=param_space,
@@ -401,10 +401,10 @@ def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: di
     levels like the training ones, actions as in the periodic evaluation, `k` of its games as GIFs; with
     `final_heldout_size_opponents` and one held-out directory, also main vs the first of those bots on every
     held-out map (2 games each, `final_games_heldout/`), with a GIF of every map of 15+ cells a side."""
-    from spade_rllib.outcome import BOT_PREFIX  # noqa: PLC0415
-    from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
-    from spade_rllib.evaluate import EvalConfig, evaluate  # noqa: PLC0415
-    from spade_rllib.evaluation.players import bots_for_env  # noqa: PLC0415
+    from spade_rllib.outcome import BOT_PREFIX
+    from spade_rllib.games import LEVEL_KIND, env_kind
+    from spade_rllib.evaluate import EvalConfig, evaluate
+    from spade_rllib.evaluation.players import bots_for_env
 
     valid = bots_for_env(cfg.env.id) if env_kind(cfg.env.id) == LEVEL_KIND else ()
     bots = [o[len(BOT_PREFIX):] if o.startswith(BOT_PREFIX) else o for o in cfg.evaluation.opponents]
@@ -435,7 +435,7 @@ def budget_lines(cfg: RunConfig, steps: float, time_s: float, interrupted: bool 
     stop = cfg.training.stop
     if not stop.env_steps:
         return []
-    from spade_rllib.console import wrap_text  # noqa: PLC0415
+    from spade_rllib.console import wrap_text
 
     if steps >= stop.env_steps:
         text = f"env-step budget {stop.env_steps:,d}: reached"
@@ -455,8 +455,8 @@ def time_lines(totals) -> list[str]:
     """Where the training time went (spade_rllib.phases) and the spread of the per-iteration rate."""
     if totals is None or not totals.seconds:
         return []
-    from spade_rllib.console import wrap_text  # noqa: PLC0415
-    from spade_rllib.phases import phase_text, rate_spread  # noqa: PLC0415
+    from spade_rllib.console import wrap_text
+    from spade_rllib.phases import phase_text, rate_spread
 
     text = "time per phase: " + phase_text(totals.seconds)
     spread = rate_spread(totals.rates)
@@ -476,9 +476,9 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     if result is not None and result.error is not None:
         print(f"run FAILED: {one_line(result.error)}")  # the cause from inside Ray's wrapper
     if interrupted is not None:
-        import signal  # noqa: PLC0415
+        import signal
 
-        from spade_rllib.console import rel  # noqa: PLC0415
+        from spade_rllib.console import rel
 
         where = Path(trial_path) if trial_path else Path(os.path.expanduser(cfg.experiment.storage_path)) / cfg.experiment.name
         print(f"interrupted at iteration {int(last.get('training_iteration', 0))} ({signal.Signals(interrupted).name}); "
@@ -506,18 +506,18 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     if ckpt and final_games > 0:
         try:
             final = final_evaluation(cfg, ckpt, final_games)
-        except Exception as e:  # noqa: BLE001 - the summary must still print
+        except Exception as e:
             print(f"final evaluation skipped: {e.__class__.__name__}: {e}")
     if final and "final/team/return_mean" in final:  # a cooperative game: the team's return, no W/D/L
-        from spade_rllib.console import team_line  # noqa: PLC0415
+        from spade_rllib.console import team_line
 
         print(team_line(final, final_games, cfg.evaluation.greedy))
     elif final:
-        from spade_rllib.console import final_table, wrap_text  # noqa: PLC0415
-        from spade_rllib.targets import target_verdicts  # noqa: PLC0415
+        from spade_rllib.console import final_table, wrap_text
+        from spade_rllib.targets import target_verdicts
 
         opponents = [*cfg.evaluation.opponents, *([] if MIRROR in cfg.evaluation.opponents else [MIRROR])]
-        from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
+        from spade_rllib.games import LEVEL_KIND, env_kind
 
         where = "" if env_kind(cfg.env.id) != LEVEL_KIND else (
             " on training-like levels" if cfg.env.difficulty is None else f" on levels of difficulty {cfg.env.difficulty:g}")
@@ -532,7 +532,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
                                   + ", ".join(f"{o} {s:.2f}" for o, s in scores.items())):
                 print(line)
         if cfg.evaluation.final_heldout_levels:  # the held-out line: main on maps it never trained on
-            from spade_rllib.rllib.heldout_line import heldout_line, navigation_line, run_final_heldout, size_lines  # noqa: PLC0415
+            from spade_rllib.rllib.heldout_line import heldout_line, navigation_line, run_final_heldout, size_lines
 
             try:
                 held = run_final_heldout(cfg, ckpt) or {}
@@ -546,13 +546,13 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
                 for line in (x for text in size_lines(held, ev.final_heldout_size_opponents) for x in wrap_text(text)):
                     print(line)
                 final.update(held)
-            except Exception as e:  # noqa: BLE001 - the summary must still print
+            except Exception as e:
                 print(f"held-out line skipped: {e.__class__.__name__}: {e}")
         if trial_path:
-            import json  # noqa: PLC0415
+            import json
 
             try:
-                from spade_rllib.atomic_io import write_text  # noqa: PLC0415
+                from spade_rllib.atomic_io import write_text
 
                 write_text(Path(trial_path, "final_evaluation.json"), json.dumps(final, indent=2))
             except OSError:
@@ -561,7 +561,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         for line in exploitability_lines(cfg, ckpt, last):
             print(line)
     if trial_path:
-        from spade_rllib.console import rel  # noqa: PLC0415
+        from spade_rllib.console import rel
 
         tp = Path(trial_path)
         events = sorted(tp.glob("events.out.tfevents*"))
@@ -577,31 +577,31 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         if (tp / "error.txt").is_file():
             print(f"error trace:   {rel(tp / 'error.txt')}")
         if (tp / LEAGUE_CSV).is_file():  # written by the league component at the end of the run
-            from spade_rllib.league import format_table, read_table  # noqa: PLC0415
+            from spade_rllib.league import format_table, read_table
 
             print(f"league table:  {rel(tp / LEAGUE_CSV)}")
             print(format_table(read_table(tp / LEAGUE_CSV)))
     report = None
     if trial_path:
-        from spade_rllib.report import write_quietly  # noqa: PLC0415
+        from spade_rllib.report import write_quietly
 
         if ckpt and replays > 0 and final:
             try:  # into the trial dir, where the report finds it
                 final_replays(cfg, ckpt, Path(trial_path), replays, last)
-            except Exception as e:  # noqa: BLE001 - the summary must still print
+            except Exception as e:
                 print(f"replays skipped: {e.__class__.__name__}: {e}")
         report = write_quietly([trial_path], command="python -m spade_rllib.train")
         if report is not None:
             print(f"report:        {rel(report)}")
     if ckpt:
-        from spade_rllib.console import ready_commands, wrap_command  # noqa: PLC0415
+        from spade_rllib.console import ready_commands, wrap_command
 
         print(f"checkpoint:    {rel(ckpt)}")
         print("# resume with:")
         for line in wrap_command(["python", "-m", "spade_rllib.train", "--resume", rel(Path(trial_path or ckpt))]):
             print(line)
         if final:  # a game: evaluate and play make sense
-            from spade_rllib.games import LEVEL_KIND, env_kind  # noqa: PLC0415
+            from spade_rllib.games import LEVEL_KIND, env_kind
 
             for line in ready_commands(Path(trial_path or ckpt), ckpt, cfg.env.difficulty, report,
                                        level_game=env_kind(cfg.env.id) == LEVEL_KIND, playable=_playable(cfg.env.id)):
@@ -610,16 +610,16 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
 def exploitability_lines(cfg: RunConfig, ckpt: str, last: dict) -> list[str]:
     """OpenSpiel games: the exact exploitability (NashConv / 2) of the last checkpoint's main and league mixtures,
     and of the average of main's measured strategies (`exploitability/average`); [] for other games."""
-    from spade_rllib.games import find_game  # noqa: PLC0415
+    from spade_rllib.games import find_game
 
     spec = find_game(cfg.env.id)
     if spec is None or spec.openspiel_game is None:
         return []
     try:
-        from spade_rllib.exploitability_report import checkpoint_exploitability, exploitability_text  # noqa: PLC0415
+        from spade_rllib.exploitability_report import checkpoint_exploitability, exploitability_text
 
         values = checkpoint_exploitability(ckpt, cfg.env.id, members=False)
-    except Exception as e:  # noqa: BLE001 - the summary must still print
+    except Exception as e:
         return [f"exact exploitability skipped: {e.__class__.__name__}: {e}"]
     average = result_value(last, "exploitability/average")
     if isinstance(average, float) and not math.isnan(average):
@@ -629,12 +629,12 @@ def exploitability_lines(cfg: RunConfig, ckpt: str, last: dict) -> list[str]:
 
 def _playable(env_id: str) -> bool:
     """`play` can show this env in the terminal (a game of the catalog, or a two-team env rendering ansi)."""
-    from spade_rllib.play import check_playable  # noqa: PLC0415
-    from spade_rllib.policy import PolicyLoadError  # noqa: PLC0415
+    from spade_rllib.play import check_playable
+    from spade_rllib.policy import PolicyLoadError
 
     try:
         check_playable(env_id)
-    except (PolicyLoadError, Exception):  # noqa: BLE001 - only decides whether the hint is printed
+    except (PolicyLoadError, Exception):
         return False
     return True
 

@@ -101,7 +101,7 @@ def check_local_gpus(args: argparse.Namespace, base: dict) -> None:
     key, value = ("--gpus-per-trial", args.gpus_per_trial) if args.gpus_per_trial else ("resources.num_gpus_per_learner", per_learner)
     if not value:
         return
-    from spade_rllib.preflight import machine_gpus  # noqa: PLC0415
+    from spade_rllib.preflight import machine_gpus
 
     if machine_gpus() == 0:
         raise ConfigError(f"{key} {value:g}: out of range, this machine has no GPU (torch.cuda.is_available() is False); "
@@ -111,7 +111,7 @@ def check_local_gpus(args: argparse.Namespace, base: dict) -> None:
 def trial_cpus(cfg, cpus_per_trial: Optional[float]) -> float:
     """CPUs one trial of `cfg` asks for: its env runners' and learners' bundles plus its main process
     (`--cpus-per-trial` sizes the main process; `trainable.resources_for` refuses too few)."""
-    from spade_rllib.sweeps.trainable import resources_for  # noqa: PLC0415
+    from spade_rllib.sweeps.trainable import resources_for
 
     r, t = cfg.resources, cfg.training
     main_cpus, cfg = resources_for(cfg, cpus_per_trial, None)
@@ -124,7 +124,7 @@ def check_local_trial_fits(args: argparse.Namespace, spec: SweepSpec, base: dict
     the trials take (`trial_combinations`; attached to a cluster, Ray decides)."""
     if args.address or os.environ.get("RAY_ADDRESS"):
         return
-    from spade_rllib.sweeps.sweep_spec import describe_trial, trial_combinations, trial_run_config  # noqa: PLC0415
+    from spade_rllib.sweeps.sweep_spec import describe_trial, trial_combinations, trial_run_config
 
     for params in trial_combinations(spec):
         cfg = trial_run_config(base, params, resolve=False)
@@ -156,7 +156,7 @@ def storage_root(args: argparse.Namespace, base: dict) -> str:
 
 def trial_template(spec: SweepSpec, base: dict, args: argparse.Namespace, runinfo: Optional[dict] = None) -> dict:
     """The Tune param_space: the sweep's entry plus one search-space object per dotted key."""
-    from spade_rllib.sweeps.trainable import SWEEP_KEY  # noqa: PLC0415
+    from spade_rllib.sweeps.trainable import SWEEP_KEY
 
     cfg = validate_against_base(spec, base)
     meta = {
@@ -175,7 +175,7 @@ def trial_template(spec: SweepSpec, base: dict, args: argparse.Namespace, runinf
 
 def example_trial_config(template: dict, spec: SweepSpec) -> dict:
     """A concrete trial config (first grid value / lower bound of each key) for resource checks."""
-    from spade_rllib.sweeps.trainable import SWEEP_KEY  # noqa: PLC0415
+    from spade_rllib.sweeps.trainable import SWEEP_KEY
 
     out = {SWEEP_KEY: template[SWEEP_KEY]}
     for k, d in spec.space.items():
@@ -185,9 +185,9 @@ def example_trial_config(template: dict, spec: SweepSpec) -> dict:
 
 def resource_request(template: dict, spec: SweepSpec):
     """The placement group factory Tune will ask for per trial."""
-    import logging  # noqa: PLC0415
+    import logging
 
-    from spade_rllib.sweeps.trainable import SweepPPO  # noqa: PLC0415
+    from spade_rllib.sweeps.trainable import SweepPPO
 
     # Importing RLlib resets its logger: without this, building the config warns "running PPO on the
     # new API stack" above the plan or a config error's one line.
@@ -197,7 +197,7 @@ def resource_request(template: dict, spec: SweepSpec):
 
 
 def make_scheduler(spec: SweepSpec, stop_iterations: Optional[int]):
-    from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining  # noqa: PLC0415
+    from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
 
     s = spec.scheduler
     if s.type == "pbt":
@@ -221,23 +221,23 @@ def make_searcher(spec: SweepSpec, seed: int):
     s = spec.search
     if s.type == "none":
         return None
-    from ray.tune.search import ConcurrencyLimiter  # noqa: PLC0415
+    from ray.tune.search import ConcurrencyLimiter
 
     seed = s.seed if s.seed is not None else seed
     if s.type == "optuna":
-        import optuna  # noqa: PLC0415
-        from ray.tune.search.optuna import OptunaSearch  # noqa: PLC0415
+        import optuna
+        from ray.tune.search.optuna import OptunaSearch
 
         searcher = OptunaSearch(sampler=optuna.samplers.TPESampler(seed=seed))
     else:
-        from ray.tune.search.hyperopt import HyperOptSearch  # noqa: PLC0415
+        from ray.tune.search.hyperopt import HyperOptSearch
 
         searcher = HyperOptSearch(random_state_seed=seed)
     return ConcurrencyLimiter(searcher, max_concurrent=s.max_concurrent)
 
 
 def print_plan(spec: SweepSpec, base: dict, template: dict, storage: str, printer=print) -> None:
-    from spade_rllib.sweeps.trainable import SWEEP_KEY  # noqa: PLC0415
+    from spade_rllib.sweeps.trainable import SWEEP_KEY
 
     meta = template[SWEEP_KEY]
     pgf = resource_request(template, spec)
@@ -265,7 +265,7 @@ def print_plan(spec: SweepSpec, base: dict, template: dict, storage: str, printe
 
 def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
     """Local Ray, or attach with --address (or RAY_ADDRESS, as in a Ray job); no-op when Ray is already up here."""
-    import ray  # noqa: PLC0415
+    import ray
 
     if ray.is_initialized():
         return
@@ -273,8 +273,8 @@ def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
     if address or os.environ.get("RAY_ADDRESS"):  # `ray job submit` sets RAY_ADDRESS: attach to that cluster
         ray.init(address=address, log_to_driver=False)
         return
-    from spade_rllib.console import dashboard_line, quiet_ray_noise  # noqa: PLC0415
-    from spade_rllib.rllib.local_ray import init_local_ray  # noqa: PLC0415 - services on 127.0.0.1 only
+    from spade_rllib.console import dashboard_line, quiet_ray_noise
+    from spade_rllib.rllib.local_ray import init_local_ray
 
     ctx = init_local_ray(num_cpus=num_cpus, log_to_driver=False, configure_logging=True, logging_level="WARNING")
     quiet_ray_noise()
@@ -284,12 +284,12 @@ def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
 
 
 def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: str, runinfo: Optional[dict]):
-    from ray import tune  # noqa: PLC0415
+    from ray import tune
 
-    from spade_rllib.config import parse_config  # noqa: PLC0415
-    from spade_rllib.sweeps.progress import SweepProgress  # noqa: PLC0415
-    from spade_rllib.sweeps.trainable import SweepPPO  # noqa: PLC0415
-    from spade_rllib.run_setup import make_tune_run_config  # noqa: PLC0415
+    from spade_rllib.config import parse_config
+    from spade_rllib.sweeps.progress import SweepProgress
+    from spade_rllib.sweeps.trainable import SweepPPO
+    from spade_rllib.run_setup import make_tune_run_config
 
     cfg = parse_config(base)
     cfg.experiment.name = spec.experiment_name
@@ -316,7 +316,7 @@ def experiment_dir(storage: str, spec: SweepSpec) -> str:
 @cli_entry()
 def main(argv=None) -> int:
     args = parse_args(argv)
-    import logging  # noqa: PLC0415
+    import logging
 
     logging.getLogger("ray.rllib").setLevel(logging.ERROR)  # "running PPO on the new API stack" per resource request
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # our one-line progress instead of Tune's tables
@@ -328,7 +328,7 @@ def main(argv=None) -> int:
         spec, base = resolve(args)
         storage = storage_root(args, base)
         exp_dir = experiment_dir(storage, spec)
-        from spade_rllib.preflight import check_storage_path  # noqa: PLC0415
+        from spade_rllib.preflight import check_storage_path
 
         check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune
         template = trial_template(spec, base, args)  # every trial's combination of values is valid
@@ -341,10 +341,10 @@ def main(argv=None) -> int:
         return config_error(e, argv)
     if spec.smoke:  # a checkpoint every iteration makes Tune warn about frequent state snapshots
         os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    from ray import tune  # noqa: PLC0415
+    from ray import tune
 
-    from spade_rllib.runinfo import collect_runinfo  # noqa: PLC0415
-    from spade_rllib.sweeps.trainable import SweepPPO  # noqa: PLC0415
+    from spade_rllib.runinfo import collect_runinfo
+    from spade_rllib.sweeps.trainable import SweepPPO
 
     if args.resume and not tune.Tuner.can_restore(exp_dir):
         print(f"config error: --resume: no sweep to continue at {exp_dir} (run it without --resume first, or pass the same --storage)",
@@ -374,7 +374,7 @@ def main(argv=None) -> int:
 
 
 def finish(spec: SweepSpec, results, exp_dir: str, wall: float, stop_iterations: Optional[int] = None, printer=print) -> int:
-    from spade_rllib.sweeps.sweep_report import rows_from_results, write_report  # noqa: PLC0415
+    from spade_rllib.sweeps.sweep_report import rows_from_results, write_report
 
     rows = rows_from_results(results, spec.metric.mode)
     if spec.scheduler.type == "asha" and stop_iterations:

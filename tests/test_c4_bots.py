@@ -6,10 +6,10 @@ import random
 import pytest
 
 pytest.importorskip("pettingzoo.classic")
-from pettingzoo.classic import connect_four_v3  # noqa: E402
+from pettingzoo.classic import connect_four_v3
 
-from spade_rllib.games import bot_names, default_bot_names, make_bot  # noqa: E402
-from spade_rllib.bots.c4_bots import (COLUMN, LookaheadBot, MCTSBot, _playable, from_board, is_win,  # noqa: E402
+from spade_rllib.games import bot_names, default_bot_names, make_bot
+from spade_rllib.bots.c4_bots import (COLUMN, LookaheadBot, MCTSBot, _playable, from_board, is_win,
                                       legal_columns, rollout, winning_cells)
 
 ENV_ID = "pettingzoo.classic:connect_four_v3"

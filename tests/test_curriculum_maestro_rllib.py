@@ -64,7 +64,7 @@ def test_levels_follow_the_opponent_and_regret_reaches_the_league(ray_session):
         assert total > 20 and hits / total > 0.8, (hits, total)
         assert strategy.buffers["bot:rusher"].entries and strategy.buffers["random"].entries
         # the league got the co-player distribution, as league members
-        priority, mix = league.league._coplayer  # noqa: SLF001
+        priority, mix = league.league._coplayer
         assert mix == 0.5 and priority and all(not isinstance(k, str) for k in priority)
         assert set(map(str, priority)) >= {"rusher", "random"}
         assert set(result["curriculum"]["coplayer_p"]) >= {"bot:rusher", "random"}  # progress.csv / TensorBoard

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_recurrent import make_runner  # noqa: E402
-from test_train import tiny  # noqa: E402
+from test_recurrent import make_runner
+from test_train import tiny
 
-from spade_rllib.config import parse_config  # noqa: E402
+from spade_rllib.config import parse_config
 
 MODELS = {
     "mlp": {"hidden": [32, 32], "vf_share_layers": True},

@@ -16,7 +16,7 @@ import pytest
 from spade_rllib.config import ConfigError, parse_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import C4, tiny  # noqa: E402
+from test_train import C4, tiny
 
 LSTM = {"use_lstm": True, "lstm_cell_size": 16, "max_seq_len": 5}
 

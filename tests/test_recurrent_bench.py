@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_ablation_benches import assert_interval_from_seeds, run_bench  # noqa: E402
+from test_ablation_benches import assert_interval_from_seeds, run_bench
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

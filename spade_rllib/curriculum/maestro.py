@@ -94,7 +94,7 @@ class MaestroStrategy(_StrategyBase):
         opponent = opponent_key(outcome)
         buf = self._buffer(opponent)
         self.last_played[opponent] = self.episode_count
-        return buf._update_one(outcome)  # noqa: SLF001 - PLR's own update, the same scoring
+        return buf._update_one(outcome)
 
     # --- co-players ---
     def coplayer_regret(self) -> dict[str, float]:
@@ -140,7 +140,7 @@ class MaestroStrategy(_StrategyBase):
         return out
 
     def _state_dict(self):
-        return {"buffers": [[k, b._state_dict()] for k, b in self.buffers.items()],  # noqa: SLF001
+        return {"buffers": [[k, b._state_dict()] for k, b in self.buffers.items()],
                 "last_played": dict(self.last_played), "episode_count": self.episode_count,
                 "dropped_coplayers": self.dropped_coplayers}
 
@@ -151,7 +151,7 @@ class MaestroStrategy(_StrategyBase):
         self.buffers = {}
         for k, sub in state["buffers"]:
             buf = PLRStrategy(self._buffer_config, seed=0)
-            buf._load_state_dict(sub)  # noqa: SLF001 - validates capacity and every spec
+            buf._load_state_dict(sub)
             self.buffers[str(k)] = buf
         self.last_played = {str(k): int(v) for k, v in state["last_played"].items()}
         self.episode_count = int(state["episode_count"])

@@ -39,7 +39,7 @@ class OpenSpielMissing(ValueError):
 def require_pyspiel(what: str = "this game") -> Any:
     """The ``pyspiel`` module, or `OpenSpielMissing` (one line) naming `what` and how to install it."""
     try:
-        import pyspiel  # noqa: PLC0415 - optional dependency
+        import pyspiel
     except ImportError as e:
         raise OpenSpielMissing(f"{what} needs OpenSpiel, which is not installed: {INSTALL_HINT}") from e
     return pyspiel
@@ -52,7 +52,7 @@ def load_game(name: str) -> Any:
     pyspiel = require_pyspiel(f"OpenSpiel game {name!r}")
     names = pyspiel.registered_names()
     if name.split("(")[0] not in names:  # checked first: pyspiel prints every game's name on a failed load
-        import difflib  # noqa: PLC0415
+        import difflib
 
         close = difflib.get_close_matches(name.split("(")[0], names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -60,7 +60,7 @@ def load_game(name: str) -> Any:
                          "print(pyspiel.registered_names())\"")
     try:
         game = pyspiel.load_game(name)
-    except Exception as e:  # noqa: BLE001 - pyspiel raises SpielError / RuntimeError for bad parameters
+    except Exception as e:
         raise ValueError(f"OpenSpiel game {name!r} cannot be loaded: {' '.join(str(e).split())[:200]}") from e
     kind = game.get_type()
     problems = []
@@ -174,7 +174,7 @@ class OpenSpielEnv(AECEnv):
         text = str(self.state)
         if self.render_mode == "ansi":
             return text
-        from PIL import Image, ImageDraw  # noqa: PLC0415 - only for rgb_array frames
+        from PIL import Image, ImageDraw
 
         lines = text.splitlines() or [""]
         image = Image.new("RGB", (8 + 7 * max(len(line) for line in lines), 8 + 14 * len(lines)), "white")

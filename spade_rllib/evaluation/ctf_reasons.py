@@ -47,7 +47,7 @@ _DEFENCE = {"away": FLAG_TAKEN_AWAY, "respawning": FLAG_TAKEN_RESPAWNING, "in_ha
 
 def is_ctf(env: Any) -> bool:
     """True for a CaptureTheFlag env (the game these reasons describe)."""
-    from spade_rllib.envs.ctf import CaptureTheFlag  # noqa: PLC0415
+    from spade_rllib.envs.ctf import CaptureTheFlag
 
     return isinstance(getattr(env, "unwrapped", env), CaptureTheFlag)
 

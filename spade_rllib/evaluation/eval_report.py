@@ -262,7 +262,7 @@ MAIN_RATING_KEYS = ("league/main_rating",)
 
 def load_progress(path: Path) -> dict[str, np.ndarray]:
     """Numeric columns of a Tune `progress.csv` (non-numeric cells become NaN), read with pandas."""
-    import pandas as pd  # noqa: PLC0415 - installed with ray[tune]
+    import pandas as pd
 
     try:
         frame = pd.read_csv(path)

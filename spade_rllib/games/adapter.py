@@ -356,7 +356,7 @@ def _build_raw(env_id: str, kwargs: dict, api: str) -> Any:
     env = entry.make(**kwargs)
     built = env_api(env)
     if api == "aec" and built == "parallel":
-        from pettingzoo.utils.conversions import parallel_to_aec  # noqa: PLC0415
+        from pettingzoo.utils.conversions import parallel_to_aec
 
         return parallel_to_aec(env)
     if api == "parallel" and built != "parallel":

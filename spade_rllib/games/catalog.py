@@ -236,7 +236,7 @@ def level_game_spec(cls: type, *, bots: Mapping[str, type] = {}, heldout: Option
 
 
 def _connect_four(**kwargs: Any) -> Any:
-    from pettingzoo.classic import connect_four_v3  # noqa: PLC0415 - imported when the game is played
+    from pettingzoo.classic import connect_four_v3
 
     return connect_four_v3.env(**kwargs)
 

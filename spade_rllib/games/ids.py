@@ -140,8 +140,8 @@ def _pz_registry_has(text: str) -> bool:
 def _pz_registry_spec(text: str):
     """(env type, EnvSpec) of a PettingZoo registry id, AEC first; None when neither registry has it."""
     try:
-        import pettingzoo  # noqa: PLC0415 - populates the registries
-        from pettingzoo.env_registry.exceptions import PettingZooRegistryError  # noqa: PLC0415
+        import pettingzoo
+        from pettingzoo.env_registry.exceptions import PettingZooRegistryError
     except ImportError:
         return None
     for env_type in PZ_KINDS:
@@ -154,7 +154,7 @@ def _pz_registry_spec(text: str):
 
 def _pz_registry_ids() -> list[str]:
     try:
-        import pettingzoo  # noqa: PLC0415
+        import pettingzoo
     except ImportError:
         return []
     return sorted({*pettingzoo.aec_registry, *pettingzoo.parallel_registry})
@@ -216,10 +216,10 @@ def _env_attributes(mod: Any) -> list[str]:
 def _api_of_class(cls: type) -> str:
     """"aec" | "parallel" | "gymnasium" | "" for a class."""
     try:
-        from pettingzoo.utils.env import AECEnv, ParallelEnv  # noqa: PLC0415
+        from pettingzoo.utils.env import AECEnv, ParallelEnv
     except ImportError:  # pragma: no cover - pettingzoo is a dependency
         AECEnv = ParallelEnv = ()  # type: ignore[assignment]
-    import gymnasium as gym  # noqa: PLC0415
+    import gymnasium as gym
 
     if AECEnv and issubclass(cls, AECEnv):
         return "aec"
@@ -273,8 +273,8 @@ def resolve_env(env_id: str) -> EnvEntry:
 
 
 def _resolve_registry(ref: EnvRef) -> EnvEntry:
-    import pettingzoo  # noqa: PLC0415
-    from pettingzoo.env_registry.spec import _load_env_creator  # noqa: PLC0415 - the creator's signature
+    import pettingzoo
+    from pettingzoo.env_registry.spec import _load_env_creator
 
     env_type, spec = _pz_registry_spec(ref.text)
 
@@ -283,7 +283,7 @@ def _resolve_registry(ref: EnvRef) -> EnvEntry:
 
     try:
         creator = _load_env_creator(spec.entry_point)
-    except Exception as e:  # noqa: BLE001 - an optional dependency of that env family is missing
+    except Exception as e:
         raise EnvIdError(f"PettingZoo's registry names {spec.entry_point!r}, which cannot be imported "
                          f"({e.__class__.__name__}: {' '.join(str(e).split())})") from e
     return EnvEntry(ref, "pettingzoo", make, creator, env_type)
@@ -307,7 +307,7 @@ def _resolve_path(ref: EnvRef) -> EnvEntry:
             raise EnvIdError(f"cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
     except AttributeError:
         target = None
-    except Exception as e:  # noqa: BLE001 - a package's __getattr__ raising for a broken name
+    except Exception as e:
         raise EnvIdError(f"cannot import it ({e.__class__.__name__}: {' '.join(str(e).split())})") from e
     if target is None or type(target).__name__ == "DeprecatedModule":
         names = _env_attributes(mod)
@@ -346,13 +346,13 @@ def _module_entry(ref: EnvRef, mod: Any, name: str) -> EnvEntry:
 
 
 def _resolve_gymnasium(ref: EnvRef) -> EnvEntry:
-    import gymnasium as gym  # noqa: PLC0415
+    import gymnasium as gym
 
     text = ref.text
     if ":" not in text:
         try:
             entry_point = gym.spec(text).entry_point
-        except Exception as e:  # noqa: BLE001 - gymnasium raises NameNotFound / VersionNotFound / Error
+        except Exception as e:
             known = [*level_game_ids(), *gym.registry.keys(), *_pz_registry_ids()]
             raise EnvIdError(f"unknown env id{did_you_mean(text, known)}; allowed: {allowed_forms()}") from e
     else:
@@ -364,7 +364,7 @@ def _resolve_gymnasium(ref: EnvRef) -> EnvEntry:
     sig = None
     try:
         sig = import_env_module(entry_point) if isinstance(entry_point, str) else entry_point
-    except Exception:  # noqa: BLE001 - no signature to compare kwargs with
+    except Exception:
         sig = None
     return EnvEntry(ref, "gymnasium", make, sig, "gymnasium")
 

@@ -395,7 +395,7 @@ class League:
 
     def nash_distribution(self, members: list[MemberId] | None = None) -> dict[MemberId, float]:
         """The Nash equilibrium of `meta_game` over ``members`` (default: the pool), PSRO's meta-strategy."""
-        from spade_rllib.league.nash import zero_sum_nash  # noqa: PLC0415 - scipy only for nash sampling
+        from spade_rllib.league.nash import zero_sum_nash
 
         members = self.pool() if members is None else list(members)
         if not members:
@@ -647,7 +647,7 @@ class League:
 
 def write_table_rows(path, rows: list[Mapping[str, Any]]) -> None:
     """Write league table rows (:meth:`League.table`, members maybe renamed) as a ``league.csv``."""
-    from spade_rllib.atomic_io import atomic_open  # noqa: PLC0415
+    from spade_rllib.atomic_io import atomic_open
 
     with atomic_open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=TABLE_COLUMNS)

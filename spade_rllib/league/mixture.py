@@ -25,7 +25,7 @@ MIXTURE_MODES = ("uniform", "plan", "nash")
 def check_mode(mode: str) -> str:
     """`mode` if it is one of `MIXTURE_MODES`; ValueError (one line, did-you-mean) otherwise."""
     if mode not in MIXTURE_MODES:
-        import difflib  # noqa: PLC0415
+        import difflib
 
         close = difflib.get_close_matches(str(mode), MIXTURE_MODES, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

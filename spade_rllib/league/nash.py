@@ -33,7 +33,7 @@ class MatrixNash:
 def zero_sum_nash(payoff: np.ndarray) -> MatrixNash:
     """The row player's maximin strategy of the zero-sum game `payoff` [n, m] (see the module docstring).
     ValueError (one line) for an empty, non-2-D or non-finite matrix."""
-    from scipy.optimize import linprog  # noqa: PLC0415 - only the nash sampling needs scipy
+    from scipy.optimize import linprog
 
     a = np.asarray(payoff, np.float64)
     if a.ndim != 2 or 0 in a.shape:

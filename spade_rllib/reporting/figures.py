@@ -29,10 +29,10 @@ SUMMARY_KEYS = ("ladder", "iteration", "eval_s", "skipped", "score", "win_rate",
 
 
 def _plt():
-    import matplotlib  # noqa: PLC0415
+    import matplotlib
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     return plt
 

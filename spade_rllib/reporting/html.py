@@ -227,7 +227,7 @@ def final_rows(run: RunData, prefix: str = "final", targets_key: str = "targets"
     """The final evaluation (`final/...`, or the held-out line's `final_heldout/...` and
     `final_heldout_all/...`) per opponent with its verdict against the config's `evaluation.<targets_key>`
     (`final_heldout_navigation_target`: the still team's least score)."""
-    from spade_rllib.targets import target_verdicts  # noqa: PLC0415
+    from spade_rllib.targets import target_verdicts
 
     final = run.final or {}
     opps = list(dict.fromkeys(k.split("/")[1] for k in final if k.startswith(prefix + "/") and k.count("/") == 2
@@ -255,7 +255,7 @@ def final_rows(run: RunData, prefix: str = "final", targets_key: str = "targets"
 
 def size_rows(run: RunData) -> list[dict]:
     """The summary's size lines as rows (`final_heldout_size/<class>/<opponent>/...` of final_evaluation.json)."""
-    from spade_rllib.rllib.heldout_line import MAP_PREFIX, SIZE_CLASSES, SIZE_PREFIX  # noqa: PLC0415 - names only
+    from spade_rllib.rllib.heldout_line import MAP_PREFIX, SIZE_CLASSES, SIZE_PREFIX
 
     final = run.final or {}
     rows = []
@@ -333,7 +333,7 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
             if run.ratings:
                 out.append(f"<h3>{esc(run.label)}: ratings</h3>" + _table(run.ratings[:40], cols))
         if run.reasons:  # CaptureTheFlag: why main lost or drew, per map (evaluation/ctf_reasons.py)
-            from spade_rllib.evaluation.ctf_reasons import REASONS  # noqa: PLC0415
+            from spade_rllib.evaluation.ctf_reasons import REASONS
 
             cols = ["level_id", "size", "opponent", "games", "score", "win", *REASONS]
             out.append(f"<h3>{esc(run.label)}: why main did not win, games per map and reason</h3>"
@@ -428,7 +428,7 @@ def write_report(runs: Sequence[RunData], out: str | Path, command: str = "") ->
     if out.is_dir() or not out.suffix:
         out = out / REPORT_FILE
     out.parent.mkdir(parents=True, exist_ok=True)
-    from spade_rllib.atomic_io import write_text  # noqa: PLC0415
+    from spade_rllib.atomic_io import write_text
 
     write_text(out, build_html(runs, command=command))  # temporary file + rename: never half a report
     return out

@@ -116,7 +116,7 @@ def _read_results(trial: Path) -> tuple[dict[str, np.ndarray], dict]:
         return _series(rows), last
     progress = trial / PROGRESS_FILE
     if progress.is_file():
-        import pandas as pd  # noqa: PLC0415 - installed with ray[tune]
+        import pandas as pd
 
         frame = pd.read_csv(progress)
         series = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float) for c in frame.columns}
@@ -134,7 +134,7 @@ def _read_json(path: Path) -> Optional[dict]:
 def _read_yaml(path: Path) -> Optional[dict]:
     if not path.is_file():
         return None
-    import yaml  # noqa: PLC0415
+    import yaml
 
     try:
         data = yaml.safe_load(path.read_text())

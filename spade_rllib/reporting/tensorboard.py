@@ -48,7 +48,7 @@ def heatmap_png(result: dict) -> Optional[bytes]:
 
 def heatmap_callback():
     """A Tune callback writing `heatmap_png` into each trial's directory when a new held-out result arrives."""
-    from ray.tune import Callback  # noqa: PLC0415
+    from ray.tune import Callback
 
     class HeatmapImages(Callback):
         def __init__(self):
@@ -64,8 +64,8 @@ def heatmap_callback():
             if png is None:
                 return
             self.last_iteration[trial.trial_id] = it
-            from PIL import Image  # noqa: PLC0415
-            from tensorboardX import SummaryWriter  # noqa: PLC0415
+            from PIL import Image
+            from tensorboardX import SummaryWriter
 
             writer = self.writers.get(trial.trial_id)
             if writer is None:

@@ -65,7 +65,7 @@ from spade_rllib.rllib.components import (
 )
 from spade_rllib.games.adapter import game_factory_for
 from spade_rllib.rllib.health import check_losses, check_weights, trained_now
-from spade_rllib.rllib.model_config import model_config_for  # noqa: F401 - re-exported (prelaunch, tests)
+from spade_rllib.rllib.model_config import model_config_for
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
 from spade_rllib.rllib.runner import SpadeEnvRunner
@@ -84,7 +84,7 @@ def _policy_mapping_fn_for(roles: dict):
     runner maps agents itself from `RunnerSpec.roles`; RLlib's config gets the same mapping.)"""
     if not roles:
         return _policy_mapping_fn
-    from spade_rllib.games.roles import role_module_id  # noqa: PLC0415
+    from spade_rllib.games.roles import role_module_id
 
     return functools.partial(_role_policy_mapping, {a: role_module_id(r) for a, r in roles.items()})
 
@@ -100,13 +100,13 @@ def learner_module_ids(cfg: RunConfig, info: Optional[EnvInfo] = None) -> list[s
         return list(info.role_modules())
     if not cfg.league.enabled:
         return [MAIN]
-    from spade_rllib.league.ids import learner_ids  # noqa: PLC0415 - pure module, no Ray
+    from spade_rllib.league.ids import learner_ids
 
     return [str(m) for m in learner_ids(cfg.league.main_exploiters, cfg.league.league_exploiters)]
 
 
 def _make_gae_connector(input_observation_space, input_action_space, *, gamma: float, lambda_: float):
-    from spade_rllib.rllib.packed import SpadeGAEConnector  # noqa: PLC0415
+    from spade_rllib.rllib.packed import SpadeGAEConnector
 
     return SpadeGAEConnector(input_observation_space, input_action_space, gamma=gamma, lambda_=lambda_)
 
@@ -114,10 +114,10 @@ def _make_gae_connector(input_observation_space, input_action_space, *, gamma: f
 def _learner_class(lean: bool):
     """SpadePPOLearner (RLlib's PPO math, less work per minibatch: lean_learner.py), or RLlib's stock learner."""
     if not lean:
-        from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner  # noqa: PLC0415
+        from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 
         return PPOTorchLearner
-    from spade_rllib.rllib.lean_learner import SpadePPOLearner  # noqa: PLC0415
+    from spade_rllib.rllib.lean_learner import SpadePPOLearner
 
     return SpadePPOLearner
 
@@ -127,7 +127,7 @@ def env_kwargs_for(cfg: RunConfig) -> dict:
     kwargs = dict(cfg.env.kwargs)
     if env_kind(cfg.env.id) == LEVEL_KIND:
         if cfg.env.level_file:
-            from spade_rllib.envs import Level  # noqa: PLC0415
+            from spade_rllib.envs import Level
 
             kwargs["level"] = Level.from_ascii(Path(os.path.expanduser(cfg.env.level_file)).read_text())
         elif cfg.env.difficulty is not None:
@@ -141,12 +141,12 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
     window = map_shape = None
     kind = env_kind(cfg.env.id)
     if kind == LEVEL_KIND:
-        from spade_rllib.games import game as game_spec  # noqa: PLC0415
+        from spade_rllib.games import game as game_spec
 
         level_class = game_spec(cfg.env.id).level_class
         window = tuple(level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
         map_shape = level_class.map_layout(**dict(cfg.env.kwargs))
-    from spade_rllib.games.roles import game_roles  # noqa: PLC0415
+    from spade_rllib.games.roles import game_roles
 
     roles = game_roles(game, cfg.env.roles, cfg.env.id)
     role_shapes = {}
@@ -164,7 +164,7 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
 def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore_from: Optional[str] = None) -> PPOConfig:
     """The RLlib config for a validated `RunConfig` (reusable by sweeps: see `spade_rllib.train`)."""
     info = describe_env(cfg)
-    import gymnasium as gym  # noqa: PLC0415
+    import gymnasium as gym
 
     def spaces(module_id: str) -> tuple:
         obs_size, _, num_actions = info.module_shape(module_id)
@@ -175,7 +175,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
 
     learners = learner_module_ids(cfg, info)
     if info.roles and (cfg.league.main_exploiters or cfg.league.league_exploiters):
-        from spade_rllib.validation import ConfigError  # noqa: PLC0415
+        from spade_rllib.validation import ConfigError
 
         raise ConfigError(f"league.main_exploiters = {cfg.league.main_exploiters}: exploiters are not supported in a "
                           f"role game ({cfg.env.id} has roles {', '.join(info.role_shapes)}); set them to 0")
@@ -264,7 +264,7 @@ class SpadePPO(PPO):
 
     # ------------------------------------------------------------------ setup
     def setup(self, config) -> None:
-        import torch  # noqa: PLC0415
+        import torch
 
         spade = RunnerSpec.from_mapping(config.env_config[RUNNER_SPEC_KEY])
         self.run_config: RunConfig = parse_config(spade.run_config)
@@ -277,7 +277,7 @@ class SpadePPO(PPO):
         self._pending_outcomes: list = []
         self._reset_modules: set = set()  # modules re-initialised since the in-flight samples were launched
         self._last_eval: dict = self._eval_placeholders("eval") if self.run_config.evaluation.interval else {}
-        from spade_rllib.rllib.heldout_eval import make_heldout_evaluator  # noqa: PLC0415
+        from spade_rllib.rllib.heldout_eval import make_heldout_evaluator
 
         self.heldout = make_heldout_evaluator(self.run_config, config, self.env_info)  # held-out maps, in a Ray task
         self._spade_metrics: dict = {}
@@ -353,7 +353,7 @@ class SpadePPO(PPO):
         }
         data: dict = {"episodes": episodes}
         if len(self.learner_group) > 1:
-            from spade_rllib.rllib.sharding import ModuleShardedTrainingData  # noqa: PLC0415
+            from spade_rllib.rllib.sharding import ModuleShardedTrainingData
 
             data = {"training_data": ModuleShardedTrainingData(episodes=episodes)}
         return self.learner_group.update(**data, timesteps=timesteps, num_epochs=num_epochs,
@@ -464,7 +464,7 @@ class SpadePPO(PPO):
 
     def _role_modules(self) -> list[tuple[str, str]]:
         """(module id, role) of each role's main, in role order (empty in a symmetric game)."""
-        from spade_rllib.games.roles import role_of_module  # noqa: PLC0415
+        from spade_rllib.games.roles import role_of_module
 
         return [(m, role_of_module(m)) for m in self.env_info.role_modules()]
 
@@ -508,7 +508,7 @@ class SpadePPO(PPO):
 
     def _pop_level_value_loss(self) -> dict:
         """Per-level (sum of max(GAE, 0), steps) of main's experience since the last call, summed over learners."""
-        from spade_rllib.rllib.packed import merge_level_sums, pop_level_value_loss  # noqa: PLC0415
+        from spade_rllib.rllib.packed import merge_level_sums, pop_level_value_loss
 
         total: dict = {}
         for part in self.learner_group.foreach_learner(pop_level_value_loss):
@@ -523,7 +523,7 @@ class SpadePPO(PPO):
     def reset_module(self, module_id: str, seed: int) -> None:
         """Re-initialise a trained module: seeded fresh weights and optimizer state on every learner,
         pushed to the env runners now (the next sample acts with them)."""
-        import torch  # noqa: PLC0415
+        import torch
 
         spec = self.config.get_multi_rl_module_spec().rl_module_specs[module_id]
         with torch.random.fork_rng():
@@ -582,7 +582,7 @@ class SpadePPO(PPO):
         if group.num_remote_env_runners() == 0:
             group.foreach_env_runner(fn, local_env_runner=True)
             return
-        import ray  # noqa: PLC0415
+        import ray
 
         if self.env_runner is not None:
             fn(self.env_runner)
@@ -670,17 +670,17 @@ class SpadePPO(PPO):
             if finish is not None:
                 try:
                     finish(trial_dir)
-                except Exception:  # noqa: BLE001 - never block the rest of the shutdown
+                except Exception:
                     logger.exception("component %s: finish(%s) failed", comp.name, trial_dir)
         super().cleanup()
 
 
 def _reapply_config_lr(learner) -> None:
     """Set every optimizer's lr to its lr scheduler's current value (the run config's lr)."""
-    for optimizer in learner._named_optimizers.values():  # noqa: SLF001 - no public accessor in RLlib 2.60
-        schedule = learner._optimizer_lr_schedules.get(optimizer)  # noqa: SLF001
+    for optimizer in learner._named_optimizers.values():
+        schedule = learner._optimizer_lr_schedules.get(optimizer)
         if schedule is not None:
-            learner._set_optimizer_lr(optimizer, float(schedule.get_current_value()))  # noqa: SLF001
+            learner._set_optimizer_lr(optimizer, float(schedule.get_current_value()))
 
 
 def role_metrics(outcomes: list, prefix: str, opponents: Optional[list] = None) -> dict:
@@ -713,7 +713,7 @@ def _nest_into(results: dict, flat: dict) -> None:
 
 
 def _write_runinfo(logdir: Path, runinfo: dict, cfg: RunConfig) -> None:
-    from spade_rllib.config import dump_config  # noqa: PLC0415
+    from spade_rllib.config import dump_config
 
     logdir.mkdir(parents=True, exist_ok=True)
     (logdir / "config.yaml").write_text(dump_config(cfg))

@@ -56,13 +56,13 @@ class EnvInfo:
 
     def role_modules(self) -> tuple[str, ...]:
         """The trained module of each role, ``main_<role>``, in role order (empty without roles)."""
-        from spade_rllib.games.roles import role_module_id  # noqa: PLC0415
+        from spade_rllib.games.roles import role_module_id
 
         return tuple(role_module_id(r) for r in self.role_shapes)
 
     def module_shape(self, module_id: str) -> tuple[int, int, int]:
         """(obs size, mask size, number of actions) of a trained module: its role's, else the env's."""
-        from spade_rllib.games.roles import role_of_module  # noqa: PLC0415
+        from spade_rllib.games.roles import role_of_module
 
         role = role_of_module(module_id)
         if role in self.role_shapes:

@@ -100,9 +100,9 @@ def play_heldout(algo_config: Any, main_weights: Mapping[str, Any], paths: Seque
 
     `algo_config` is the run's `AlgorithmConfig` (from `build_algo_config`); `opponents` maps metric
     names to runner opponent ids (default `heldout_opponents(env_id)`)."""
-    from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
+    from spade_rllib.rllib.runner import SpadeEnvRunner
 
-    from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec  # noqa: PLC0415
+    from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
 
     opponents = dict(opponents or heldout_opponents(RunnerSpec.from_mapping(algo_config.env_config[RUNNER_SPEC_KEY]).env_id))
     config = algo_config.copy(copy_frozen=False)
@@ -142,7 +142,7 @@ class HeldoutEvaluator:
 
     def __init__(self, algo_config: Any, paths: Sequence[str], games: int, interval: int, opponents: Mapping[str, str],
                  greedy: bool = False, agents_per_team: int = 1):
-        import ray  # noqa: PLC0415
+        import ray
 
         self.opponents = dict(opponents)
         self.paths = [str(p) for p in paths]
@@ -175,7 +175,7 @@ class HeldoutEvaluator:
 
     def poll(self, timeout: Optional[float] = 0.0) -> bool:
         """Collect a finished task's metrics (waits up to `timeout` s; None = until done). True if collected."""
-        import ray  # noqa: PLC0415
+        import ray
 
         if self.pending is None:
             return False
@@ -185,7 +185,7 @@ class HeldoutEvaluator:
         ref, self.pending = self.pending, None
         try:
             self.metrics.update(ray.get(ref))
-        except Exception:  # noqa: BLE001 - a failed evaluation must not stop training
+        except Exception:
             logger.exception("held-out evaluation of iteration %s failed", self.pending_iteration)
         return True
 
@@ -197,12 +197,12 @@ class HeldoutEvaluator:
         return dict(self.metrics)
 
     def stop(self) -> None:
-        import ray  # noqa: PLC0415
+        import ray
 
         if self.pending is not None:
             try:
                 ray.cancel(self.pending, force=True)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             self.pending = None
 

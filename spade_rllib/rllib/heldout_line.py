@@ -54,7 +54,7 @@ def size_class_metrics(records: Sequence[Any], sizes: Mapping[str, tuple[int, in
     """From outcome records of held-out games (`heldout_level` set) and {map: (height, width)}:
     `final_heldout_size/<class>/<opponent>/...` (win_rates), `final_heldout_size/<class>/levels` and
     `final_heldout_map/<map>/<opponent>/{score, games}`."""
-    from spade_rllib.rllib.components import win_rates  # noqa: PLC0415
+    from spade_rllib.rllib.components import win_rates
 
     out: dict[str, Any] = {}
     for key, *_ in SIZE_CLASSES:
@@ -95,7 +95,7 @@ def size_lines(final: Mapping[str, Any], opponents: Sequence[str]) -> list[str]:
 
 def heldout_levels_up_to(paths: Sequence[str], max_size: int, agents_per_team: int) -> list[dict]:
     """The reset options of the held-out maps with at most `max_size` rows and columns (0: every map)."""
-    from spade_rllib.curriculum.heldout_levels import heldout_reset_options  # noqa: PLC0415
+    from spade_rllib.curriculum.heldout_levels import heldout_reset_options
 
     levels = heldout_reset_options(list(paths), agents_per_team=agents_per_team)
     return [o for o in levels if not max_size or max(o["level"].height, o["level"].width) <= max_size]
@@ -104,9 +104,9 @@ def heldout_levels_up_to(paths: Sequence[str], max_size: int, agents_per_team: i
 def still_team_results(runner: Any, levels: list[dict], games: int, greedy: bool, rng: np.random.Generator) -> list[str]:
     """Main's results ('win', 'draw', 'loss') against a team that never moves, `games` per map and seat;
     a recurrent main starts each game from zero state, one state per agent."""
-    import torch  # noqa: PLC0415
+    import torch
 
-    from spade_rllib.rllib.action_sampling import sample_actions  # noqa: PLC0415
+    from spade_rllib.rllib.action_sampling import sample_actions
 
     game = runner.games[0]
     module = runner.module[MAIN]
@@ -158,8 +158,8 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
     map names) for main's `weights` on the held-out maps up to `max_size`; with `navigation_all`, also
     `final_heldout_all/still/...` and `final_heldout_all/levels`: the still team on every map; with
     `size_opponents`, `size_class_metrics` of those opponents on every map (`size_games` per map and seat)."""
-    from spade_rllib.rllib.components import win_rates  # noqa: PLC0415
-    from spade_rllib.rllib.runner import SpadeEnvRunner  # noqa: PLC0415
+    from spade_rllib.rllib.components import win_rates
+    from spade_rllib.rllib.runner import SpadeEnvRunner
 
     config = algo_config.copy(copy_frozen=False)
     config.env_runners(num_envs_per_env_runner=max(1, min(16, int(config.num_envs_per_env_runner))))
@@ -204,7 +204,7 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
 
 def navigation_line(final: Mapping[str, Any], target: float) -> Optional[str]:
     """The line of `final_heldout_navigation_target`: main alone vs a still team on every held-out map."""
-    from spade_rllib.targets import score_text, target_verdicts  # noqa: PLC0415
+    from spade_rllib.targets import score_text, target_verdicts
 
     verdicts = target_verdicts({"evaluation": {"targets": {STILL: target}}}, final, prefix=ALL_PREFIX)
     if not verdicts:
@@ -218,7 +218,7 @@ def navigation_line(final: Mapping[str, Any], target: float) -> Optional[str]:
 def heldout_line(final: Mapping[str, Any], opponents: Sequence[str], targets: Mapping[str, float],
                  max_size: int = 0) -> str:
     """One summary line: main's score per opponent on the held-out maps, each with its verdict."""
-    from spade_rllib.targets import score_text, target_verdicts  # noqa: PLC0415
+    from spade_rllib.targets import score_text, target_verdicts
 
     verdicts = {v.opponent: v for v in target_verdicts({"evaluation": {"targets": dict(targets)}}, final, prefix=PREFIX)}
     names = final.get(f"{PREFIX}/levels") or []
@@ -240,10 +240,10 @@ def run_final_heldout(cfg: Any, checkpoint: str) -> Optional[dict]:
     ev = cfg.evaluation
     if not ev.final_heldout_levels:
         return None
-    from ray.rllib.core.rl_module.rl_module import RLModule  # noqa: PLC0415
+    from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from spade_rllib.checkpoint_layout import module_dir  # noqa: PLC0415
-    from spade_rllib.rllib.algorithm import build_algo_config  # noqa: PLC0415
+    from spade_rllib.checkpoint_layout import module_dir
+    from spade_rllib.rllib.algorithm import build_algo_config
 
     weights = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN))).get_state()
     return final_heldout_evaluation(build_algo_config(cfg), weights, ev.final_heldout_levels, ev.final_heldout_max_size,

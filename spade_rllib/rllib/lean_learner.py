@@ -73,7 +73,7 @@ class IndexedCyclicIterator:
 
     @staticmethod
     def _items(module_batch: SampleBatch) -> int:
-        if module_batch._slice_seq_lens_in_B:  # noqa: SLF001 - RLlib's flag for (B, T) batches (Learner sets it)
+        if module_batch._slice_seq_lens_in_B:
             return len(module_batch[SampleBatch.SEQ_LENS])
         return len(module_batch)
 
@@ -86,7 +86,7 @@ class IndexedCyclicIterator:
                     raise ValueError(f"The batch for module_id {mid} is empty!")
                 n_items = self._items(module_batch)
                 n_steps = self._minibatch_size
-                if module_batch._slice_seq_lens_in_B:  # noqa: SLF001
+                if module_batch._slice_seq_lens_in_B:
                     n_steps = int(n_items * (self._minibatch_size / len(module_batch)))
                 s = self._start[mid]
                 pieces = []
@@ -149,8 +149,8 @@ class SpadePPOLearner(PPOTorchLearner):
             minibatch_size=minibatch_size, shuffle_batch_per_epoch=shuffle_batch_per_epoch, **kwargs)
         if type(it) is not MiniBatchCyclicIterator:
             return it
-        return IndexedCyclicIterator(it._batch, num_epochs=num_epochs, minibatch_size=it._minibatch_size,  # noqa: SLF001
-                                     shuffle_batch_per_epoch=it._shuffle_batch_per_epoch,  # noqa: SLF001
+        return IndexedCyclicIterator(it._batch, num_epochs=num_epochs, minibatch_size=it._minibatch_size,
+                                     shuffle_batch_per_epoch=it._shuffle_batch_per_epoch,
                                      num_total_minibatches=num_total_minibatches)
 
     # ---- loss
@@ -218,13 +218,13 @@ class SpadePPOLearner(PPOTorchLearner):
         if not grads:
             self._grads_finite[module_id] = True
             return dict(module_gradients_dict)
-        norms = torch.stack(torch._foreach_norm(grads, 2.0))  # noqa: SLF001 - torch's multi-tensor norm
+        norms = torch.stack(torch._foreach_norm(grads, 2.0))
         self._grads_finite[module_id] = bool(torch.isfinite(norms).all())
         # RLlib's compute_global_norm + clip_gradients(global_norm), term for term.
         total = torch.linalg.vector_norm(norms.nan_to_num(neginf=-_NORM_CAP, posinf=_NORM_CAP), 2.0)
         total = total.nan_to_num(neginf=-_NORM_CAP, posinf=_NORM_CAP)
         coeff = torch.clamp(config.grad_clip / torch.clamp(total + 1e-6, min=config.grad_clip), max=1.0)
-        torch._foreach_mul_([g.detach() for g in grads], coeff)  # noqa: SLF001
+        torch._foreach_mul_([g.detach() for g in grads], coeff)
         name = optimizers[0][0]
         self._grad_norms[module_id] = (name, total)
         return dict(module_gradients_dict)
@@ -243,7 +243,7 @@ class SpadePPOLearner(PPOTorchLearner):
 
 def install_profile_timers(timers, data_category: str) -> None:
     """bench/learner_ceiling.py's profile: this learner's own pieces under the bench's categories."""
-    import sys  # noqa: PLC0415
+    import sys
 
     timers.wrap(IndexedCyclicIterator, "__init__", data_category)
     timers.wrap(SpadePPOLearner, "compute_loss_for_module", "loss")

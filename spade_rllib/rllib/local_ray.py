@@ -22,7 +22,7 @@ LOOPBACK = "127.0.0.1"
 @contextlib.contextmanager
 def _keep_loopback():
     try:
-        from ray._private import services  # noqa: PLC0415 - private: see the module docstring
+        from ray._private import services
     except ImportError:
         yield
         return
@@ -39,7 +39,7 @@ def _keep_loopback():
 
 def init_local_ray(**kwargs: Any):
     """`ray.init(**kwargs)` for a new local cluster whose services listen on 127.0.0.1 only."""
-    import ray  # noqa: PLC0415
+    import ray
 
     kwargs.setdefault("dashboard_host", LOOPBACK)
     with _keep_loopback():

@@ -27,13 +27,13 @@ MEMORY_SHARE = 0.5
 
 def check_env_builds(cfg):
     """`describe_env(cfg)` (one env copy on the driver), with any failure as a one-line `ConfigError`."""
-    from spade_rllib.rllib.algorithm import describe_env  # noqa: PLC0415
+    from spade_rllib.rllib.algorithm import describe_env
 
     try:
         return describe_env(cfg)
     except ConfigError:
         raise
-    except Exception as e:  # noqa: BLE001 - a missing extra (ImportError, DependencyNotInstalled) or a broken env
+    except Exception as e:
         text = " ".join(str(e).split()) or type(e).__name__
         raise ConfigError(f"env.id = {cfg.env.id!r}: the env cannot be built here ({type(e).__name__}: {text})") from e
 
@@ -85,7 +85,7 @@ def memory_cause(model_config: dict, obs_size: int, num_actions: int) -> str:
 
 
 def check_model_memory(cfg, info, memory: Optional[int] = None) -> None:
-    from spade_rllib.rllib.algorithm import learner_module_ids, model_config_for  # noqa: PLC0415
+    from spade_rllib.rllib.algorithm import learner_module_ids, model_config_for
 
     memory = memory if memory is not None else machine_memory()
     if not memory:
@@ -163,13 +163,13 @@ def _config_key(key: str) -> str:
 def _module_misfit(module, model_config: dict) -> str | None:
     """Build the module the config makes now (same spaces, on CPU, no Ray) and check the saved
     tensors against it: the first key or shape that would not load, else None."""
-    from spade_rllib.checkpoint_guard import state_problem  # noqa: PLC0415
-    from spade_rllib.rllib.module import SpadeModule  # noqa: PLC0415
+    from spade_rllib.checkpoint_guard import state_problem
+    from spade_rllib.rllib.module import SpadeModule
 
     try:
         fresh = SpadeModule(observation_space=module.observation_space, action_space=module.action_space,
                             inference_only=False, model_config=dict(model_config))
-    except Exception as e:  # noqa: BLE001 - a config the module cannot build is itself the misfit
+    except Exception as e:
         return f"the module cannot be built from it ({type(e).__name__}: {' '.join(str(e).split())})"
     return state_problem(fresh.get_state(), module.get_state())
 
@@ -178,10 +178,10 @@ def check_resume(cfg, checkpoint: str, info=None) -> None:
     """The checkpoint fits the config it resumes with (see the module docstring): every learner module's
     effective `model_config` equals what the config builds now (defaults filled in, so a key recorded
     only when on still counts), and the module the config builds takes every saved tensor, name and shape."""
-    from spade_rllib.checkpoint_layout import CheckpointError, checkpoint_env_id, resolve_checkpoint  # noqa: PLC0415
-    from spade_rllib.games import canonical_env_id  # noqa: PLC0415
-    from spade_rllib.policy import load_module  # noqa: PLC0415
-    from spade_rllib.rllib.algorithm import learner_module_ids, model_config_for  # noqa: PLC0415
+    from spade_rllib.checkpoint_layout import CheckpointError, checkpoint_env_id, resolve_checkpoint
+    from spade_rllib.games import canonical_env_id
+    from spade_rllib.policy import load_module
+    from spade_rllib.rllib.algorithm import learner_module_ids, model_config_for
 
     info = info if info is not None else check_env_builds(cfg)
     try:

@@ -127,7 +127,7 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
         for agent, module_id in self.module_of_agent.items():
             if module_id not in self._module_spaces:
                 obs_size, _, num_actions = g0.agent_shape(agent)
-                import gymnasium as gym  # noqa: PLC0415
+                import gymnasium as gym
 
                 self._module_spaces[module_id] = (gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32),
                                                   gym.spaces.Discrete(num_actions))
@@ -148,8 +148,8 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
         kwargs = dict(self.spec.env_kwargs)
         if not size or not game.is_level_game or kwargs.get("level") is not None:
             return None
-        from spade_rllib.envs import Knobs, knobs_for_difficulty  # noqa: PLC0415
-        from spade_rllib.games import game as game_spec  # noqa: PLC0415
+        from spade_rllib.envs import Knobs, knobs_for_difficulty
+        from spade_rllib.games import game as game_spec
 
         knobs = kwargs.get("knobs")
         if isinstance(knobs, dict):
@@ -302,7 +302,7 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
             seq = state.get(WEIGHTS_SEQ_NO, 0)
             if seq == 0 or self._weights_seq_no < seq:
                 module_state = state[COMPONENT_RL_MODULE]
-                import ray  # noqa: PLC0415
+                import ray
 
                 if isinstance(module_state, ray.ObjectRef):
                     module_state = ray.get(module_state)

@@ -162,7 +162,7 @@ class LaneStepping:
     def _bot(self, name: str):
         bot = self._bots.get(name)
         if bot is None:
-            from spade_rllib.games import make_bot  # noqa: PLC0415
+            from spade_rllib.games import make_bot
 
             bot = make_bot(name, seed=int(self._rng.integers(2**31)), env_id=self.spec.env_id)
             self._bots[name] = bot

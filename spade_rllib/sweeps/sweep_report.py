@@ -46,7 +46,7 @@ def _finite(v: Any) -> bool:
 
 def rows_from_results(results, mode: str) -> list[TrialRow]:
     """One `TrialRow` per Tune `Result` of a `ResultGrid`."""
-    from spade_rllib.sweeps.trainable import lookup  # noqa: PLC0415
+    from spade_rllib.sweeps.trainable import lookup
 
     rows = []
     for r in results:
@@ -55,7 +55,7 @@ def rows_from_results(results, mode: str) -> list[TrialRow]:
         df = None
         try:
             df = r.metrics_dataframe
-        except Exception:  # noqa: BLE001 - a trial without progress.csv
+        except Exception:
             df = None
         if df is not None and OBJECTIVE in df.columns and "training_iteration" in df.columns:
             history = [(int(i), float(v)) for i, v in zip(df["training_iteration"], df[OBJECTIVE])]
@@ -64,7 +64,7 @@ def rows_from_results(results, mode: str) -> list[TrialRow]:
         ckpt = None
         try:
             bc = r.get_best_checkpoint(OBJECTIVE, mode) if r.best_checkpoints else None
-        except Exception:  # noqa: BLE001 - NaN scores etc.: fall back to the latest
+        except Exception:
             bc = None
         bc = bc or r.checkpoint
         if bc is not None:
@@ -183,10 +183,10 @@ def write_groups_csv(groups: list[SeedGroup], path: Path) -> None:
 def plot_over_time(rows: list[TrialRow], path: Path, metric_label: str) -> bool:
     if not any(r.history for r in rows):
         return False
-    import matplotlib  # noqa: PLC0415
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
     for r in rows:
@@ -214,11 +214,11 @@ def plot_heatmap(rows: list[TrialRow], keys: list, path: Path, metric_label: str
     ys = sorted({r.params.get(ky) for r in rows if ky in r.params})
     if not xs or not ys:
         return False
-    import matplotlib  # noqa: PLC0415
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
+    import matplotlib.pyplot as plt
+    import numpy as np
 
     grid = np.full((len(ys), len(xs)), np.nan)
     for iy, y in enumerate(ys):

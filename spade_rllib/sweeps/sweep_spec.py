@@ -99,7 +99,7 @@ class Dist:
 
     def to_tune(self):
         """The Ray Tune search-space object (`tune.grid_search`, `tune.choice`, ...)."""
-        from ray import tune  # noqa: PLC0415
+        from ray import tune
 
         if self.kind == "grid":
             return tune.grid_search(list(self.values))
@@ -400,7 +400,7 @@ def parse_spec(raw: dict, name: str, path: str, smoke: bool = False) -> SweepSpe
             raise ConfigError(f"space: missing; search {search.type!r} needs at least one hyperparameter to search")
         if sched.type == "pbt":
             raise ConfigError(f"search = {search.type!r}: not allowed with scheduler.type 'pbt' (PBT mutates values itself)")
-        import importlib.util  # noqa: PLC0415
+        import importlib.util
 
         if importlib.util.find_spec(search.type) is None:
             raise ConfigError(f"search = {search.type!r}: the {search.type!r} package is not installed; pip install -e '.[search]'")

@@ -46,7 +46,7 @@ def resources_for(cfg, cpus_per_trial: Optional[float], gpus_per_trial: Optional
         others = t.num_env_runners * r.num_cpus_per_env_runner + r.num_learners * r.num_cpus_per_learner
         main_cpus = int(math.floor(cpus_per_trial - others + 1e-9))
         if main_cpus < 1:
-            from spade_rllib.config import ConfigError  # noqa: PLC0415
+            from spade_rllib.config import ConfigError
 
             raise ConfigError(
                 f"--cpus-per-trial {cpus_per_trial:g}: too few; the trial's env runners and learners take {others:g} CPUs "
