@@ -86,7 +86,7 @@ def test_final_heldout_levels_are_checked_like_heldout_levels(tmp_path):
         (f"evaluation.final_heldout_levels=[{bad}]", r"evaluation.final_heldout_levels: bad map in .*bad.txt"),
         (f"evaluation.final_heldout_levels=[{empty}]", r"evaluation.final_heldout_levels = .*holds no \*.txt maps"),
         ("evaluation.final_heldout_levels=[spade_rllib/levels/heldout]", r"is a MazeRace-v0 map; this run plays CaptureTheFlag-v0"),
-        ("evaluation.final_heldout_max_size=3", r"evaluation.final_heldout_max_size = 3: out of range, it leaves none of the 6 maps"),
+        ("evaluation.final_heldout_max_size=3", r"evaluation.final_heldout_max_size = 3: out of range, it leaves none of the 11 maps"),
     ]
     for item, pattern in cases:
         with pytest.raises(ConfigError, match=pattern):
