@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from cluster.multinode_check import (  # noqa: E402 - the two-node cluster of the multinode check
     RayNode, _psutil, actors_of, alive_nodes, can_bind, free_ports, http_get, merge_actors, ray_executable)
+from cluster.multinode_check import _metric as metric  # noqa: E402 - a result row's "a/b" metric, flat or nested
 
 SCENARIOS = ("node_stop", "raylet_kill", "learner_kill", "driver_kill", "late_node")
 FLAGSHIP = ROOT / "tune_configs" / "flagship.yaml"
@@ -104,15 +105,6 @@ def rows_from_log(trial: Path) -> list[dict]:
                 out.append({"training_iteration": it, "iterations_since_restore": it, "timestamp": 0,
                             "trial_id": trial.name, "env_runners": {"num_env_steps_sampled_lifetime": int(m.group(1).replace(",", ""))}})
     return out
-
-
-def metric(row: dict, key: str):
-    node = row
-    for part in key.split("/"):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def trials_of(storage: Path) -> list[Path]:
