@@ -304,6 +304,22 @@ def over_seeds(values: Sequence[float]) -> dict[str, Any]:
             "values": [clean(v) for v in values]}
 
 
+def paired_by_seed(per_seed: Mapping[str, Mapping[int, Mapping[str, float]]], baseline: str,
+                   pairs: Optional[Mapping[str, tuple[str, str]]] = None) -> dict[str, dict]:
+    """Per arm (the baseline and arms with no seed in common left out), `over_seeds` of the arm's measure minus the
+    baseline's, seed by seed over the seeds both ran. ``pairs`` names each difference as (arm's key, baseline's key);
+    by default every key of the arm against the same key of the baseline."""
+    base = per_seed.get(baseline, {})
+    paired: dict[str, dict] = {}
+    for arm, seeds in per_seed.items():
+        shared = sorted(set(seeds) & set(base))
+        if arm == baseline or not shared:
+            continue
+        wanted = pairs if pairs is not None else {k: (k, k) for k in seeds[shared[0]]}
+        paired[arm] = {name: over_seeds([seeds[s][a] - base[s][b] for s in shared]) for name, (a, b) in wanted.items()}
+    return paired
+
+
 def separated(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """True when two intervals from `over_seeds` do not overlap and a lies above b."""
     if a.get("low") is None or b.get("high") is None:
@@ -324,6 +340,15 @@ def pyplot(path: Path) -> Any:
     return plt
 
 
+def save_figure(plt: Any, fig: Any, path: Path) -> Path:
+    """Lay out, write (100 dpi, the folder made) and close a figure from `pyplot`; returns ``path``."""
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def plot_curves(curves: Mapping[str, Sequence[Sequence[float]]], ylabel: str, path: Path, title: str) -> Optional[Path]:
     """One line per seed, one colour per setup; None (and a note) when matplotlib is missing."""
     plt = pyplot(path)
@@ -338,11 +363,7 @@ def plot_curves(curves: Mapping[str, Sequence[Sequence[float]]], ylabel: str, pa
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, path)
 
 
 def ladder_navigation_summary(runs: Sequence[dict], ladder: Sequence[str]) -> dict:

@@ -71,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.ablation_common import (
     ROOT, STILL, TARGET, LazyRay, UnitCache, ablation_parser, deep_merge,
-    fmt_interval, head_to_head, heldout_scores, make_runner, over_seeds, parse_ablation_args,
+    fmt_interval, head_to_head, heldout_scores, make_runner, over_seeds, paired_by_seed, parse_ablation_args,
     plot_curves, pyplot, train, train_against, unit_manifest, unit_progress, unit_runs,
 )
 from spade_rllib.atomic_io import write_text
@@ -309,14 +309,7 @@ def summarize(runs: Mapping[str, Sequence[dict]], opponents: Sequence[str]) -> t
             "env_steps": [r["env_steps"] for r in rs], "train_s": [round(r["train_s"], 1) for r in rs],
             "exploit_env_steps": [r["exploit"]["env_steps"] for r in rs],
         }
-    paired: dict[str, dict] = {}
-    base = per_seed.get(BASELINE, {})
-    for arm, seeds in per_seed.items():
-        shared = sorted(set(seeds) & set(base))
-        if arm == BASELINE or not shared:
-            continue
-        keys = list(seeds[shared[0]])
-        paired[arm] = {k: over_seeds([seeds[s][k] - base[s][k] for s in shared]) for k in keys}
+    paired = paired_by_seed(per_seed, BASELINE)
     return arms, paired
 
 

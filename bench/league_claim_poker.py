@@ -55,8 +55,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.ablation_common import (
-    ROOT, LazyRay, UnitCache, ablation_parser, deep_merge, fmt_interval, over_seeds, parse_ablation_args, pyplot,
-    train, unit_manifest, unit_progress, unit_runs,
+    ROOT, LazyRay, UnitCache, ablation_parser, deep_merge, fmt_interval, over_seeds, paired_by_seed, parse_ablation_args,
+    pyplot, save_figure, train, unit_manifest, unit_progress, unit_runs,
 )
 from spade_rllib.atomic_io import write_text
 
@@ -185,17 +185,9 @@ def summarize(runs: Mapping[str, Sequence[dict]]) -> tuple[dict, dict]:
         arms[arm] = {**stats, "curve": mean_curve,
                      "curve_env_steps": rs[0]["curve"]["env_steps"][:n_points] if rs else [],
                      "env_steps": [r["env_steps"] for r in rs], "train_s": [round(r["train_s"], 1) for r in rs]}
-    paired: dict[str, dict] = {}
-    base = per_seed.get(BASELINE, {})
-    for arm, seeds in per_seed.items():
-        shared = sorted(set(seeds) & set(base))
-        if arm == BASELINE or not shared:
-            continue
-        paired[arm] = {
-            "main - mirror main": over_seeds([seeds[s]["main"] - base[s]["main"] for s in shared]),
-            "mixture - mirror main": over_seeds([seeds[s]["mixture"] - base[s]["main"] for s in shared]),
-            "mixture - mirror average": over_seeds([seeds[s]["mixture"] - base[s]["average"] for s in shared]),
-        }
+    paired = paired_by_seed(per_seed, BASELINE, {"main - mirror main": ("main", "main"),
+                                                 "mixture - mirror main": ("mixture", "main"),
+                                                 "mixture - mirror average": ("mixture", "average")})
     return arms, paired
 
 
@@ -222,11 +214,7 @@ def plot(arms: Mapping[str, dict], path: Path, title: str) -> Optional[Path]:
     ax.set_yscale("log")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, path)
 
 
 def parse_args(argv=None):
