@@ -36,6 +36,7 @@ import numpy as np
 
 from spade_rllib.atomic_io import atomic_path
 from spade_rllib.cli import add_debug_flag, cli_entry
+from spade_rllib.league_player import league_mode
 from spade_rllib.policy import DEFAULT_MODULE_ID, Policy, PolicyLoadError, load_policy
 
 OPSET = 17
@@ -247,6 +248,15 @@ def check_recurrent_episode(policy: Policy, path: str | Path, observations: Sequ
     return worst
 
 
+def check_exported(policy: Policy, out: str | Path) -> float:
+    """The largest absolute difference between onnxruntime's outputs of `out` and torch's (a recurrent module:
+    over a whole episode, each carrying its own state)."""
+    if policy.recurrent:
+        return check_recurrent_episode(policy, out)
+    inputs = example_inputs(policy, batch=8, seed=1)
+    return float(np.max(np.abs(onnx_logits(out, *inputs) - torch_logits(policy, *inputs))))
+
+
 def torch_logits(policy: Policy, *inputs: np.ndarray) -> np.ndarray:
     import torch
 
@@ -259,8 +269,12 @@ def torch_logits(policy: Policy, *inputs: np.ndarray) -> np.ndarray:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m spade_rllib.export", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True, help="algorithm checkpoint or trial directory")
-    p.add_argument("--module", default=DEFAULT_MODULE_ID, help="module id or league member (default: main)")
-    p.add_argument("--out", required=True, help="output .onnx file")
+    p.add_argument("--module", default=DEFAULT_MODULE_ID,
+                   help="module id, league member, or the league as one player: league:uniform|plan|nash "
+                        "(default: main)")
+    p.add_argument("--out", required=True,
+                   help="output .onnx file; for league:<mode> a directory (mixture.json, one .onnx per member, "
+                        "average_policy.json on OpenSpiel games)")
     p.add_argument("--opset", type=int, default=OPSET)
     p.add_argument("--force", action="store_true", help="overwrite --out even when it is not an earlier export")
     p.add_argument("--no-check", action="store_false", dest="check",
@@ -270,26 +284,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not MIN_OPSET <= args.opset <= MAX_OPSET:
         print(f"error: --opset = {args.opset}: out of range, allowed {MIN_OPSET}..{MAX_OPSET}", file=sys.stderr)
         return 2
-    from spade_rllib.preflight import check_not_in_checkpoint, check_output_path, check_overwrite
+    from spade_rllib.preflight import check_fresh_directory, check_not_in_checkpoint, check_output_path, check_overwrite
 
-    check_output_path(args.out, "--out", directory=False)  # before loading anything
+    try:
+        league = league_mode(args.module) is not None
+    except PolicyLoadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    check_output_path(args.out, "--out", directory=league)  # before loading anything
     check_not_in_checkpoint(args.out, "--out")
-    check_overwrite(args.out, "--out", args.force, is_export, "an ONNX export of this command")
+    if league:
+        from spade_rllib.league_export import is_league_export
+
+        if not is_league_export(args.out):
+            check_fresh_directory(args.out, "--out", args.force)
+    else:
+        check_overwrite(args.out, "--out", args.force, is_export, "an ONNX export of this command")
     try:
         policy = load_policy(args.checkpoint, args.module)
     except PolicyLoadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if league_mode(args.module) is not None:
+        from spade_rllib.league_export import export_league
+
+        written = export_league(policy, args.out, opset=args.opset, check=args.check)
+        print(json.dumps({"out": str(written.out_dir), "module": policy.module_id, "members": list(written.members),
+                          "average_policy": str(written.average_policy) if written.average_policy else None}))
+        return 0
     out = export_onnx(policy, args.out, opset=args.opset)
     summary = {"out": str(out), "module": policy.module_id, "input_style": policy.input_style,
                "input_size": policy.input_size, "num_actions": policy.num_actions}
-    if args.check and policy.recurrent:
-        summary["max_abs_diff_vs_torch"] = check_recurrent_episode(policy, out)
-        summary["checked_steps"] = CHECK_STEPS
-    elif args.check:
-        inputs = example_inputs(policy, batch=8, seed=1)
-        diff = float(np.max(np.abs(onnx_logits(out, *inputs) - torch_logits(policy, *inputs))))
-        summary["max_abs_diff_vs_torch"] = diff
+    if args.check:
+        summary["max_abs_diff_vs_torch"] = check_exported(policy, out)
+        if policy.recurrent:
+            summary["checked_steps"] = CHECK_STEPS
     print(json.dumps(summary))
     return 0
 

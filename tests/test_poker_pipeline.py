@@ -45,6 +45,43 @@ def test_kuhn_league_trains_and_scores_its_mixture_exactly(tmp_path):
                           "--env", "connect_four_v3"], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
                          check=False)
     assert bad.returncode == 2 and "was trained on kuhn_poker" in bad.stderr, bad.stderr[-1000:]
+    check_league_export(trial, mix, tmp_path / "league_export", env)
+
+
+def check_league_export(trial: Path, mix, out: Path, env: dict) -> None:
+    """`export --module league:uniform`: one ONNX per member, the weights, and the exact average policy whose
+    exploitability is the mixture's."""
+    import json
+
+    import numpy as np
+
+    from spade_rllib.games.exploitability import exploitability_of_table, info_states
+    from spade_rllib.league_export import read_average_policy
+
+    cmd = [sys.executable, "-m", "spade_rllib.export", "--checkpoint", str(trial), "--module", "league:uniform",
+           "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=ROOT, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((out / "mixture.json").read_text())
+    assert manifest["module"] == "league:uniform" and manifest["env_id"] == "kuhn_poker"
+    members = manifest["members"]
+    assert [m["member"] for m in members] == [m.member for m in mix.members]
+    assert abs(sum(m["weight"] for m in members) - 1.0) < 1e-9
+    for m in members:
+        assert (out / m["onnx"]).is_file() and m["max_abs_diff_vs_torch"] < 1e-4, m
+    game, table = read_average_policy(out / manifest["average_policy"])
+    states = info_states(game)
+    probs = np.asarray([table[k] for k in states.keys])
+    assert np.allclose(probs, mix.table, atol=1e-8)
+    assert abs(exploitability_of_table(game, probs).exploitability
+               - exploitability_of_table(game, mix.table).exploitability) < 1e-6
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=ROOT, env=env, check=False)
+    assert again.returncode == 0, again.stderr[-1000:]  # its own earlier export is replaced
+    (out.parent / "other").mkdir()
+    (out.parent / "other" / "notes.txt").write_text("mine")
+    refused = subprocess.run([*cmd[:-1], str(out.parent / "other")], capture_output=True, text=True, timeout=120,
+                             cwd=ROOT, env=env, check=False)
+    assert refused.returncode == 2 and "not empty" in refused.stderr, refused.stderr[-1000:]
 
 
 def test_exploitability_interval_refused_on_other_games(tmp_path):
