@@ -92,11 +92,13 @@ def heldout_paths(env_id: str, max_size: int = 0) -> list[str]:
 
 def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
           keep: Sequence[str] = (), on_built: Optional[Callable[[Any], None]] = None,
-          on_iteration: Optional[Callable[[Any, int], None]] = None) -> dict:
+          on_iteration: Optional[Callable[[Any, int], None]] = None,
+          on_done: Optional[Callable[[Any], Any]] = None) -> dict:
     """Train one `SpadePPO` for `minutes` of wall clock (and at most `env_steps`), from the first
     iteration; the iteration running when the budget ends completes. `on_iteration(algo, env_steps)` runs
     after every iteration. Returns the algorithm config, main's final weights, the per-iteration values of
-    the `keep` metric keys (and `env_steps`, the lifetime env steps after each iteration) and the totals."""
+    the `keep` metric keys (and `env_steps`, the lifetime env steps after each iteration) and the totals;
+    `on_done(algo)` runs after the last iteration, before the algorithm stops, and its value is `done`."""
     from spade_rllib.config import parse_config
     from spade_rllib.rllib.algorithm import build_algo_config
 
@@ -124,12 +126,13 @@ def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         weights = algo.main_weights()  # the learner's copy of main, as numpy
         train_s = time.perf_counter() - t0
+        done = on_done(algo) if on_done is not None else None
         trial_dir = algo.trial_dir()  # where components write their end-of-run files (league.csv)
     finally:
         algo.stop()
     return {"algo_config": algo_config, "weights": weights, "history": history, "train_s": train_s,
             "iterations": int(result.get("training_iteration", 0)), "env_steps": steps, "cfg": cfg,
-            "trial_dir": trial_dir}
+            "trial_dir": trial_dir, "done": done}
 
 
 def make_runner(algo_config: Any, weights: Mapping[str, Any]):

@@ -35,6 +35,14 @@ tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights
     main: on the held-out maps, sampled (CTF), or by argmax from the evaluation openings (Connect Four,
     where an argmax main is a single deterministic line, which a best response refutes every time).
     Lower is better.
+  * the league as one player (`league:uniform`, fictitious play's mixture: main's snapshots and main, equal
+    weights; `spade_rllib.league.mixture`), against the same held-out opponents: one member drawn per game
+    (Connect Four: `2 x --games` draws per opponent, each draw plays one game) or, on the held-out maps,
+    `--mixture-draws` members drawn with replacement, each scored like main (an unbiased estimate of the
+    mixture's score with that many times main's games). For mirror the mixture is the uniform average of its
+    `--snapshots` copies of main (averaging alone, the control). `mixture_heldout_mean` pairs each arm's mixture
+    with mirror's average by seed; `mixture_vs_main` is each unit's mixture minus its own main. The members'
+    weights and mixture weights are kept in `units/<arm>_seed<k>_mixture.pt` so they can be re-scored.
   * forgetting and cycling: `--snapshots` copies of main taken at evenly spaced env steps (the last one is
     the final main) play every pair, `--payoff-games` per seat (and map): the cross-time payoff matrix
     M[i][j] = score of snapshot i against snapshot j. `progress` = mean of M[i][j] over i > j (later vs
@@ -51,7 +59,8 @@ changed setting stops with one line (exit 2) before Ray starts (see `bench/ablat
 
 The LAST line is one JSON object: {"bench": "league_claim", "game", "env_id", "config", "seeds", "env_steps",
 "exploit_env_steps", "games", "opponents", "arms": {arm: {"heldout": {opponent: stat}, "heldout_mean",
-"exploitability", "exploit_auc", "exploit_plateau", "exploit_match", "payoff": {"progress", "final_vs_past",
+"mixture_heldout": {opponent: stat}, "mixture_heldout_mean", "mixture_vs_main", "exploitability", "exploit_auc",
+"exploit_plateau", "exploit_match", "payoff": {"progress", "final_vs_past",
 "regressions", "matrix"}, "env_steps", "train_s"}}, "paired": {arm: {measure: stat}}, "complete",
 "units_done", "units_missing"}; stat = {mean, low, high, n, iqm, iqm_low, iqm_high, values}.
 """
@@ -257,6 +266,68 @@ def copy_tree(tree: Any) -> Any:
     return {k: copy_tree(v) for k, v in tree.items()} if isinstance(tree, Mapping) else np.array(tree, copy=True)
 
 
+MIXTURE_MODE = "uniform"
+"""The league's mixture the bench scores: fictitious play's (`league:uniform`)."""
+
+
+def league_mixture(algo) -> tuple[dict[str, float], dict[str, dict]]:
+    """({member: weight}, {member: numpy weights}) of the league's `MIXTURE_MODE` mixture at the end of a run;
+    ({}, {}) without a league."""
+    from spade_rllib.league.ids import MAIN
+    from spade_rllib.league.mixture import mixture_weights
+
+    leagues = [c for c in getattr(algo, "components", []) if c.name == "league"]
+    if not leagues:
+        return {}, {}
+    league = leagues[0].league
+    weights = mixture_weights(league, MIXTURE_MODE)
+    members = {str(m): copy_tree(algo.main_weights() if m == MAIN else league.weights(m)) for m in weights}
+    return {str(m): float(w) for m, w in weights.items()}, members
+
+
+def draw_counts(weights: Mapping[str, float], n: int, rng: np.random.Generator) -> dict[str, int]:
+    """How many of `n` draws (with replacement, by `weights`) land on each member; members never drawn left out."""
+    names = list(weights)
+    p = np.asarray([weights[m] for m in names], np.float64)
+    counts = rng.multinomial(n, p / p.sum())
+    return {m: int(c) for m, c in zip(names, counts) if c > 0}
+
+
+def mixture_scores(run: dict, game: ClaimGame, weights: Mapping[str, float], members: Mapping[str, Mapping], args,
+                   seed: int) -> dict[str, float]:
+    """The mixture's held-out score per opponent (see the module docstring: one member drawn per game on a board
+    game; `--mixture-draws` members on the held-out maps)."""
+    rng = np.random.default_rng(10_000 + seed)
+    if not game.level_game:
+        scores: dict[str, list[float]] = {o: [] for o in args.opponents}
+        for name in args.opponents:
+            for member, count in draw_counts(weights, 2 * args.games, rng).items():
+                runner = make_runner(run["algo_config"], members[member])
+                try:
+                    records = runner.evaluate_main({"opponents": [f"bot:{name}"], "games": count, "greedy": True})
+                finally:
+                    runner.stop()
+                scores[name] += [float(r.learner_score) for r in records if r.learner_score is not None]
+        return {o: float(np.mean(v)) for o, v in scores.items()}
+    per_draw = []
+    for member, count in draw_counts(weights, args.mixture_draws, rng).items():
+        held = heldout_scores({**run, "weights": members[member]}, game.env_id, args.games, seed, args.max_map_size,
+                              args.opponents)
+        per_draw += [held] * count
+    return {o: float(np.mean([d[o] for d in per_draw])) for o in args.opponents}
+
+
+def save_mixture(path: Path, weights: Mapping[str, float], members: Mapping[str, Mapping]) -> None:
+    """The mixture a unit scored: {"weights": {member: w}, "members": {member: state dict}} (torch.save)."""
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save({"weights": dict(weights), "members": {m: {k: torch.from_numpy(np.asarray(v)) for k, v in w.items()}
+                                                      for m, w in members.items()}}, tmp)
+    tmp.replace(path)
+
+
 def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
     def run_unit(arm: str, seed: int) -> tuple[dict, dict]:
         marks, snaps = snapshot_marks(args.env_steps, args.snapshots), []
@@ -266,14 +337,22 @@ def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
                 snaps.append(copy_tree(algo.main_weights()))  # the learner's arrays change in place
 
         raw = arm_config(base, game, arm, seed, overrides, args.out_dir)
-        run = train(raw, args.minutes, args.env_steps, f"{arm} seed {seed}", on_iteration=copy_main, keep=LEAGUE_KEYS)
+        run = train(raw, args.minutes, args.env_steps, f"{arm} seed {seed}", on_iteration=copy_main, keep=LEAGUE_KEYS,
+                    on_done=league_mixture)
         if game.level_game:
             run["heldout"] = heldout_scores(run, game.env_id, args.games, seed, args.max_map_size, args.opponents)
         else:
             run["heldout"] = board_scores(run, game, args.opponents, args.games)
+        mix_weights, members = run["done"]
+        if not mix_weights:  # no league (mirror, reference): the uniform average of main's copies over the run
+            members = {f"copy{i}": w for i, w in enumerate([*snaps, run["weights"]])}
+            mix_weights = {m: 1.0 / len(members) for m in members}
+        save_mixture(args.out_dir / "units" / f"{arm}_seed{seed}_mixture.pt", mix_weights, members)
+        mixture = {"mode": MIXTURE_MODE if run["done"][0] else "copies", "members": mix_weights,
+                   "heldout": mixture_scores(run, game, mix_weights, members, args, seed)}
         br = best_response(run["weights"], base, game, seed, args, overrides)
         matrix = payoff_matrix(run, game, [*snaps, run["weights"]], args.payoff_games, args.max_map_size)
-        record = {"heldout": run["heldout"], "exploit": br, "payoff": matrix, "snapshot_env_steps": marks,
+        record = {"heldout": run["heldout"], "mixture": mixture, "exploit": br, "payoff": matrix, "snapshot_env_steps": marks,
                   "env_steps": run["env_steps"], "iterations": run["iterations"], "train_s": run["train_s"],
                   "league": league_trace(run["history"]), "config": portable(raw, args.out_dir)}
         return record, run["weights"]
@@ -286,7 +365,12 @@ def measures(record: Mapping, opponents: Sequence[str]) -> dict[str, float]:
     held = {f"heldout/{o}": float(record["heldout"][o]) for o in opponents}
     pay = payoff_summary(record["payoff"])
     curve = curve_stats(record["exploit"]["curve"])
-    return {**held, "heldout_mean": float(np.mean([record["heldout"][o] for o in opponents])),
+    mix = {f"mixture_heldout/{o}": float(record["mixture"]["heldout"][o]) for o in opponents} \
+        if "mixture" in record else {f"mixture_heldout/{o}": math.nan for o in opponents}
+    mix_mean = float(np.mean(list(mix.values())))
+    main_mean = float(np.mean([record["heldout"][o] for o in opponents]))
+    return {**held, **mix, "mixture_heldout_mean": mix_mean, "mixture_vs_main": mix_mean - main_mean,
+            "heldout_mean": main_mean,
             "exploitability": curve["final"], "exploit_auc": curve["auc"], "exploit_plateau": curve["plateau"],
             "exploit_match": float(record["exploit"]["score"]), **{f"payoff/{k}": v for k, v in pay.items()}}
 
@@ -302,6 +386,8 @@ def summarize(runs: Mapping[str, Sequence[dict]], opponents: Sequence[str]) -> t
         mean_matrix = np.mean([r["payoff"] for r in rs], axis=0).round(4).tolist() if rs else []
         arms[arm] = {
             "heldout": {o: stat(f"heldout/{o}") for o in opponents}, "heldout_mean": stat("heldout_mean"),
+            "mixture_heldout": {o: stat(f"mixture_heldout/{o}") for o in opponents},
+            "mixture_heldout_mean": stat("mixture_heldout_mean"), "mixture_vs_main": stat("mixture_vs_main"),
             "exploitability": stat("exploitability"), "exploit_auc": stat("exploit_auc"),
             "exploit_plateau": stat("exploit_plateau"), "exploit_match": stat("exploit_match"),
             "payoff": {k: stat(f"payoff/{k}") for k in ("progress", "final_vs_past", "regressions")}
@@ -357,6 +443,9 @@ def parse_args(argv=None):
     ap.add_argument("--snapshots", type=int, default=6, help="copies of main for the cross-time payoff matrix (>= 2)")
     ap.add_argument("--exploit-init", choices=EXPLOIT_INITS, default="fresh",
                     help="the best response starts from a fresh network (default) or from a copy of the final main")
+    ap.add_argument("--mixture-draws", type=int, default=4,
+                    help="level games: league members drawn (with replacement) to score the league as one player on "
+                         "the held-out maps, each like main (board games draw a member per game)")
     ap.add_argument("--payoff-games", type=int, default=None,
                     help="games per seat (and map) for each pair of the payoff matrix (default: --games, at most 10)")
     args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS)
@@ -377,6 +466,8 @@ def parse_args(argv=None):
     args.payoff_games = min(10, args.games) if args.payoff_games is None else args.payoff_games
     if args.env_steps < 1 or args.exploit_env_steps < 1:
         ap.error(f"--env-steps {args.env_steps} / --exploit-env-steps {args.exploit_env_steps}: expected >= 1")
+    if args.mixture_draws < 1:
+        ap.error(f"--mixture-draws {args.mixture_draws}: expected >= 1")
     if args.snapshots < 2 or args.payoff_games < 1:
         ap.error(f"--snapshots {args.snapshots} (>= 2) / --payoff-games {args.payoff_games} (>= 1)")
     if args.max_map_size and not game.level_game:
@@ -414,7 +505,7 @@ def main(argv=None) -> int:
     check_bench_args(args, base=base, overrides=overrides, env_id=game.env_id if game.level_game else None)
     manifest = unit_manifest(args, game.env_id, game.config.read_text())
     manifest.update({"game": args.game, "opponents": args.opponents, "snapshots": args.snapshots,
-                     "payoff_games": args.payoff_games})
+                     "payoff_games": args.payoff_games})  # the mixture's measures leave main's unchanged: not in it
     if args.exploit_init != "fresh":  # out-dirs of fresh best responses predate the option
         manifest["exploit_init"] = args.exploit_init
     cache = UnitCache(args.out_dir, manifest, keep_weights=False)  # every measure is taken inside the unit
@@ -438,9 +529,14 @@ def main(argv=None) -> int:
     for arm, s in summary.items():
         print(" | ".join([arm, *(fmt(s["heldout"][o]) for o in args.opponents), fmt(s["exploitability"]),
                           fmt(s["payoff"]["progress"]), fmt(s["payoff"]["regressions"])]))
+    print("the league as one player (mirror: the average of its copies of main), same opponents:")
+    for arm, s in summary.items():
+        print(" | ".join([f"{arm} mixture", *(fmt(s["mixture_heldout"][o]) for o in args.opponents),
+                          f"mean {fmt(s['mixture_heldout_mean'])}", f"mixture - main {fmt(s['mixture_vs_main'])}"]))
     for arm, d in paired.items():
-        print(f"{arm} - {BASELINE}, paired by seed: held-out mean {fmt(d['heldout_mean'])}, "
-              f"exploitability {fmt(d['exploitability'])}, progress {fmt(d['payoff/progress'])}")
+        print(f"{arm} - {BASELINE}, paired by seed: held-out mean {fmt(d['heldout_mean'])}, mixture held-out mean "
+              f"{fmt(d['mixture_heldout_mean'])} (vs mirror's average), exploitability {fmt(d['exploitability'])}, "
+              f"progress {fmt(d['payoff/progress'])}")
     out = {"bench": "league_claim", "game": args.game, "env_id": game.env_id, "config": game.config.name,
            "seeds": args.seeds, "env_steps": args.env_steps, "exploit_env_steps": args.exploit_env_steps,
            "games": args.games, "payoff_games": args.payoff_games, "snapshots": args.snapshots,

@@ -89,6 +89,7 @@ def test_summarize_pairs_by_seed():
     assert diff["values"] == [pytest.approx(0.05), pytest.approx(0.1)]  # seed 0, seed 1: paired, not by position
     assert diff["mean"] == pytest.approx(seed_interval([0.05, 0.1]).mean)
     assert paired["league"]["exploitability"]["values"] == [pytest.approx(-0.2), pytest.approx(-0.3)]
+    assert arms["league"]["mixture_heldout_mean"]["n"] == 0  # units from before the mixture was scored
     assert arms["mirror"]["payoff"]["progress"]["mean"] == pytest.approx(0.7)
 
 
@@ -159,7 +160,21 @@ def test_league_claim_smoke_on_connect_four(tmp_path):
     assert unit["league"]["snapshots"] >= 1  # the league arm froze snapshots of main
     assert json.loads((tmp_path / "units" / "mirror_seed1.json").read_text())["league"] == {}
     assert str(tmp_path) not in json.dumps(unit)  # no machine path: units can be committed and moved
-    assert not list((tmp_path / "units").glob("*.pt"))  # a unit is its JSON record alone
+    # a unit is its JSON record, plus the mixture it scored (members' weights) so it can be re-scored
+    assert sorted(p.name for p in (tmp_path / "units").glob("*.pt")) == sorted(
+        f"{a}_seed{k}_mixture.pt" for a in ("mirror", "league") for k in (0, 1))
+    mix = unit["mixture"]
+    assert mix["mode"] == "uniform" and "main" in mix["members"] and len(mix["members"]) >= 2
+    assert sum(mix["members"].values()) == pytest.approx(1.0) and set(mix["heldout"]) == {"random", "mcts10"}
+    mirror_mix = json.loads((tmp_path / "units" / "mirror_seed1.json").read_text())["mixture"]
+    assert mirror_mix["mode"] == "copies" and len(mirror_mix["members"]) == 3  # its --snapshots copies of main
+    for arm in out["arms"].values():
+        assert arm["mixture_heldout_mean"]["n"] == 2 and all(0.0 <= v <= 1.0 for v in arm["mixture_heldout_mean"]["values"])
+    assert "mixture_heldout_mean" in out["paired"]["league"]
+    import torch
+
+    kept = torch.load(tmp_path / "units" / "league_seed1_mixture.pt", weights_only=True)
+    assert kept["weights"] == mix["members"] and set(kept["members"]) == set(mix["members"])
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
     assert json.loads(again.stdout.strip().splitlines()[-1]) == out and again.stderr.count("cached: ") == 4
 
@@ -204,3 +219,10 @@ def test_address_joins_the_running_cluster_instead_of_starting_one(monkeypatch):
     assert calls[2]["num_cpus"] == 3 and "address" not in calls[2] and calls.count("shutdown") == 2
     args = lc.parse_args(["--game", "c4", "--address", "auto"])[0]
     assert args.address == "auto"
+
+
+def test_mixture_draws_follow_the_weights():
+    rng = np.random.default_rng(0)
+    counts = lc.draw_counts({"main": 0.5, "main_v1": 0.5, "main_v2": 0.0}, 4000, rng)
+    assert set(counts) == {"main", "main_v1"} and sum(counts.values()) == 4000
+    assert abs(counts["main"] - 2000) < 200
