@@ -52,8 +52,8 @@ test-fast: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -m "not ray" $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 bench: $(VENV)/.installed
-	$(BIN)/python bench/env_speed.py
-	$(BIN)/python bench/train_speed.py
+	$(BIN)/python bench/speed/env_speed.py
+	$(BIN)/python bench/speed/train_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import hashlib
 import itertools
 import json
@@ -650,3 +651,12 @@ def unit_progress(args: argparse.Namespace, names: Sequence[str], runs: Mapping[
               "(the command below trains them all; add --only-seeds or --max-units to go on in chunks)")
         print(f"continue with: python bench/{args.bench}.py {shlex.join(keep)}")
     return {"complete": not missing, "units_done": done, "units_missing": missing}
+
+
+def portable(raw: dict, out_dir: Path) -> dict:
+    """The run config as a unit records it: the storage path relative to the out-dir (units can be committed
+    and moved; no machine path in them)."""
+    raw = copy.deepcopy(raw)
+    path = Path(raw["experiment"]["storage_path"])
+    raw["experiment"]["storage_path"] = str(path.relative_to(out_dir) if path.is_relative_to(out_dir) else path.name)
+    return raw

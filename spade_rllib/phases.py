@@ -2,7 +2,7 @@
 
 `PhaseClock` adds up wall seconds per phase (`with clock.phase("learn"): ...`) and hands them out
 once per iteration (`pop()`). `SpadePPO` reports them as `spade/phase_s/<phase>`; `iterations.log`,
-the run summary and `bench/train_speed.py --shipped-configs` read them from there.
+the run summary and `bench/speed/train_speed.py --shipped-configs` read them from there.
 
 The phases of `SpadePPO.step` (PHASES, in the order they run):
     sample_wait   waiting for the env runners' samples (with sample-ahead: only the wait that the

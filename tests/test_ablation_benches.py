@@ -87,7 +87,7 @@ def test_flagship_ablation_smoke(tmp_path):
     held-out scores, exploitability and Elo with bootstrap intervals over seeds in the last JSON line. A second
     invocation with the same out-dir trains nothing: every unit and the round robin come from the unit cache."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, str(ROOT / "bench" / "flagship_ablation.py"), *FLAGSHIP_TINY, "--arms", "mirror,maestro",
+    cmd = [sys.executable, str(ROOT / "bench" / "ablations" / "flagship_ablation.py"), *FLAGSHIP_TINY, "--arms", "mirror,maestro",
            "--out-dir", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
     out = json.loads(proc.stdout.strip().splitlines()[-1])

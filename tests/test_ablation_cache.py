@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import flagship_ablation
+from bench.ablations import flagship_ablation
 from bench.ablation_common import MANIFEST, UnitCache, unit_manifest
 
 ARGV = ["--seeds", "2", "--arms", "mirror,pfsp", "--minutes", "0.01", "--exploit-minutes", "0.01", "--games", "1",

@@ -1,4 +1,4 @@
-"""bench/ablation_per_map.py refuses bad input in one line before Ray (its full run is measured in docs)."""
+"""bench/ablations/ablation_per_map.py refuses bad input in one line before Ray (its full run is measured in docs)."""
 from __future__ import annotations
 
 import subprocess
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "bench" / "ablation_per_map.py"), *args],
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "ablations" / "ablation_per_map.py"), *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 

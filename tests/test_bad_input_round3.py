@@ -171,7 +171,8 @@ def test_benches_refuse_before_ray(tmp_path, capsys, monkeypatch):
     import ray
 
     monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("reached ray.init"))
-    from bench import driver_scale, league_claim, train_speed
+    from bench.ablations import league_claim
+    from bench.speed import driver_scale, train_speed
 
     assert "--runners 'two'" in _refused(capsys, driver_scale.main, ["--runners", "two"])
     afile = tmp_path / "afile"

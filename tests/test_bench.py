@@ -10,8 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.profile_iteration import SelfTimers  # noqa: E402
-from bench.train_speed import FAST_LAYOUT, LEAGUE_ON, ceiling, curriculum_on, env_only  # noqa: E402
+from bench.speed.profile_iteration import SelfTimers  # noqa: E402
+from bench.speed.measure import FAST_LAYOUT, LEAGUE_ON, curriculum_on  # noqa: E402
+from bench.speed.train_speed import ceiling, env_only  # noqa: E402
 
 QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")
 
@@ -72,11 +73,11 @@ def test_env_only_ceiling_runs_the_runner_adapter():
 
 
 def test_driver_scale_bench_smoke(capsys):
-    """bench/driver_scale.py at tiny sizes, without Ray: one JSON line, a case per (runners, snapshots),
+    """bench/speed/driver_scale.py at tiny sizes, without Ray: one JSON line, a case per (runners, snapshots),
     slot weights shipped only once the league outgrows its 4 slots, a full broadcast carrying every slot."""
     import json
 
-    from bench import driver_scale
+    from bench.speed import driver_scale
 
     assert driver_scale.main(["--runners", "1,3", "--snapshots", "1,6", "--outcomes", "24", "--iterations", "2",
                               "--no-ray"]) == 0

@@ -1,4 +1,4 @@
-"""bench/c4_strength.py without training: openings, paired games, and the peer's view of the board."""
+"""bench/ablations/c4_strength.py without training: openings, paired games, and the peer's view of the board."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pettingzoo.classic")
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "c4_strength.py"
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "ablations" / "c4_strength.py"
 
 
 @pytest.fixture(scope="module")

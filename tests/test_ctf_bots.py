@@ -69,7 +69,7 @@ def test_defender_never_attacks():
 
 
 def test_ladder_bench_runs_and_ends_with_json():
-    proc = subprocess.run([sys.executable, "bench/ladder.py", "--levels", "3", "--bots", "rusher,defender,raider"],
+    proc = subprocess.run([sys.executable, "bench/ablations/ladder.py", "--levels", "3", "--bots", "rusher,defender,raider"],
                           cwd=ROOT, env=ENV_VARS, capture_output=True, text=True, timeout=300, check=True)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(out["score"]) == {"rusher", "defender", "raider"} and out["levels"] == 3
@@ -77,7 +77,7 @@ def test_ladder_bench_runs_and_ends_with_json():
 
 
 def test_env_speed_bench_has_the_ctf_cases():
-    proc = subprocess.run([sys.executable, "bench/env_speed.py", "--steps", "300"], cwd=ROOT, env=ENV_VARS,
+    proc = subprocess.run([sys.executable, "bench/speed/env_speed.py", "--steps", "300"], cwd=ROOT, env=ENV_VARS,
                           capture_output=True, text=True, timeout=300, check=True)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["ctf_11_1v1"] > 0 and out["ctf_15_2v2"] > 0 and "maze_11_1v1" in out

@@ -127,7 +127,7 @@ def test_still_team_bench_ends_with_json():
 
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "bench/ctf_bots_still.py", "--games", "2", "--bots", "rusher,defender"],
+    proc = subprocess.run([sys.executable, "bench/ablations/ctf_bots_still.py", "--games", "2", "--bots", "rusher,defender"],
                           cwd=root, env=env, capture_output=True, text=True, timeout=120, check=True)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(out) == set(HELDOUT) and all(v == {"rusher": 1.0, "defender": 0.5} for v in out.values())

@@ -48,7 +48,7 @@ def test_each_distribution_is_declared_once_with_a_bound():
 
 
 def test_what_the_package_and_benches_import_is_declared():
-    local = {p.stem for p in (ROOT / "bench").glob("*.py")} | {"spade_rllib", "bench", "cluster", "tests", "conftest"}
+    local = {p.stem for p in (ROOT / "bench").rglob("*.py")} | {"spade_rllib", "bench", "cluster", "tests", "conftest"}
     dists = packages_distributions()
     declared = {n.split("[")[0] for n in _declared()}
     missing = {}

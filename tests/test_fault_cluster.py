@@ -1,4 +1,4 @@
-"""A worker node lost mid-run on a real two-node cluster on loopback (`bench/fault_cluster.py`, scenario
+"""A worker node lost mid-run on a real two-node cluster on loopback (`bench/faults/fault_cluster.py`, scenario
 `node_stop`, shrunk): the lost env runner comes back on the surviving node, the run reaches its budget,
 nothing goes backwards, no actor or placement group is left. Marked `multinode` (and `slow`, `ray`): it
 starts its own two nodes with `ray start` and never touches another Ray on the machine."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "bench" / "fault_cluster.py"
+BENCH = ROOT / "bench" / "faults" / "fault_cluster.py"
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.multinode]
 

@@ -1,4 +1,4 @@
-"""bench/league_claim.py: the arms train against no scripted player, the payoff and best-response summaries,
+"""bench/ablations/league_claim.py: the arms train against no scripted player, the payoff and best-response summaries,
 bad command lines stop before Ray, and a smoke run on Connect Four end to end (units cached on a rerun)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench import league_claim as lc  # noqa: E402
+from bench.ablations import league_claim as lc  # noqa: E402
 from spade_rllib.config import parse_config, read_yaml  # noqa: E402
 from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
 
@@ -111,7 +111,7 @@ def test_units_without_weights_round_trip(tmp_path):
     (["--game", "ctf", "--arms", "mirror,pfsp"], ["--arms", "league_exploiters"]),
 ])
 def test_bad_command_lines_are_one_error_before_ray(argv, words, tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "league_claim.py"), *argv, "--out-dir", str(tmp_path)],
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "ablations" / "league_claim.py"), *argv, "--out-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.returncode == 2, proc.stderr
     error = [line for line in proc.stderr.splitlines() if "error:" in line]
@@ -133,7 +133,7 @@ def test_league_claim_smoke_on_connect_four(tmp_path):
     """Two arms x two seeds, every measure in the last JSON line with Student-t intervals over the seeds, the
     paired difference, the payoff heatmap; a rerun with the same out-dir trains nothing."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, str(ROOT / "bench" / "league_claim.py"), *C4_TINY, "--out-dir", str(tmp_path)]
+    cmd = [sys.executable, str(ROOT / "bench" / "ablations" / "league_claim.py"), *C4_TINY, "--out-dir", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["bench"] == "league_claim" and out["game"] == "c4" and out["complete"] is True

@@ -1,4 +1,4 @@
-"""bench/league_claim.py --game kuhn|leduc: the arms' configs, the curves read from a run's history, the
+"""bench/ablations/league_claim.py --game kuhn|leduc: the arms' configs, the curves read from a run's history, the
 summary's paired differences, and bad command lines. Pure (no Ray)."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench import league_claim as lc  # noqa: E402
-from bench import league_claim_poker as lcp  # noqa: E402
+from bench.ablations import league_claim as lc  # noqa: E402
+from bench.ablations import league_claim_poker as lcp  # noqa: E402
 from spade_rllib.config import parse_config, read_yaml  # noqa: E402
 
 

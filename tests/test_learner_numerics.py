@@ -158,7 +158,7 @@ def test_lstm_encoder_skips_padding_rows_only():
     (["--threads", "-1"], "--threads = -1"),
 ])
 def test_learner_ceiling_refuses_bad_args_before_work(argv, says, capsys):
-    from bench.learner_ceiling import parse_args
+    from bench.speed.learner_ceiling import parse_args
 
     with pytest.raises(SystemExit) as e:
         parse_args(argv)

@@ -106,7 +106,7 @@ def test_console_shows_progress_against_the_env_step_budget():
 
 
 def test_shipped_bench_summarizes_result_rows_after_the_warmup():
-    from bench.shipped_speed import summarize
+    from bench.speed.shipped_speed import summarize
 
     rows = [{"time_this_iter_s": 10.0, "env_runners": {"num_env_steps_sampled": 10},  # warm-up: left out
              "spade": {"phase_s": {"learn": 9.0}}}]
@@ -121,7 +121,7 @@ def test_shipped_bench_summarizes_result_rows_after_the_warmup():
 
 
 def test_shipped_bench_refuses_an_unknown_config_with_a_hint():
-    from bench.shipped_speed import parse_configs
+    from bench.speed.shipped_speed import parse_configs
 
     assert parse_configs("quickstart,connect_four") == ["quickstart", "connect_four"]
     with pytest.raises(SystemExit, match="did you mean 'flagship'"):
@@ -134,7 +134,7 @@ def test_shipped_bench_runs_the_users_command_and_reads_its_trial(tmp_path, monk
     import json
     import subprocess
 
-    from bench import shipped_speed
+    from bench.speed import shipped_speed
 
     seen = {}
 
@@ -168,7 +168,7 @@ def test_shipped_bench_runs_the_users_command_and_reads_its_trial(tmp_path, monk
 @pytest.mark.parametrize("seconds, stock, flag", [(float("nan"), 20.0, "--seconds"), (0.0, 20.0, "--seconds"),
                                                   (45.0, float("inf"), "--stock-seconds"), (45.0, -1.0, "--stock-seconds")])
 def test_shipped_bench_refuses_bad_durations_before_running(seconds, stock, flag, capsys):
-    from bench.shipped_speed import shipped_rows
+    from bench.speed.shipped_speed import shipped_rows
 
     with pytest.raises(SystemExit) as e:
         shipped_rows(["quickstart"], seconds, stock_seconds=stock)

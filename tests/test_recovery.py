@@ -105,7 +105,7 @@ def test_fault_bench_history_allows_going_back_only_to_a_checkpoint():
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from bench.fault_cluster import history_checks
+    from bench.faults.fault_cluster import history_checks
 
     def row(it, since, lifetime, t):
         return {"training_iteration": it, "iterations_since_restore": since, "timestamp": t,
@@ -128,7 +128,7 @@ def test_fault_bench_history_allows_going_back_only_to_a_checkpoint():
 def test_checkpoints_by_time(tmp_path):
     """A real run: with `checkpoint_every: 0` (only at the end) and `checkpoint_every_s` shorter than an
     iteration, every iteration is checkpointed (Tune saves on the result `TimedCheckpoints` marks). The
-    summary after a retry or a resume: `bench/fault_cluster.py` (learner_kill, driver_kill)."""
+    summary after a retry or a resume: `bench/faults/fault_cluster.py` (learner_kill, driver_kill)."""
     import os
     import subprocess
     import sys

@@ -1,4 +1,4 @@
-"""bench/memory_ablation.py (MLP + trail vs LSTM with and without the trail on CTF) at smoke size, as a
+"""bench/ablations/memory_ablation.py (MLP + trail vs LSTM with and without the trail on CTF) at smoke size, as a
 user runs it: by subprocess, checking the last JSON line and the per-seed intervals."""
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_memory_ablation_has_the_memory_map_and_wider_view_arms():
     """`mlp_seen_map` (the memory map on) and `mlp_view6` (a 13x13 window): the MLP + trail recipe with that one
     env option; nothing else differs from `mlp_trail`; `mlp_seen_map_conv` adds convolutions over the map."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bench.memory_ablation import setup_config
+    from bench.ablations.memory_ablation import setup_config
 
     plain = setup_config("CaptureTheFlag-v0", "mlp_trail", 0, [])
     for setup, kwargs in (("mlp_seen_map", {"seen_map": 7}), ("mlp_view6", {"view_radius": 6})):

@@ -1,5 +1,5 @@
 """Memory is learned (slow): on RLlib's StatelessCartPole (no velocities in the observation) the LSTM
-config of bench/memory_envs.py reaches a mean return of 350 within 2M env steps, and the same
+config of bench/ablations/memory_envs.py reaches a mean return of 350 within 2M env steps, and the same
 config without the LSTM, trained on the env steps the LSTM needed, stays far below (the bench's
 MLP row trains the whole 2M: best mean return 56-58 on 3 seeds, docs/training.md; full CartPole,
 velocities included, passes 175 at 33k env steps with this config, seed 0). Judged in env steps, so
@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.memory_envs import BUDGET, TARGET, run_spade  # noqa: E402
+from bench.ablations.memory_envs import BUDGET, TARGET, run_spade  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 

@@ -46,7 +46,7 @@ Rules (one step, all agents at once)
    everyone on a draw; no shaping. A negative ``draw_reward`` makes the safe all-defend draw worse than
    a risked attack (the all-draw collapse of self-play; docs/league.md).
 
-Why these rules (measured with ``bench/ladder.py``; ``docs/ctf.md``): agents that block each other
+Why these rules (measured with ``bench/ablations/ladder.py``; ``docs/ctf.md``): agents that block each other
 let a defender seal a 1-wide corridor; standing on the own flag makes it unreachable; tags from
 start-of-step positions make an adjacent ready defender a sure hit (tags after the moves reward
 anticipation and baiting instead); the respawn wait turns a successful defence into tempo for a

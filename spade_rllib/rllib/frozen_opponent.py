@@ -5,7 +5,7 @@ final main of another run; its score against that policy measures how exploitabl
 (lower is more robust). The component publishes one opponent plan (main vs opponent slot 0 in
 every episode) and loads the frozen weights into slot 0 of every env runner; it has no state worth
 checkpointing (the weights are the experiment's input). Add it to a built `SpadePPO`'s
-`components` and broadcast (`bench/league_ablation.py`).
+`components` and broadcast (`bench/ablations/league_ablation.py`).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Why a subclass: on this product's batches (one 4,096-env-step batch, ~7,500 rows, 2 epochs x 4 minibatches, a
 small MLP or LSTM on one CPU thread) RLlib's stock `PPOTorchLearner` spends a large share of each update on work
-that is not the PPO math (bench/learner_ceiling.py profiles it). This learner keeps RLlib's `Learner.update` loop,
+that is not the PPO math (bench/speed/learner_ceiling.py profiles it). This learner keeps RLlib's `Learner.update` loop,
 connector, optimizer registry, lr / entropy schedules and result keys, and changes only how the same numbers are
 computed:
 
@@ -242,7 +242,7 @@ class SpadePPOLearner(PPOTorchLearner):
 
 
 def install_profile_timers(timers, data_category: str) -> None:
-    """bench/learner_ceiling.py's profile: this learner's own pieces under the bench's categories."""
+    """bench/speed/learner_ceiling.py's profile: this learner's own pieces under the bench's categories."""
     import sys
 
     timers.wrap(IndexedCyclicIterator, "__init__", data_category)

@@ -1,8 +1,8 @@
 """Training speed of the shipped configs as users run them, with where the time goes, against a fixed-layout
 row and the learner ceiling measured in the same run.
 
-    python bench/train_speed.py --shipped-configs [quickstart,flagship,league,connect_four] [--seconds 45]
-    python bench/shipped_speed.py [--configs quickstart,flagship] [--seconds 45]
+    python bench/speed/train_speed.py --shipped-configs [quickstart,flagship,league,connect_four] [--seconds 45]
+    python bench/speed/shipped_speed.py [--configs quickstart,flagship] [--seconds 45]
 
 Each config row is the real command, `python -m spade_rllib.train --config tune_configs/<name>.yaml`, with its own
 env, curriculum, league, evaluation and checkpoint settings, stopped after `--seconds` of training
@@ -21,8 +21,8 @@ The baselines, in the same run:
   learner_ceiling  that config's learner alone (`learner_group.update` on one sampled batch, every epoch
                    and minibatch), in env steps/s, measured in this process;
   learner_over_bare  the learner's update / a bare torch PPO loop on the same module, batch, epochs and minibatches,
-                   timed in turns (bench/learner_ceiling.py); bare_torch_ceiling_sps = learner_ceiling / that;
-  stock_equal      stock RLlib PPO configured like the fixed row (bench/train_speed.py's stock row: the stock
+                   timed in turns (bench/speed/learner_ceiling.py); bare_torch_ceiling_sps = learner_ceiling / that;
+  stock_equal      stock RLlib PPO configured like the fixed row (bench/speed/train_speed.py's stock row: the stock
                    multi-agent runner over the same game, same batch, epochs, model), in this process
                    (`--stock-seconds 0` skips it).
 `--variant KEY=VALUE` (repeatable): each config again with that override, right after its row (`variants`).
@@ -44,15 +44,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from bench.speed.measure import FIXED_OVERRIDES  # noqa: E402
 
 SHIPPED = ("quickstart", "flagship", "league", "connect_four")
 FIXED = "fixed"
-# The quickstart's layout with the MLP [128, 128] (stock RLlib's row is configured alike; quickstart's own LSTM
-# costs it ~2x, inside its over_fixed ratio).
-FIXED_OVERRIDES = ("curriculum.enabled=false", "evaluation.interval=0", "env.difficulty=4",
-                   "agent.model.use_lstm=false", "agent.model.hidden=[128,128]")
 WARMUP_ITERS = 2
 
 
@@ -122,20 +120,20 @@ def run_config(name: str, seconds: float, out_dir: Path, extra: tuple = (), labe
 
 def in_process(name: str, overrides: tuple, seconds: float, stock_seconds: float = 0.0) -> tuple[float, float, float]:
     """(learner ceiling, learner / bare torch, stock RLlib's train env steps/s) of that config, measured in this
-    process: its learner alone (bench/train_speed.py's `learner_only`), its learner against a bare torch PPO loop on
-    the same module and batch timed in turns (bench/learner_ceiling.py's `bare_ceiling`), and stock RLlib PPO
+    process: its learner alone (bench/speed/train_speed.py's `learner_only`), its learner against a bare torch PPO loop on
+    the same module and batch timed in turns (bench/speed/learner_ceiling.py's `bare_ceiling`), and stock RLlib PPO
     configured like it (`stock(equal=True)`; NaN when `stock_seconds` is 0)."""
     import ray
 
-    from bench.learner_ceiling import bare_ceiling
-    from bench.train_speed import _set_learner_threads, learner_only, stock
+    from bench.speed.learner_ceiling import bare_ceiling
+    from bench.speed.measure import learner_only, set_learner_threads, stock
     from spade_rllib.config import load_config
     from spade_rllib.rllib.algorithm import build_algo_config
 
     cfg = load_config(ROOT / "tune_configs" / f"{name}.yaml", list(overrides))
     ray.init(num_cpus=cfg.resources.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
     try:
-        _set_learner_threads(cfg)
+        set_learner_threads(cfg)
         algo = build_algo_config(cfg).build_algo()
         try:
             ceiling = learner_only(algo, cfg, seconds)

@@ -1,6 +1,6 @@
 """Every CaptureTheFlag bot against a team that never moves, on every shipped held-out map.
 
-Usage: ``python bench/ctf_bots_still.py [--games 10] [--bots rusher,raider,hybrid,defender] [--levels DIR ...]``.
+Usage: ``python bench/ablations/ctf_bots_still.py [--games 10] [--bots rusher,raider,hybrid,defender] [--levels DIR ...]``.
 The bot plays one seat, the other team plays noop every step; seats alternate between games (game g:
 env and bot seeded g). A racing bot that never freezes scores 1.00 on every map (the defender, which
 never attacks, 0.50). Prints one line per map; the last line is one JSON object {map: {bot: score}}.

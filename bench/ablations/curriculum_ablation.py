@@ -1,7 +1,7 @@
 """Curriculum ablation: six level-selection setups, the same model, budget and seeds; held-out scores
 with 95% intervals over seeds.
 
-    python bench/curriculum_ablation.py [--seeds 3] [--minutes 3] [--env-id CaptureTheFlag-v0]
+    python bench/ablations/curriculum_ablation.py [--seeds 3] [--minutes 3] [--env-id CaptureTheFlag-v0]
         [--setups threshold,plr,accel,learnability,uniform,fixed_hardest] [--games 5] [--env-steps N]
         [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/curriculum] [--cpus 2]
         [--only-seeds K,K] [--max-units K]
@@ -37,7 +37,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.ablation_common import (
     ablation_parser,

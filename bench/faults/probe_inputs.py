@@ -1,6 +1,6 @@
 """Bad inputs on every command line: each must end with one line and exit 2, create nothing, never hang.
 
-    python bench/probe_inputs.py [--only train,export] [--timeout 120] [--verbose]
+    python bench/faults/probe_inputs.py [--only train,export] [--timeout 120] [--verbose]
 
 Each probe runs `python -m spade_rllib.<cli> ...` (through a launcher that makes `ray.init` exit 99,
 so a probe that is not refused never starts a cluster) as a subprocess in a scratch working directory
@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")
 MAZERACE = str(ROOT / "tune_configs" / "mazerace.yaml")
 AS_USER = hasattr(os, "geteuid") and os.geteuid() != 0
@@ -56,7 +56,7 @@ sys.argv[0] = module
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 """Runs a CLI like `python -m` but never starts Ray: reaching `ray.init` exits 99 (a failed probe).
-A probe's `cli` is a `spade_rllib` command (`train`) or a bench module (`bench.league_claim`)."""
+A probe's `cli` is a `spade_rllib` command (`train`) or a bench module (`bench.ablations.league_claim`)."""
 
 
 def module_of(cli: str) -> str:
@@ -343,14 +343,14 @@ def third_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
         ("sweep trials", "tune", ["--sweep", f["sweep_cpu"], "--dry-run", "--storage", "sw"], naming("the trial with", "asks for 9 CPUs")),
         ("sweep trials", "tune", ["--sweep", f["sweep_cpu"], "--storage", "sw"], naming("the trial with", "asks for 9 CPUs")),
         # benches check their command line before Ray
-        ("bench args", "bench.league_claim", ["--game", "ctf", "--out-dir", f["afile"]], refused),
-        ("bench args", "bench.league_claim", [*claim, "--set", "agent.lrr=1"], refused),
-        ("bench args", "bench.league_claim", [*claim, "--cpus", "0"], refused),
-        ("bench args", "bench.league_claim", [*claim, "--max-map-size", "3"], refused),
-        ("bench args", "bench.league_claim", ["--game", "ctf", "--out-dir", f["claim_out"]], naming("mirror_seed0.json: damaged JSON")),
-        ("bench args", "bench.driver_scale", ["--runners", "two"], refused),
-        ("bench args", "bench.train_speed", ["--seconds", "nan"], refused),
-        ("bench args", "bench.train_speed", ["--set", "agent.lrr=1"], refused),
+        ("bench args", "bench.ablations.league_claim", ["--game", "ctf", "--out-dir", f["afile"]], refused),
+        ("bench args", "bench.ablations.league_claim", [*claim, "--set", "agent.lrr=1"], refused),
+        ("bench args", "bench.ablations.league_claim", [*claim, "--cpus", "0"], refused),
+        ("bench args", "bench.ablations.league_claim", [*claim, "--max-map-size", "3"], refused),
+        ("bench args", "bench.ablations.league_claim", ["--game", "ctf", "--out-dir", f["claim_out"]], naming("mirror_seed0.json: damaged JSON")),
+        ("bench args", "bench.speed.driver_scale", ["--runners", "two"], refused),
+        ("bench args", "bench.speed.train_speed", ["--seconds", "nan"], refused),
+        ("bench args", "bench.speed.train_speed", ["--set", "agent.lrr=1"], refused),
         # types validated before they are converted; the cause named
         ("types", "train", s("curriculum.uniform.families=5"), refused),
         ("types", "train", s("curriculum.uniform.families={maze: 1}"), refused),

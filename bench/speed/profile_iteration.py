@@ -1,6 +1,6 @@
 """Where the milliseconds of one training iteration go, on the driver/learner and on the env runner.
 
-    python bench/profile_iteration.py [--config tune_configs/quickstart.yaml] [--set key=value ...]
+    python bench/speed/profile_iteration.py [--config tune_configs/quickstart.yaml] [--set key=value ...]
                                       [--runners 0|1] [--iterations 10] [--league-curriculum]
                                       [--cprofile 25]
 
@@ -33,10 +33,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.train_speed import LEAGUE_ON, curriculum_on  # noqa: E402
+from bench.speed.measure import LEAGUE_ON, curriculum_on  # noqa: E402
 
 
 class SelfTimers:

@@ -1,6 +1,6 @@
 """CaptureTheFlag bot ladder: a round-robin of the scripted bots on generated levels, seats swapped.
 
-Usage: ``python bench/ladder.py [--levels 200] [--agents-per-team 1] [--seed 0] [--bots a,b,...]``.
+Usage: ``python bench/ablations/ladder.py [--levels 200] [--agents-per-team 1] [--seed 0] [--bots a,b,...]``.
 Every pair (mirror pairs included) plays the same ``--levels`` generated levels, difficulty drawn
 uniformly from [1, 10] per level, once with each bot as team A and once as team B. A bot's score
 against another is ``win + draw / 2`` over those games. Prints the score matrix (row vs column), the

@@ -1,6 +1,6 @@
 """The driver's per-iteration cost of the league and the curriculum as env runners and league snapshots grow.
 
-Usage: ``python bench/driver_scale.py [--runners 1,2,4,8,16] [--snapshots 1,10,50,200] [--outcomes 128]
+Usage: ``python bench/speed/driver_scale.py [--runners 1,2,4,8,16] [--snapshots 1,10,50,200] [--outcomes 128]
 [--iterations 9] [--no-ray]``
 
 No training and no env runner processes: the bench builds the driver components of
@@ -45,7 +45,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 FLAGSHIP = ROOT / "tune_configs" / "flagship.yaml"
@@ -289,7 +289,7 @@ def main(argv=None) -> int:
             ray.shutdown()
     result = {
         "bench": "driver_scale",
-        "command": " ".join(["python bench/driver_scale.py", *(argv if argv is not None else sys.argv[1:])]),
+        "command": " ".join(["python bench/speed/driver_scale.py", *(argv if argv is not None else sys.argv[1:])]),
         "outcomes_per_iter": args.outcomes, "iterations": args.iterations, "ray": use_ray,
         "load_average": load_before, "load_average_end": load_average(), "cpus": os.cpu_count(),
         "wall_s": round(time.perf_counter() - t_start, 1),

@@ -1,6 +1,6 @@
 """Peak memory of league training with 1 and with 100 frozen snapshots of the quickstart model.
 
-Usage: ``python bench/league_memory.py [--snapshots-small 1] [--snapshots-large 100] [--iterations 2] [--lstm]``
+Usage: ``python bench/speed/league_memory.py [--snapshots-small 1] [--snapshots-large 100] [--iterations 2] [--lstm]``
 
 ``--lstm``: main is recurrent (``agent.model.use_lstm``, LSTM 128), so every snapshot is a recurrent
 opponent whose slot keeps one hidden state per seat on the runners.
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "tune_configs" / "quickstart.yaml"
 PERTURBATION = 1e-3  # noise added to each snapshot's weights (distinct arrays, same architecture)
 KIB_PER_MIB = 1024

@@ -1,7 +1,7 @@
 """Soak: a long league + curriculum run; memory must level off and the league pool stay at its bound.
 
-    python bench/soak.py                                  # 30 minutes, RSS sampled every minute
-    python bench/soak.py --minutes 2 --sample-every 10    # smoke size
+    python bench/faults/soak.py                                  # 30 minutes, RSS sampled every minute
+    python bench/faults/soak.py --minutes 2 --sample-every 10    # smoke size
 
 A local Ray (2 CPUs) runs `SpadePPO` on MazeRace with one remote env runner, the league (a snapshot
 every iteration, pool bound `--max-size`, oldest evicted) and the threshold curriculum. Every
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import league_curriculum_config  # noqa: E402

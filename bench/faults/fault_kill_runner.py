@@ -1,7 +1,7 @@
 """SIGKILL one env runner by its pid while training runs: training goes on, and the restarted runner
 holds the driver's current curriculum state and league opponent slots when it samples again.
 
-    python bench/fault_kill_runner.py [--iterations-after 4] [--timeout 400]
+    python bench/faults/fault_kill_runner.py [--iterations-after 4] [--timeout 400]
 
 A local Ray (2 CPUs) runs `SpadePPO` on MazeRace with 2 remote env runners, the league (a snapshot
 every iteration) and the threshold curriculum. After a few iterations a thread sends SIGKILL to
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import league_curriculum_config  # noqa: E402

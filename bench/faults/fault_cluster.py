@@ -1,6 +1,6 @@
 """Faults on a real two-node Ray cluster on loopback (token auth on): a node, a learner or the driver lost mid-run.
 
-    python bench/fault_cluster.py [--scenarios node_stop,raylet_kill,learner_kill,driver_kill,late_node]
+    python bench/faults/fault_cluster.py [--scenarios node_stop,raylet_kill,learner_kill,driver_kill,late_node]
                                   [--out-dir bench_out/fault_cluster] [--env-steps 6144] [--timeout 420]
 
 Each scenario is one unit (`--out-dir/units/<scenario>.json`; a rerun skips finished units): a fresh
@@ -46,7 +46,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cluster.multinode_check import (  # noqa: E402 - the two-node cluster of the multinode check
@@ -159,7 +159,7 @@ import json, sys
 sys.path.insert(0, {str(ROOT)!r})
 from pathlib import Path
 import ray
-from bench.fault_kill_resume import expected_state, restored_state
+from bench.faults.fault_kill_resume import expected_state, restored_state
 from spade_rllib.config import load_config
 from spade_rllib.testing import assert_exactly_equal
 cfg = load_config({str(FLAGSHIP)!r}, {raw_sets!r})

@@ -1,7 +1,7 @@
 """Memory is learned: spade_rllib's LSTM PPO vs its MLP and vs RLlib's stock PPO with `use_lstm`,
 on RLlib's own memory env `StatelessCartPole` (CartPole without the velocities).
 
-    python bench/memory_envs.py [--seeds 0 1 2] [--stock-seeds 0] [--target 350] [--budget 2000000]
+    python bench/ablations/memory_envs.py [--seeds 0 1 2] [--stock-seeds 0] [--target 350] [--budget 2000000]
                                 [--skip-stock] [--skip-mlp]
 
 Rows, all in this one process, one after the other (so at nearly the same machine load):
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -1,6 +1,6 @@
 """`kill -9` the training driver mid-run, then resume: nothing of the last checkpoint is lost.
 
-    python bench/fault_kill_resume.py [--checkpoints 4] [--timeout 600] [--lstm]
+    python bench/faults/fault_kill_resume.py [--checkpoints 4] [--timeout 600] [--lstm]
 
 1. Trains a small league + threshold-curriculum MazeRace run (`python -m spade_rllib.train`, its own
    process group, a checkpoint every iteration) and sends SIGKILL to the whole group as soon as
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import league_curriculum_config  # noqa: E402

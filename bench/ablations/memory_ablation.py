@@ -2,7 +2,7 @@
 a wider window or one more level family, with the same curriculum and opponent mix, at equal env steps
 (`--env-steps N --minutes <large>`) or equal wall clock, several seeds.
 
-    python bench/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail,mlp_seen_map,mlp_seen_map_conv,mlp_view6,mlp_halls]
+    python bench/ablations/memory_ablation.py [--seeds 2] [--minutes 15] [--setups mlp_trail,lstm_trail,lstm_notrail,mlp_seen_map,mlp_seen_map_conv,mlp_view6,mlp_halls]
         [--games 10] [--env-steps N] [--set KEY=VALUE ...] [--max-map-size N] [--out-dir bench_out/memory] [--cpus 2]
         [--only-seeds K,K] [--max-units K]
 
@@ -48,7 +48,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.ablation_common import (
     ablation_parser,

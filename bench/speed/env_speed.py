@@ -1,6 +1,6 @@
 """Env steps per second with random actions: MazeRace, CaptureTheFlag, PettingZoo's connect_four_v3.
 
-Usage: ``python bench/env_speed.py [--steps 50000] [--seed 0]``. One env step = one ``step()`` call
+Usage: ``python bench/speed/env_speed.py [--steps 50000] [--seed 0]``. One env step = one ``step()`` call
 (all agents act at once in MazeRace and CaptureTheFlag; one player moves in connect_four's AEC env).
 MazeRace and CaptureTheFlag generate a new level on every reset, as training does; actions are drawn
 up front so the RNG is not measured. Last line: one JSON object with ``maze_11_1v1``, ``maze_21_1v1``,

@@ -2,7 +2,7 @@
 (pure navigation: random never defends) and `rusher` (navigation plus defence), for one or more
 finished runs (e.g. the trail channel on and off).
 
-    python bench/ctf_navigation.py --trial results/quickstart/<trial> --trial <other trial> [--games 20]
+    python bench/ablations/ctf_navigation.py --trial results/quickstart/<trial> --trial <other trial> [--games 20]
 
 Each run is played with its own resolved config (`config.yaml` in the trial dir: env kwargs such as
 `trail` apply) and its newest checkpoint's `main`, on the shipped held-out maps
@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 OPPONENTS = {"random": "random", "rusher": "bot:rusher"}

@@ -1,14 +1,14 @@
 """The learner against the speed of its own math: the product's PPO update beside a bare torch PPO loop on the
 same module, batch, minibatches, epochs and thread count, and where one real update spends its time.
 
-    python bench/learner_ceiling.py [--config tune_configs/quickstart.yaml] [--models lstm,mlp] [--seconds 8]
+    python bench/speed/learner_ceiling.py [--config tune_configs/quickstart.yaml] [--models lstm,mlp] [--seconds 8]
                                     [--threads 0] [--set key=value ...]
 
 `--train-ab SECONDS`: each row's config also trains as users run it (its remote runner, sample-ahead, no periodic
 evaluation) with the lean and with the stock learner, two algorithms side by side trained in alternating windows
 (`--ab-window`, 10 s), so both see the same load: env steps/s, learn share and the speedup.
 Rows (`--models`): `lstm` is the config as shipped (the quickstart: LSTM 128 over one 128-unit tanh layer,
-max_seq_len 32); `mlp` is the config with bench/shipped_speed.py's fixed-layout overrides (`FIXED_OVERRIDES`: MLP
+max_seq_len 32); `mlp` is the config with the fixed-layout overrides of bench/speed/measure.py (`FIXED_OVERRIDES`: MLP
 [128, 128], fixed 9x9 levels, no curriculum or periodic evaluation), the model of the speed benches' layout rows.
 For each row, in this process, one local learner (`training.num_env_runners=0`, so the driver's runner samples):
 
@@ -51,11 +51,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.profile_iteration import SelfTimers  # noqa: E402
-from bench.shipped_speed import FIXED_OVERRIDES  # noqa: E402
+from bench.speed.profile_iteration import SelfTimers  # noqa: E402
+from bench.speed.measure import FIXED_OVERRIDES  # noqa: E402
 
 MODELS = {"lstm": (), "mlp": FIXED_OVERRIDES}
 ONE_LEARNER = ("training.num_env_runners=0", "evaluation.interval=0")
@@ -238,7 +238,7 @@ def bare_update(module, batch: dict, *, epochs: int, minibatch_size: int, lr: fl
 def bare_ceiling(algo, cfg, seconds: float) -> tuple[float, float]:
     """(learner, bare torch) env steps/s on one batch sampled by `algo`'s local runner, timed in turns
     (`interleaved`): `algo`'s own learner update and the bare loop over a copy of its module (for
-    bench/shipped_speed.py's rows)."""
+    bench/speed/shipped_speed.py's rows)."""
     a = cfg.agent
     episodes = sample_batch(algo)
     group, kw = algo.learner_group, update_kwargs(algo.config)

@@ -1,7 +1,7 @@
 """League ablation: four self-play setups, equal budgets and seeds; ladder scores, a round robin of
 all final mains with Bradley-Terry ratings, and exploitability, each with 95% intervals over seeds.
 
-    python bench/league_ablation.py [--seeds 3] [--minutes 4] [--exploit-minutes 1] [--env-id CaptureTheFlag-v0]
+    python bench/ablations/league_ablation.py [--seeds 3] [--minutes 4] [--exploit-minutes 1] [--env-id CaptureTheFlag-v0]
         [--setups mirror,latest,pfsp,pfsp_exploiters] [--games 3] [--env-steps N] [--set KEY=VALUE ...]
         [--max-map-size N] [--out-dir bench_out/league] [--cpus 2]
 
@@ -38,7 +38,7 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.ablation_common import (
     ablation_parser,

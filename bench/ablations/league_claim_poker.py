@@ -1,6 +1,6 @@
-"""`bench/league_claim.py --game kuhn|leduc`: where theory says a league pays, measured exactly.
+"""`bench/ablations/league_claim.py --game kuhn|leduc`: where theory says a league pays, measured exactly.
 
-    python bench/league_claim.py --game kuhn|leduc [--seeds 5] [--env-steps N] [--every K]
+    python bench/ablations/league_claim.py --game kuhn|leduc [--seeds 5] [--env-steps N] [--every K]
         [--arms mirror,league_uniform,league_pfsp,league_nash,ppo_iig] [--set KEY=VALUE ...]
         [--out-dir bench_out/league_claim_<game>] [--cpus 2] [--only-seeds K,K] [--max-units K] [--minutes CAP]
 
@@ -52,7 +52,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.ablation_common import (
     ROOT, LazyRay, UnitCache, ablation_parser, deep_merge, fmt_interval, over_seeds, paired_by_seed, parse_ablation_args,
@@ -137,7 +137,7 @@ def run_unit_for(base: dict, game: PokerGame, args, overrides: Sequence[str]):
     def run_unit(arm: str, seed: int) -> tuple[dict, dict]:
         raw = arm_config(base, game, arm, seed, args.every, overrides, args.out_dir)
         run = train(raw, args.minutes, args.env_steps, f"{arm} seed {seed}", keep=KEEP)
-        from bench.league_claim import portable
+        from bench.ablation_common import portable
 
         every = int(raw["evaluation"]["exploitability_interval"])
         record = {"curve": curves_of(run["history"], every), "every": every, "env_steps": run["env_steps"],

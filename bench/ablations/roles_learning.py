@@ -5,7 +5,7 @@ training (the baseline: the same config, untrained) and after `--iterations` x 2
 self-play with a league per role (docs/training.md, "Role games"). Ends with
 one JSON line: per seed (before, after), the mean rise and its 95% t-interval over seeds.
 
-    python bench/roles_learning.py --seeds 0 1 2 3 --iterations 40 --games 256
+    python bench/ablations/roles_learning.py --seeds 0 1 2 3 --iterations 40 --games 256
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.common import local_ray
 

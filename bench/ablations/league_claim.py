@@ -2,10 +2,10 @@
 against opponents no arm trained against, with a real best response and a cross-time payoff matrix.
 
 Poker (`--game kuhn|leduc`): exact exploitability curves of main, main's average and the league's mixtures,
-arms mirror / league_uniform / league_pfsp / league_nash / ppo_iig; see bench/league_claim_poker.py (the
+arms mirror / league_uniform / league_pfsp / league_nash / ppo_iig; see bench/ablations/league_claim_poker.py (the
 options below are those of ctf and c4).
 
-    python bench/league_claim.py --game ctf|c4 [--seeds 3] [--env-steps N] [--exploit-env-steps N]
+    python bench/ablations/league_claim.py --game ctf|c4 [--seeds 3] [--env-steps N] [--exploit-env-steps N]
         [--arms mirror,league,league_exploiters] [--opponents A,B] [--games G] [--snapshots K] [--payoff-games G]
         [--minutes CAP] [--exploit-minutes CAP] [--exploit-init fresh|main] [--set KEY=VALUE ...]
         [--out-dir bench_out/league_claim_<game>] [--max-map-size N] [--cpus 2] [--only-seeds K,K] [--max-units K]
@@ -76,12 +76,12 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.ablation_common import (
     ROOT, STILL, TARGET, LazyRay, UnitCache, ablation_parser, deep_merge,
     fmt_interval, head_to_head, heldout_scores, make_runner, over_seeds, paired_by_seed, parse_ablation_args,
-    plot_curves, pyplot, train, train_against, unit_manifest, unit_progress, unit_runs,
+    plot_curves, portable, pyplot, train, train_against, unit_manifest, unit_progress, unit_runs,
 )
 from spade_rllib.atomic_io import write_text
 
@@ -251,15 +251,6 @@ def league_trace(history: Mapping[str, Sequence[float]]) -> dict:
         return {}
     return {"snapshots": int(sum(snaps)), "win_rate_vs_latest": rates[-1] if rates else None,
             "mean_win_rate_vs_latest": float(np.mean(rates)) if rates else None}
-
-
-def portable(raw: dict, out_dir: Path) -> dict:
-    """The run config as a unit records it: the storage path relative to the out-dir (units can be committed
-    and moved; no machine path in them)."""
-    raw = copy.deepcopy(raw)
-    path = Path(raw["experiment"]["storage_path"])
-    raw["experiment"]["storage_path"] = str(path.relative_to(out_dir) if path.is_relative_to(out_dir) else path.name)
-    return raw
 
 
 def copy_tree(tree: Any) -> Any:
@@ -433,7 +424,7 @@ def parse_args(argv=None):
                                     "best response's final match (default per game: ctf 5, c4 20)",
                          env_steps_help="env steps per arm and seed (default per game: ctf 6M, c4 1.5M)")
     ap.add_argument("--game", required=True, choices=sorted(GAMES) + list(POKER),
-                    help="ctf (CaptureTheFlag 1v1) or c4 (Connect Four); kuhn / leduc: see bench/league_claim_poker.py")
+                    help="ctf (CaptureTheFlag 1v1) or c4 (Connect Four); kuhn / leduc: see bench/ablations/league_claim_poker.py")
     ap.add_argument("--exploit-env-steps", type=int, default=None,
                     help="env steps of each best response (default per game: ctf 7M, c4 2M)")
     ap.add_argument("--address", default=None,
@@ -485,7 +476,7 @@ POKER = ("kuhn", "leduc")
 
 
 def _poker_game(argv) -> Optional[str]:
-    """The poker game named by `--game` (handled by bench/league_claim_poker.py), else None."""
+    """The poker game named by `--game` (handled by bench/ablations/league_claim_poker.py), else None."""
     words = list(sys.argv[1:] if argv is None else argv)
     for i, w in enumerate(words):
         value = w.split("=", 1)[1] if w.startswith("--game=") else (words[i + 1] if w == "--game" and i + 1 < len(words) else None)
@@ -496,7 +487,7 @@ def _poker_game(argv) -> Optional[str]:
 
 def main(argv=None) -> int:
     if _poker_game(argv) is not None:
-        from bench import league_claim_poker
+        from bench.ablations import league_claim_poker
 
         return league_claim_poker.main(argv)
     args, arms, overrides, game, base = parse_args(argv)

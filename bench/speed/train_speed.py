@@ -1,6 +1,6 @@
 """Training speed of spade_rllib vs stock RLlib (defaults and configured like ours), with same-run ceilings.
 
-    python bench/train_speed.py [--config tune_configs/quickstart.yaml] [--env-id CaptureTheFlag-v0]
+    python bench/speed/train_speed.py [--config tune_configs/quickstart.yaml] [--env-id CaptureTheFlag-v0]
                                 [--difficulty 6] [--set key=value ...] [--seconds 20] [--skip-stock] [--skip-league]
                                 [--scaling runners,league,levels,2v2]
 
@@ -60,7 +60,7 @@ After every row a 2-second env-only probe (`env_only_probe_after`) shows whether
 moved during the run (then compare rows only with their own probes).
 `--shipped-configs [names]`: instead of all of the above, the shipped configs as users run them (their own
 curriculum, league, evaluation, checkpoints), each with its per-phase seconds and its ratio to a fixed-layout row
-and to the learner ceiling measured in the same run (bench/shipped_speed.py has the details).
+and to the learner ceiling measured in the same run (bench/speed/shipped_speed.py has the details).
 Scaling rows (`--scaling`): env runners 0/1/2; league of 1/20/100 snapshots; difficulty 4/6/8/10
 (levels 9x9/11x11/13x13/15x15, train and env-only); 2v2. The last line is one JSON object.
 """
@@ -76,111 +76,32 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-# The league-on row: same config, plus a league that snapshots main every 2 iterations.
-LEAGUE_ON = ("league.enabled=true", "league.every_n_iterations=2", "league.min_iterations_between=1")
+from bench.speed.measure import (  # noqa: E402
+    FAST_LAYOUT,
+    LEAGUE_ON,
+    MLP_MODEL,
+    _r,
+    curriculum_on,
+    learner_only,
+    measure_group_sample,
+    measure_train,
+    set_learner_threads,
+    stock,
+)
+
 TARGET_SPS = 20_000  # issue 17: league + curriculum, 1v1, 2 CPUs, no other load
 LSTM_TARGET_RATIO = 0.5  # LSTM main trains at >= half the MLP's env steps/s (same config, same run)
-# The throughput layout for 2 CPUs (docs/performance.md): 2 env runners x 128 envs each.
-FAST_LAYOUT = ("training.num_env_runners=2", "training.num_envs_per_runner=128")
-MLP_MODEL = ("agent.model.use_lstm=false", "agent.model.hidden=[128,128]")  # the rows' model (quickstart ships an LSTM)
 SCALING = ("runners", "league", "levels", "2v2")
 
 
-def curriculum_on(difficulty: float) -> tuple[str, ...]:
-    """Overrides for the threshold curriculum (tune_configs/curriculum.yaml's rule) kept inside the
-    level-size band of `difficulty` (size = 5 + 2*floor(d/2)), so levels stay as big as without it."""
-    lo = float(difficulty)
-    hi = min(10.0, 2 * math.floor(lo / 2) + 1.99)
-    return ("curriculum.enabled=true", "curriculum.strategy=threshold",
-            f"curriculum.threshold={{signal: score, initial: {lo}, min: {lo}, max: {hi}, window: 400, "
-            "min_episodes: 400, up_threshold: 0.9, down_threshold: 0.3, up_factor: 1.1, down_factor: 0.9}")
-
-
-def _r(x: float, nd: int = 1):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), nd)
-
-
-# ---------------------------------------------------------------------------- measuring algorithms
-def measure_group_sample(algo, seconds: float) -> float:
-    """Sample-only env steps/s of the algorithm's own env runners (same processes, same weights,
-    results shipped to the driver), with no learning in between."""
-    from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
-
-    group = algo.env_runner_group
-    batch = algo.config.total_train_batch_size
-
-    def one_round() -> int:
-        _, metrics = synchronous_parallel_sample(worker_set=group, max_env_steps=batch, _uses_new_env_runners=True,
-                                                 _return_metrics=True)
-        return sum(int(m.get("num_env_steps_sampled", 0)) for m in metrics)
-
-    one_round()  # drains any in-flight sample-ahead request and warms up
-    steps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        steps += one_round()
-    return steps / (time.perf_counter() - t0)
-
-
-def measure_train(algo, seconds: float, warmup_iters: int = 1) -> tuple[float, dict]:
-    for _ in range(warmup_iters):
-        algo.train()
-    steps, t0, iters = 0, time.perf_counter(), 0
-    r: dict = {}
-    while time.perf_counter() - t0 < seconds or iters < 2:
-        r = algo.train()
-        steps += int(r["env_runners"]["num_env_steps_sampled"])
-        iters += 1
-    elapsed = time.perf_counter() - t0
-    timers = r.get("timers", {})
-    detail = {"iterations": iters, "ms_per_iter": round(1000 * elapsed / iters, 1),
-              "sampling_wait_s": _r(timers.get("env_runner_sampling_timer"), 4),
-              "learner_s": _r(timers.get("learner_update_timer"), 4)}
-    if "league" in r:
-        detail["league_size"] = r["league"].get("size")
-    if "curriculum" in r:
-        detail["difficulty"] = r["curriculum"].get("difficulty")
-    return steps / elapsed, detail
-
-
-def _set_learner_threads(cfg) -> int:
-    """The learner's torch threads, as SpadePPO sets them; applied before stock builds too, so every
-    row's learner (in this driver process) uses the same number."""
-    import torch
-
-    threads = cfg.training.torch_threads or min(4, os.cpu_count() or 1)
-    torch.set_num_threads(threads)
-    return threads
-
-
-def learner_only(algo, cfg, seconds: float) -> float:
-    """Env steps/s the learner alone consumes: `learner_group.update` on one train batch sampled by
-    the driver's local runner (GAE connector + all epochs and minibatches)."""
-    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, NUM_MODULE_STEPS_TRAINED_LIFETIME
-
-    runner = algo.env_runner
-    if runner is None:
-        return float("nan")
-    batch = int(algo.config.total_train_batch_size)
-    episodes = runner.sample(num_timesteps=batch)  # >= batch env steps (whole lock-step rounds)
-    _set_learner_threads(cfg)  # sample() acted single-threaded; the learner runs as in training
-    ts = {NUM_ENV_STEPS_SAMPLED_LIFETIME: 0, NUM_MODULE_STEPS_TRAINED_LIFETIME: 0}
-    kw = dict(timesteps=ts, num_epochs=algo.config.num_epochs, minibatch_size=algo.config.minibatch_size,
-              shuffle_batch_per_epoch=algo.config.shuffle_batch_per_epoch)
-    algo.learner_group.update(episodes=episodes, **kw)  # warm-up
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds or n < 3:
-        algo.learner_group.update(episodes=episodes, **kw)
-        n += 1
-    return batch * n / (time.perf_counter() - t0)
-
-
+# ---------------------------------------------------------------------------- our rows
 def ours(cfg, seconds: float, sample: bool = True, learner: bool = False, prefill_league: int = 0) -> dict:
     from spade_rllib.rllib.algorithm import build_algo_config
 
-    _set_learner_threads(cfg)
+    set_learner_threads(cfg)
     algo = build_algo_config(cfg).build_algo()
     try:
         if prefill_league:
@@ -196,7 +117,7 @@ def ours(cfg, seconds: float, sample: bool = True, learner: bool = False, prefil
 
 def fill_league(algo, n: int, seed: int = 0) -> None:
     """Put n snapshots (main's weights, slightly perturbed: distinct arrays) into the league and
-    broadcast its plan (as bench/league_memory.py does)."""
+    broadcast its plan (as bench/speed/league_memory.py does)."""
     (league,) = [c for c in algo.components if c.name == "league"]
     rng = np.random.default_rng(seed)
     base = algo.main_weights()
@@ -205,54 +126,6 @@ def fill_league(algo, n: int, seed: int = 0) -> None:
                                    iteration=0)
     league.set_plan(league.league.plan(0))
     algo.broadcast(full=False)
-
-
-def stock(cfg, seconds: float, equal: bool) -> dict:
-    """Stock RLlib PPO on the same game: with PPO's defaults, or configured like ours (`equal`)."""
-    from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
-    from ray.tune.registry import register_env
-
-    from spade_rllib.games import make_env, spade_env_ids
-    from spade_rllib.rllib.algorithm import env_kwargs_for
-
-    if cfg.env.id not in spade_env_ids():
-        raise ValueError(f"stock rows support spade_rllib's registered games only, not {cfg.env.id!r}")
-    kwargs, env_id = env_kwargs_for(cfg), cfg.env.id
-    register_env("spade_stock", lambda _: ParallelPettingZooEnv(make_env(env_id, **kwargs)))
-    m, a, t = cfg.agent.model, cfg.agent, cfg.training
-    config = (
-        PPOConfig()
-        .environment("spade_stock")
-        .multi_agent(policies={"main"}, policy_mapping_fn=lambda aid, ep, **kw: "main")
-        .debugging(seed=cfg.experiment.seed, log_level="ERROR")
-    )
-    if equal:
-        config = (
-            config.env_runners(num_env_runners=t.num_env_runners, num_envs_per_env_runner=t.num_envs_per_runner,
-                               rollout_fragment_length="auto", gym_env_vectorize_mode="sync")
-            .training(lr=a.lr, gamma=a.gamma, lambda_=a.lambda_, clip_param=a.clip, vf_clip_param=a.vf_clip,
-                      entropy_coeff=a.entropy, vf_loss_coeff=a.vf_coeff, grad_clip=a.grad_clip,
-                      grad_clip_by="global_norm", num_epochs=a.epochs, minibatch_size=a.minibatch_size,
-                      train_batch_size_per_learner=a.train_batch_size)
-            .learners(num_learners=0)
-            .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(m.hidden), fcnet_activation=m.activation,
-                                                       vf_share_layers=m.vf_share_layers))
-        )
-    else:
-        config = config.rl_module(model_config=DefaultModelConfig(fcnet_hiddens=list(m.hidden), fcnet_activation=m.activation))
-    _set_learner_threads(cfg)
-    algo = config.build_algo()
-    try:
-        train_sps, detail = measure_train(algo, seconds)
-        sample_sps = measure_group_sample(algo, max(5.0, seconds / 2))
-    finally:
-        algo.stop()
-    detail.update(num_env_runners=config.num_env_runners, num_envs_per_env_runner=config.num_envs_per_env_runner,
-                  train_batch=config.train_batch_size_per_learner, minibatch=config.minibatch_size,
-                  epochs=config.num_epochs, model="mlp " + "x".join(map(str, m.hidden)))  # stock: its own MLP
-    return {"sample_sps": sample_sps, "train_sps": train_sps, "detail": detail}
 
 
 # ---------------------------------------------------------------------------- ceilings (this process)
@@ -388,13 +261,13 @@ def main() -> None:
     ap.add_argument("--shipped-configs", nargs="?", const="", default=None, metavar="NAMES",
                     help="instead of the rows above: each shipped config (default quickstart,flagship,league,"
                          "connect_four) as users run it, with its per-phase seconds, against a fixed-layout row and "
-                         "the learner ceiling of the same run (bench/shipped_speed.py); --seconds of training each")
+                         "the learner ceiling of the same run (bench/speed/shipped_speed.py); --seconds of training each")
     args = ap.parse_args()
     from bench.common import check_bench_args  # the command line, before Ray: one line, exit 2
 
     check_bench_args(args, overrides=args.overrides, config=args.config)
     if args.shipped_configs is not None:
-        from bench.shipped_speed import parse_configs, shipped_rows
+        from bench.speed.shipped_speed import parse_configs, shipped_rows
 
         out = shipped_rows(parse_configs(args.shipped_configs), 45.0 if args.seconds is None else args.seconds)
         out.update(cpus=os.cpu_count(), mode="shipped_configs")

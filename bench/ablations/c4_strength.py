@@ -1,6 +1,6 @@
 """Connect Four strength per wall-clock minute: our main vs RLlib's own self-play example.
 
-    python bench/c4_strength.py [--minutes 10] [--config tune_configs/connect_four.yaml]
+    python bench/ablations/c4_strength.py [--minutes 10] [--config tune_configs/connect_four.yaml]
                                 [--games 200] [--ref-games 100] [--out results/c4_strength]
 
 One run, sequentially, the same minutes of training each, on the same CPUs:
@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 ENV_ID = "connect_four_v3"

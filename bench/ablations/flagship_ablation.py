@@ -3,7 +3,7 @@
 still team, cross-play Bradley-Terry Elo of the final mains and exploitability, with bootstrap intervals
 over seeds.
 
-    python bench/flagship_ablation.py [--seeds 3] [--minutes 15] [--exploit-minutes 3] [--arms mirror,pfsp,maestro]
+    python bench/ablations/flagship_ablation.py [--seeds 3] [--minutes 15] [--exploit-minutes 3] [--arms mirror,pfsp,maestro]
         [--games 5] [--env-steps N] [--exploit-env-steps N] [--set KEY=VALUE ...] [--out-dir bench_out/flagship]
         [--config tune_configs/flagship.yaml] [--max-map-size N] [--cpus 2] [--only-seeds K,K] [--max-units K]
 
@@ -33,9 +33,9 @@ exploiter). Each finished unit goes at once to `<out-dir>/units/<arm>_seed<k>.js
 weights); a rerun with the same `--out-dir` reuses every cached unit (`cached: pfsp seed 0 (finished ...)`)
 and trains only the rest. `--only-seeds 0` trains only seed 0 now, `--max-units K` stops after K new units:
 
-    python bench/flagship_ablation.py --seeds 3 --only-seeds 0      # session 1: 3 units, ~55 min
-    python bench/flagship_ablation.py --seeds 3 --only-seeds 1      # session 2, the same --out-dir
-    python bench/flagship_ablation.py --seeds 3                     # session 3: seed 2, then the round robin
+    python bench/ablations/flagship_ablation.py --seeds 3 --only-seeds 0      # session 1: 3 units, ~55 min
+    python bench/ablations/flagship_ablation.py --seeds 3 --only-seeds 1      # session 2, the same --out-dir
+    python bench/ablations/flagship_ablation.py --seeds 3                     # session 3: seed 2, then the round robin
 
 `<out-dir>/manifest.json` (written with the first unit) holds the settings units must share: config file
 hash, minutes, env and exploiter steps, games, --max-map-size, the --set overrides, env id; a rerun that
@@ -62,7 +62,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.ablation_common import (
     ROOT,

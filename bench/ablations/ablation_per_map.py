@@ -1,6 +1,6 @@
 """Per-map held-out scores of the final mains a flagship ablation cached: where each arm wins and loses.
 
-    python bench/ablation_per_map.py --out-dir <the ablation's --out-dir> [--games 10] [--bots rusher,raider,hybrid]
+    python bench/ablations/ablation_per_map.py --out-dir <the ablation's --out-dir> [--games 10] [--bots rusher,raider,hybrid]
         [--units pfsp_seed0,...] [--greedy]
 
 Every cached unit (`<out-dir>/units/<arm>_seed<k>.json` and `.pt`, as `UnitCache` keeps them; or only `--units`) is rebuilt from its arm's config
@@ -19,9 +19,9 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench import flagship_ablation as fa
+from bench.ablations import flagship_ablation as fa
 from bench.ablation_common import UnitCache, heldout_paths, ladder_of, local_ray
 from spade_rllib.atomic_io import write_text
 
@@ -41,7 +41,7 @@ def parse_args(argv=None):
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     cache = UnitCache(args.out_dir, manifest)
     if not cache.units_dir.is_dir():
-        ap.error(f"--out-dir {args.out_dir}: no units/ folder (run bench/flagship_ablation.py with this --out-dir first)")
+        ap.error(f"--out-dir {args.out_dir}: no units/ folder (run bench/ablations/flagship_ablation.py with this --out-dir first)")
     if args.games < 1:
         ap.error(f"--games {args.games}: must be >= 1")
     ladder = ladder_of(ENV_ID)
