@@ -178,7 +178,7 @@ def learner_only(algo, cfg, seconds: float) -> float:
 
 
 def ours(cfg, seconds: float, sample: bool = True, learner: bool = False, prefill_league: int = 0) -> dict:
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     _set_learner_threads(cfg)
     algo = build_algo_config(cfg).build_algo()
@@ -215,7 +215,7 @@ def stock(cfg, seconds: float, equal: bool) -> dict:
     from ray.tune.registry import register_env
 
     from spade_rllib.games import make_env, spade_env_ids
-    from spade_rllib.rllib.algorithm import env_kwargs_for
+    from spade_rllib.rllib.env_description import env_kwargs_for
 
     if cfg.env.id not in spade_env_ids():
         raise ValueError(f"stock rows support spade_rllib's registered games only, not {cfg.env.id!r}")
@@ -258,7 +258,7 @@ def stock(cfg, seconds: float, equal: bool) -> dict:
 # ---------------------------------------------------------------------------- ceilings (this process)
 def _make_games(cfg, n: int) -> tuple[list, list | None]:
     """n copies of the runner's `Game` adapter, plus the MazeRace level pool the runner would draw from."""
-    from spade_rllib.rllib.algorithm import env_kwargs_for
+    from spade_rllib.rllib.env_description import env_kwargs_for
     from spade_rllib.games.adapter import make_game_factory
 
     kwargs = env_kwargs_for(cfg)
@@ -321,7 +321,7 @@ def inference_only(cfg, obs: np.ndarray, seconds: float, agents_per_step: int) -
     """(rows/s, env steps/s) of main's forward pass + action sampling at the runner's batch, one thread."""
     import torch
 
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import sample_actions
 
     spec = build_algo_config(cfg).get_multi_rl_module_spec(inference_only=True)

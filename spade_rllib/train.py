@@ -237,8 +237,8 @@ def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[di
     """Play the final checkpoint's main against `evaluation.opponents` in the driver process."""
     from spade_rllib.checkpoint_layout import resolve_checkpoint
     from spade_rllib.policy import load_module
-    from spade_rllib.rllib.algorithm import build_algo_config
-    from spade_rllib.rllib.components import placeholder_win_rates, win_rates
+    from spade_rllib.rllib.algo_config import build_algo_config
+    from spade_rllib.rllib.metrics import placeholder_win_rates, win_rates
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
     algo_config = build_algo_config(cfg)
@@ -250,7 +250,7 @@ def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[di
         if not runner.games[0].cooperative:
             runner.stop()
             return None
-        from spade_rllib.rllib.components import team_returns
+        from spade_rllib.rllib.metrics import team_returns
 
         out = team_returns(runner.evaluate_main({"opponents": [MIRROR], "games": games, "greedy": ev.greedy}), "final")
         runner.stop()

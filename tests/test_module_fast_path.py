@@ -85,7 +85,8 @@ def test_the_memory_map_that_ends_the_features_gets_its_own_convolutions(kind):
 
 def test_a_ctf_run_with_the_memory_map_and_map_channels_gives_the_module_its_map_shape():
     from spade_rllib.config import parse_config
-    from spade_rllib.rllib.algorithm import describe_env, model_config_for
+    from spade_rllib.rllib.env_description import describe_env
+    from spade_rllib.rllib.model_config import model_config_for
 
     cfg = parse_config({"env": {"id": "CaptureTheFlag-v0", "difficulty": 3.0, "kwargs": {"seen_map": 5}},
                         "agent": {"model": {"map_channels": [8]}}})

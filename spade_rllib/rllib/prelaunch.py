@@ -27,7 +27,7 @@ MEMORY_SHARE = 0.5
 
 def check_env_builds(cfg):
     """`describe_env(cfg)` (one env copy on the driver), with any failure as a one-line `ConfigError`."""
-    from spade_rllib.rllib.algorithm import describe_env
+    from spade_rllib.rllib.env_description import describe_env
 
     try:
         return describe_env(cfg)
@@ -85,7 +85,7 @@ def memory_cause(model_config: dict, obs_size: int, num_actions: int) -> str:
 
 
 def check_model_memory(cfg, info, memory: Optional[int] = None) -> None:
-    from spade_rllib.rllib.algorithm import learner_module_ids, model_config_for
+    from spade_rllib.rllib.model_config import learner_module_ids, model_config_for
 
     memory = memory if memory is not None else machine_memory()
     if not memory:
@@ -181,7 +181,7 @@ def check_resume(cfg, checkpoint: str, info=None) -> None:
     from spade_rllib.checkpoint_layout import CheckpointError, checkpoint_env_id, resolve_checkpoint
     from spade_rllib.games import canonical_env_id
     from spade_rllib.policy import load_module
-    from spade_rllib.rllib.algorithm import learner_module_ids, model_config_for
+    from spade_rllib.rllib.model_config import learner_module_ids, model_config_for
 
     info = info if info is not None else check_env_builds(cfg)
     try:
