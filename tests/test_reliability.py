@@ -437,7 +437,7 @@ def test_failed_run_summary_names_the_cause_and_only_existing_files(tmp_path, ca
 
     from ray.exceptions import RayTaskError
 
-    from spade_rllib.train import print_summary
+    from spade_rllib.run_summary import print_summary
 
     cause = ValueError("bad map in x.txt at line 2, column 3")
     error = RayTaskError("SpadePPO.train", "Traceback (most recent call last): ...", cause).as_instanceof_cause()
