@@ -294,11 +294,13 @@ def main(argv=None) -> int:
         return 0
     try:  # about this machine: stop condition, storage, CPUs/GPUs; the env, model size and resume fit
         from spade_rllib.preflight import check_launch
-        from spade_rllib.rllib.prelaunch import check_env_builds, check_model_memory, check_resume
+        from spade_rllib.rllib.env_description import check_env_builds
+        from spade_rllib.rllib.model_config import check_modules_fit_memory
+        from spade_rllib.rllib.resume_fit import check_resume
 
         check_launch(cfg, address=args.address)
         info = check_env_builds(cfg)
-        check_model_memory(cfg, info)
+        check_modules_fit_memory(cfg, info)
         if checkpoint is not None:
             check_resume(cfg, checkpoint, info)
     except ConfigError as e:

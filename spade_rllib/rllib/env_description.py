@@ -1,6 +1,8 @@
 """The env of a run as the trainer sees it: `describe_env(cfg)` builds one env copy on the driver and
 returns its `EnvInfo` (spaces, teams, mask size, window and map layout, roles); `env_kwargs_for(cfg)` is
-the constructor kwargs of one env copy."""
+the constructor kwargs of one env copy; `check_env_builds(cfg)` is `describe_env` before Ray starts, any
+failure a one-line `ConfigError` (a missing optional dependency of the env, `CarRacing-v3` without box2d,
+named now rather than in an env runner's traceback)."""
 from __future__ import annotations
 
 import os
@@ -10,6 +12,7 @@ from spade_rllib.config import RunConfig
 from spade_rllib.games import LEVEL_KIND, env_kind
 from spade_rllib.games.adapter import game_factory_for
 from spade_rllib.rllib.components import EnvInfo
+from spade_rllib.validation import ConfigError
 
 
 def env_kwargs_for(cfg: RunConfig) -> dict:
@@ -51,4 +54,15 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
     return info
 
 
-__all__ = ["describe_env", "env_kwargs_for"]
+def check_env_builds(cfg):
+    """`describe_env(cfg)` (one env copy on the driver), with any failure as a one-line `ConfigError`."""
+    try:
+        return describe_env(cfg)
+    except ConfigError:
+        raise
+    except Exception as e:
+        text = " ".join(str(e).split()) or type(e).__name__
+        raise ConfigError(f"env.id = {cfg.env.id!r}: the env cannot be built here ({type(e).__name__}: {text})") from e
+
+
+__all__ = ["check_env_builds", "describe_env", "env_kwargs_for"]

@@ -1,7 +1,8 @@
 """The trained modules of a run (`learner_module_ids`) and each one's `SpadeModule` model config
 (`model_config_for`: its architecture from `agent.model`, its mask size and map layout from the env). Used
 by the algorithm's module specs, the checks before Ray and driver components that build a copy of main's
-module (the exploitability component)."""
+module (the exploitability component). `check_modules_fit_memory(cfg, info)`: before Ray, the run's modules
+against this machine's memory (`preflight.check_model_memory` over these model configs)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -42,4 +43,12 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
     return out
 
 
-__all__ = ["learner_module_ids", "model_config_for"]
+def check_modules_fit_memory(cfg: RunConfig, info: EnvInfo, memory: Optional[int] = None) -> None:
+    """`preflight.check_model_memory` for the trained modules this run builds (one-line `ConfigError`)."""
+    from spade_rllib.preflight import check_model_memory
+
+    check_model_memory(cfg, model_config_for(cfg, info), info.obs_size, info.num_actions, len(learner_module_ids(cfg, info)),
+                       memory=memory)
+
+
+__all__ = ["check_modules_fit_memory", "learner_module_ids", "model_config_for"]
