@@ -24,7 +24,8 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from spade_rllib.games import EnvIdError, find_game, resolve_env
+from spade_rllib.games import EnvIdError
+from spade_rllib.games.resolved_env import ResolvedEnv, as_resolved, read_env_id
 from spade_rllib.validation import ConfigError, did_you_mean
 
 
@@ -34,8 +35,9 @@ from spade_rllib.validation import ConfigError, did_you_mean
 
 
 def check_config(cfg) -> None:
-    """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`."""
-    resolve_env_id(cfg.env.id)
+    """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`. The env id is
+    resolved here once, into `cfg.resolved_env`, which the checks after it take."""
+    cfg.resolved_env = resolve_env_id(cfg.resolved_env if cfg.resolved_env is not None else cfg.env.id)
     check_experiment_name(cfg.experiment.name)
     check_env(cfg)
     check_teams(cfg)
@@ -48,7 +50,7 @@ def check_config(cfg) -> None:
 def check_exploitability(cfg) -> None:
     """`evaluation.exploitability_interval` > 0 needs an OpenSpiel game of the catalog (exact best responses)."""
     every = cfg.evaluation.exploitability_interval
-    spec = find_game(cfg.env.id)
+    spec = as_resolved(cfg.resolved_env or cfg.env.id).spec
     if every and (spec is None or spec.openspiel_game is None):
         raise ConfigError(f"evaluation.exploitability_interval = {every}: exact exploitability needs an OpenSpiel "
                           f"game (kuhn_poker, leduc_poker, openspiel:<name>); env.id is {cfg.env.id!r}; set it to 0")
@@ -75,27 +77,32 @@ def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
         raise ConfigError(f"{key} = {path!r}: bad map in {p}: {' '.join(str(e).split())}") from e
 
 
-def resolve_env_id(env_id: str, key: str = "env.id") -> None:
-    """The env an id names exists (`spade_rllib.games.resolve_env`: a game of the catalog, a PettingZoo
-    registry id, an importable env module, class or factory, or a registered Gymnasium id); one-line
-    `ConfigError` with a "did you mean" and the allowed forms otherwise."""
+def resolve_env_id(env, key: str = "env.id") -> ResolvedEnv:
+    """The env an id (or a `ResolvedEnv` read without its entry) names exists (`spade_rllib.games.resolve_env`:
+    a game of the catalog, a PettingZoo registry id, an importable env module, class or factory, or a
+    registered Gymnasium id): the record with its entry; one-line `ConfigError` with a "did you mean" and the
+    allowed forms otherwise."""
+    env_id = env.id if isinstance(env, ResolvedEnv) else env
     try:
-        resolve_env(env_id)
+        record = env if isinstance(env, ResolvedEnv) and env.imported else read_env_id(env_id)
+        return record.with_entry()
     except EnvIdError as e:
         raise ConfigError(f"{key} = {env_id!r}: {e}") from e
 
 
-def env_factory(env_id: str):
-    """The constructor of a level game of the catalog (None for other ids)."""
-    spec = find_game(env_id)
+def env_factory(env):
+    """The constructor of a level game of the catalog (None for other ids); `env`: an id or a `ResolvedEnv`."""
+    spec = as_resolved(env).spec
     return spec.make_env if spec is not None and spec.is_level_game else None
 
 
-def check_env_kwargs(env_id: str, kwargs: dict, factory=None, key: str = "env.kwargs") -> None:
-    """Every key of `env.kwargs` must be a parameter of the env's constructor (unless it takes **kwargs)."""
-    factory = factory if factory is not None else env_factory(env_id)
+def check_env_kwargs(env, kwargs: dict, factory=None, key: str = "env.kwargs") -> None:
+    """Every key of `env.kwargs` must be a parameter of the env's constructor (unless it takes **kwargs);
+    `env`: an id or a `ResolvedEnv`."""
+    env = as_resolved(env)
+    factory = factory if factory is not None else env_factory(env)
     if factory is None:
-        factory = _foreign_factory(env_id)
+        factory = _foreign_factory(env)
     if factory is None:
         return
     try:
@@ -110,10 +117,10 @@ def check_env_kwargs(env_id: str, kwargs: dict, factory=None, key: str = "env.kw
             raise ConfigError(f"{key}.{k}: unknown key{did_you_mean(k, names)} (allowed: {', '.join(names)})")
 
 
-def _foreign_factory(env_id: str):
+def _foreign_factory(env: ResolvedEnv):
     """The constructor behind a foreign id, when the resolver knows it."""
     try:
-        return resolve_env(env_id).signature_of
+        return env.resolved_entry().signature_of
     except EnvIdError:  # the env id itself was checked before
         return None
 
@@ -122,13 +129,14 @@ def check_env(cfg) -> None:
     """`env.level_file` parses (file, line, column), `env.kwargs` fit the constructor, and the env builds
     and resets with them, as each env runner will (`check_foreign_env` for an env of another package)."""
     env = cfg.env
+    record = as_resolved(cfg.resolved_env or env.id)
     level = read_level(env.level_file, "env.level_file") if env.level_file else None
-    factory = env_factory(env.id)
-    check_env_kwargs(env.id, env.kwargs, factory)
+    factory = env_factory(record)
+    check_env_kwargs(record, env.kwargs, factory)
     if factory is None:
         plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
         key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
-        check_foreign_env(env.id, env.kwargs, plies, plies_key=key, roles=env.roles, teams=env.teams, mode=env.mode,
+        check_foreign_env(record, env.kwargs, plies, plies_key=key, roles=env.roles, teams=env.teams, mode=env.mode,
                           api=env.api, league=cfg.league.enabled)
         return
     check_roles(cfg)
@@ -150,13 +158,14 @@ def check_teams(cfg) -> None:
     """`env.teams` / `env.mode` of a level game fit its agents (each agent in exactly one team): builds one
     env copy, only when the config sets either (`check_foreign_env` checks them for other envs)."""
     env = cfg.env
-    if env_factory(env.id) is None or (env.teams is None and env.mode == "auto" and env.api == "auto"):
+    record = as_resolved(cfg.resolved_env or env.id)
+    if env_factory(record) is None or (env.teams is None and env.mode == "auto" and env.api == "auto"):
         return
     from spade_rllib.games.adapter import make_game_factory
     from spade_rllib.games.teams import TeamError
 
     try:
-        game = make_game_factory(env.id, env.kwargs, teams=env.teams, mode=env.mode, api=env.api)()
+        game = make_game_factory(record, env.kwargs, teams=env.teams, mode=env.mode, api=env.api)()
     except TeamError as e:
         raise ConfigError(str(e)) from e
     except ValueError as e:
@@ -187,10 +196,10 @@ def check_roles(cfg) -> None:
     spaces differ (`spade_rllib.games.roles`; a foreign env is checked by `check_foreign_env`)."""
     from spade_rllib.games.roles import env_roles
 
-    env_roles(cfg.env.id, cfg.env.kwargs, cfg.env.roles)
+    env_roles(as_resolved(cfg.resolved_env or cfg.env.id), cfg.env.kwargs, cfg.env.roles)
 
 
-def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: str = "env.id",
+def check_foreign_env(env, kwargs: dict, opening_plies: int = 0, key: str = "env.id",
                       plies_key: str = "env.random_opening_plies", roles: Any = None, *, teams=None,
                       mode: str = "auto", api: str = "auto", league: bool = False) -> None:
     """Build the env once through the game-loop adapter, as every env runner will, then one reset and one
@@ -203,9 +212,11 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
     from spade_rllib.games.spaces import UnsupportedSpace
     from spade_rllib.games.teams import TeamError
 
+    env = as_resolved(env)  # an id, or the run's `ResolvedEnv`
+    env_id = env.id
     game = None
     try:
-        make = make_game_factory(env_id, kwargs, opening_plies=opening_plies, teams=teams, mode=mode, api=api)
+        make = make_game_factory(env, kwargs, opening_plies=opening_plies, teams=teams, mode=mode, api=api)
         try:
             game = make()
         except (UnsupportedSpace, ValueError, TypeError):

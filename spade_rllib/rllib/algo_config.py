@@ -15,8 +15,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-from spade_rllib.config import RunConfig
-from spade_rllib.games import LEVEL_KIND, env_kind
+from spade_rllib.config import RunConfig, resolved_env_of
 from spade_rllib.rllib.algorithm import SpadePPO, _make_gae_connector, _policy_mapping_fn, _role_policy_mapping
 from spade_rllib.rllib.components import SelfPlayComponent
 from spade_rllib.rllib.env_description import describe_env, env_kwargs_for
@@ -84,7 +83,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
         # Local learner: ship experience packed and run SpadeGAEConnector (see packed.py). Remote
         # learners shard episodes, which needs RLlib's SingleAgentEpisodes and default connectors.
         packed=num_learners == 0,
-        level_pool=cfg.env.level_pool if (env_kind(cfg.env.id) == LEVEL_KIND and not cfg.env.level_file) else 0,
+        level_pool=cfg.env.level_pool if (resolved_env_of(cfg).is_level_game and not cfg.env.level_file) else 0,
         random_opening_plies=cfg.env.random_opening_plies,
         eval_random_opening_plies=cfg.evaluation.random_opening_plies,
         learners=tuple(learners),

@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spade_rllib.config import RunConfig
-from spade_rllib.games import LEVEL_KIND, env_kind
+from spade_rllib.config import RunConfig, resolved_env_of
 from spade_rllib.games.adapter import game_factory_for
 from spade_rllib.rllib.components import EnvInfo
 from spade_rllib.validation import ConfigError
@@ -18,7 +17,7 @@ from spade_rllib.validation import ConfigError
 def env_kwargs_for(cfg: RunConfig) -> dict:
     """Constructor kwargs for one env copy (level games: level_file and difficulty folded in)."""
     kwargs = dict(cfg.env.kwargs)
-    if env_kind(cfg.env.id) == LEVEL_KIND:
+    if resolved_env_of(cfg).is_level_game:
         if cfg.env.level_file:
             from spade_rllib.envs import Level
 
@@ -30,13 +29,12 @@ def env_kwargs_for(cfg: RunConfig) -> dict:
 
 def describe_env(cfg: RunConfig) -> EnvInfo:
     """Build one env copy on the driver to learn spaces, teams and the mask size."""
-    game = game_factory_for(cfg.env.id, env_kwargs_for(cfg), cfg.to_dict()["env"])()
+    env = resolved_env_of(cfg)
+    game = game_factory_for(env, env_kwargs_for(cfg), cfg.to_dict()["env"])()
     window = map_shape = None
-    kind = env_kind(cfg.env.id)
-    if kind == LEVEL_KIND:
-        from spade_rllib.games import game as game_spec
-
-        level_class = game_spec(cfg.env.id).level_class
+    kind = env.kind
+    if env.is_level_game:
+        level_class = env.spec.level_class
         window = tuple(level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
         map_shape = level_class.map_layout(**dict(cfg.env.kwargs))
     from spade_rllib.games.roles import game_roles
