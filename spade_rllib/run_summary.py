@@ -12,7 +12,7 @@ from typing import Optional
 
 from spade_rllib.checkpoint_layout import LEAGUE_CSV
 from spade_rllib.cli import one_line
-from spade_rllib.config import RunConfig
+from spade_rllib.config import RunConfig, resolved_env_of
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
 from spade_rllib.run_setup import result_value
@@ -69,11 +69,10 @@ def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: di
     `final_heldout_size_opponents` and one held-out directory, also main vs the first of those bots on every
     held-out map (2 games each, `final_games_heldout/`), with a GIF of every map of 15+ cells a side."""
     from spade_rllib.outcome import BOT_PREFIX
-    from spade_rllib.games import LEVEL_KIND, env_kind
     from spade_rllib.evaluate import EvalConfig, evaluate
     from spade_rllib.evaluation.players import bots_for_env
 
-    valid = bots_for_env(cfg.env.id) if env_kind(cfg.env.id) == LEVEL_KIND else ()
+    valid = bots_for_env(cfg.env.id) if resolved_env_of(cfg).is_level_game else ()
     bots = [o[len(BOT_PREFIX):] if o.startswith(BOT_PREFIX) else o for o in cfg.evaluation.opponents]
     bots = [b for b in bots if b in valid]
     if not bots:
@@ -184,9 +183,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         from spade_rllib.targets import target_verdicts
 
         opponents = [*cfg.evaluation.opponents, *([] if MIRROR in cfg.evaluation.opponents else [MIRROR])]
-        from spade_rllib.games import LEVEL_KIND, env_kind
-
-        where = "" if env_kind(cfg.env.id) != LEVEL_KIND else (
+        where = "" if not resolved_env_of(cfg).is_level_game else (
             " on training-like levels" if cfg.env.difficulty is None else f" on levels of difficulty {cfg.env.difficulty:g}")
         for line in wrap_text(f"final evaluation of the last checkpoint: {final_games} games per opponent{where}, "
                               f"{'argmax' if cfg.evaluation.greedy else 'sampled'} actions"):
@@ -268,18 +265,15 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         for line in wrap_command(["python", "-m", "spade_rllib.train", "--resume", rel(Path(trial_path or ckpt))]):
             print(line)
         if final:  # a game: evaluate and play make sense
-            from spade_rllib.games import LEVEL_KIND, env_kind
-
             for line in ready_commands(Path(trial_path or ckpt), ckpt, cfg.env.difficulty, report,
-                                       level_game=env_kind(cfg.env.id) == LEVEL_KIND, playable=_playable(cfg.env.id)):
+                                       level_game=resolved_env_of(cfg).is_level_game, playable=_playable(cfg.env.id)):
                 print(line)
+
 
 def exploitability_lines(cfg: RunConfig, ckpt: str, last: dict) -> list[str]:
     """OpenSpiel games: the exact exploitability (NashConv / 2) of the last checkpoint's main and league mixtures,
     and of the average of main's measured strategies (`exploitability/average`); [] for other games."""
-    from spade_rllib.games import find_game
-
-    spec = find_game(cfg.env.id)
+    spec = resolved_env_of(cfg).spec
     if spec is None or spec.openspiel_game is None:
         return []
     try:
