@@ -101,7 +101,7 @@ def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
     the `keep` metric keys (and `env_steps`, the lifetime env steps after each iteration) and the totals;
     `on_done(algo)` runs after the last iteration, before the algorithm stops, and its value is `done`."""
     from spade_rllib.config import parse_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(raw)
     algo_config = build_algo_config(cfg)

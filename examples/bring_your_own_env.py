@@ -94,7 +94,7 @@ def main(argv=None) -> int:
 
     from spade_rllib.config import parse_config
     from spade_rllib.policy import load_policy
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.local_ray import init_local_ray
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -31,7 +31,8 @@ import yaml
 
 from spade_rllib.curriculum.curriculum_config import STRATEGIES as CURRICULUM_STRATEGIES
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCurriculumConfig
-from spade_rllib.games import LEVEL_KIND, EnvIdError, EnvKind, allowed_forms, bot_names, env_kind, game_ids, parse_env_id, spade_env_ids
+from spade_rllib.games import LEVEL_KIND, EnvIdError, allowed_forms, bot_names, game_ids, spade_env_ids
+from spade_rllib.games.resolved_env import ResolvedEnv, read_env_id
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
 from spade_rllib.outcome import BOT_PREFIX, MIRROR, RANDOM
 from spade_rllib.validation import ConfigError, allowed_range, check_value, config_path, did_you_mean, setting, type_name
@@ -240,6 +241,8 @@ class RunConfig:
     evaluation: EvaluationConfig = setting(help="Periodic evaluation of main.", factory=EvaluationConfig)
     # Derived, filled by `parse_config` (not read from YAML):
     source_path: Optional[str] = field(default=None, metadata={"help": "File the config came from.", "derived": True})
+    resolved_env: Optional[ResolvedEnv] = field(default=None, compare=False, repr=False, metadata={
+        "help": "env.id read once (`resolved_env_of`); the layers take it instead of resolving the id again.", "derived": True})
 
     def to_dict(self) -> dict:
         """Plain nested dict (derived fields left out), suitable for YAML and `parse_config`."""
@@ -256,15 +259,24 @@ class RunConfig:
 # Env ids
 # ----------------------------------------------------------------------------------------------
 
-def classify_env_id(env_id: str, key: str = "env.id", resolve: bool = True) -> EnvKind:
-    """Say which family an env id belongs to (`spade_rllib.games.parse_env_id`; a "pkg.mod:Name" class or
-    factory is imported to tell a Gymnasium env from a PettingZoo one when `resolve`); whether the named
-    env exists is checked at the point of use, `preflight.resolve_env_id`."""
+def read_config_env_id(env_id: str, key: str = "env.id", resolve: bool = True) -> ResolvedEnv:
+    """Read an env id once (`spade_rllib.games.resolved_env.read_env_id`: its form and family; a "pkg.mod:Name"
+    class or factory is imported to tell a Gymnasium env from a PettingZoo one when `resolve`); whether the
+    named env exists is checked by `preflight.resolve_env_id`, which fills in the record's entry."""
     try:
-        parse_env_id(env_id)
+        return read_env_id(env_id, imports=resolve)
     except EnvIdError as e:
         raise ConfigError(f"{key} = {env_id!r}: {e}") from e
-    return env_kind(env_id, resolve=resolve)
+
+
+def resolved_env_of(cfg: RunConfig) -> ResolvedEnv:
+    """The run's env, resolved once: the record `parse_config` left in `cfg.resolved_env`, or (a config built
+    another way, or checked without imports) one resolved now and kept there."""
+    record = cfg.resolved_env
+    if record is None or record.id != cfg.env.id or not record.imported:
+        record = read_env_id(cfg.env.id, strict=False)
+        cfg.resolved_env = record
+    return record
 
 
 # ----------------------------------------------------------------------------------------------
@@ -381,7 +393,8 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     check_spec(cfg.env.roles)
     if cfg.env.id is None:
         raise ConfigError(f"env.id: missing; a run names its game (allowed: {allowed_forms()})")
-    kind = classify_env_id(cfg.env.id, resolve=resolve)
+    cfg.resolved_env = read_config_env_id(cfg.env.id, resolve=resolve)
+    kind = cfg.resolved_env.kind
     if kind != LEVEL_KIND:
         for name in ("level_file", "difficulty"):
             if getattr(cfg.env, name) is not None:
@@ -494,10 +507,8 @@ def _has_memory_map(cfg: RunConfig, kind: str) -> bool:
     """Whether the run's observation ends with a memory map (a level game whose env.kwargs turn one on)."""
     if kind != LEVEL_KIND:
         return False
-    from spade_rllib.games import game as game_spec
-
     try:
-        return game_spec(cfg.env.id).level_class.map_layout(**dict(cfg.env.kwargs)) is not None
+        return resolved_env_of(cfg).spec.level_class.map_layout(**dict(cfg.env.kwargs)) is not None
     except (TypeError, ValueError):
         return False
 

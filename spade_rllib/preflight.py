@@ -1,13 +1,21 @@
-"""Checks that need more than the schema but not Ray: run before anything starts, one-line `ConfigError`s.
+"""The one home of the checks that run before Ray starts: beyond the schema, no Ray, one-line `ConfigError`s.
 
 * `check_config(cfg)` (called by `config.parse_config`, machine independent; bot names are checked
-  per env by `config._check_opponent_id`): maps parse (`env.level_file`, `evaluation.heldout_levels`,
-  `evaluation.final_heldout_levels` with at least one map within `final_heldout_max_size`;
-  the message names file, line and column), `env.kwargs` fit the env constructor, a
-  `training.stop.metric` is a key a run reports.
+  per env by `config._check_opponent_id`): the env id resolves, maps parse (`env.level_file`,
+  `evaluation.heldout_levels`, `evaluation.final_heldout_levels` with at least one map within
+  `final_heldout_max_size`; the message names file, line and column), `env.kwargs` fit the env
+  constructor and the env builds and steps, a `training.stop.metric` is a key a run reports.
 * `check_launch(cfg, address=None)` (called by the `train` and `tune` CLIs, about this machine):
   at least one stop condition, a writable storage path, and CPU/GPU requests this machine can meet
   (an embedded Ray waits forever for CPUs it does not have).
+* The model: `check_model_memory` (its parameters, with gradients and Adam's moments in every copy,
+  fit in this machine's memory) and `model_differences` (a checkpoint's model config against the
+  config's, defaults filled in).
+
+Where a check lives: here when it needs only the config, the pure core (games, levels) and this machine.
+Two pre-Ray steps need the trainer's own code and stand in rllib/, named for what they do:
+`rllib.env_description.check_env_builds` (the trainer's `describe_env`, its failure a `ConfigError`) and
+`rllib.resume_fit.check_resume` (a checkpoint's modules against the `SpadeModule` the config builds).
 """
 from __future__ import annotations
 
@@ -16,7 +24,8 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from spade_rllib.games import EnvIdError, find_game, resolve_env
+from spade_rllib.games import EnvIdError
+from spade_rllib.games.resolved_env import ResolvedEnv, as_resolved, read_env_id
 from spade_rllib.validation import ConfigError, did_you_mean
 
 
@@ -26,8 +35,9 @@ from spade_rllib.validation import ConfigError, did_you_mean
 
 
 def check_config(cfg) -> None:
-    """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`."""
-    resolve_env_id(cfg.env.id)
+    """Everything about a parsed `RunConfig` that the schema cannot see; raises `ConfigError`. The env id is
+    resolved here once, into `cfg.resolved_env`, which the checks after it take."""
+    cfg.resolved_env = resolve_env_id(cfg.resolved_env if cfg.resolved_env is not None else cfg.env.id)
     check_experiment_name(cfg.experiment.name)
     check_env(cfg)
     check_teams(cfg)
@@ -40,7 +50,7 @@ def check_config(cfg) -> None:
 def check_exploitability(cfg) -> None:
     """`evaluation.exploitability_interval` > 0 needs an OpenSpiel game of the catalog (exact best responses)."""
     every = cfg.evaluation.exploitability_interval
-    spec = find_game(cfg.env.id)
+    spec = as_resolved(cfg.resolved_env or cfg.env.id).spec
     if every and (spec is None or spec.openspiel_game is None):
         raise ConfigError(f"evaluation.exploitability_interval = {every}: exact exploitability needs an OpenSpiel "
                           f"game (kuhn_poker, leduc_poker, openspiel:<name>); env.id is {cfg.env.id!r}; set it to 0")
@@ -67,27 +77,32 @@ def read_level(path: str, key: str, max_unfairness: Optional[int] = None):
         raise ConfigError(f"{key} = {path!r}: bad map in {p}: {' '.join(str(e).split())}") from e
 
 
-def resolve_env_id(env_id: str, key: str = "env.id") -> None:
-    """The env an id names exists (`spade_rllib.games.resolve_env`: a game of the catalog, a PettingZoo
-    registry id, an importable env module, class or factory, or a registered Gymnasium id); one-line
-    `ConfigError` with a "did you mean" and the allowed forms otherwise."""
+def resolve_env_id(env, key: str = "env.id") -> ResolvedEnv:
+    """The env an id (or a `ResolvedEnv` read without its entry) names exists (`spade_rllib.games.resolve_env`:
+    a game of the catalog, a PettingZoo registry id, an importable env module, class or factory, or a
+    registered Gymnasium id): the record with its entry; one-line `ConfigError` with a "did you mean" and the
+    allowed forms otherwise."""
+    env_id = env.id if isinstance(env, ResolvedEnv) else env
     try:
-        resolve_env(env_id)
+        record = env if isinstance(env, ResolvedEnv) and env.imported else read_env_id(env_id)
+        return record.with_entry()
     except EnvIdError as e:
         raise ConfigError(f"{key} = {env_id!r}: {e}") from e
 
 
-def env_factory(env_id: str):
-    """The constructor of a level game of the catalog (None for other ids)."""
-    spec = find_game(env_id)
+def env_factory(env):
+    """The constructor of a level game of the catalog (None for other ids); `env`: an id or a `ResolvedEnv`."""
+    spec = as_resolved(env).spec
     return spec.make_env if spec is not None and spec.is_level_game else None
 
 
-def check_env_kwargs(env_id: str, kwargs: dict, factory=None, key: str = "env.kwargs") -> None:
-    """Every key of `env.kwargs` must be a parameter of the env's constructor (unless it takes **kwargs)."""
-    factory = factory if factory is not None else env_factory(env_id)
+def check_env_kwargs(env, kwargs: dict, factory=None, key: str = "env.kwargs") -> None:
+    """Every key of `env.kwargs` must be a parameter of the env's constructor (unless it takes **kwargs);
+    `env`: an id or a `ResolvedEnv`."""
+    env = as_resolved(env)
+    factory = factory if factory is not None else env_factory(env)
     if factory is None:
-        factory = _foreign_factory(env_id)
+        factory = _foreign_factory(env)
     if factory is None:
         return
     try:
@@ -102,10 +117,10 @@ def check_env_kwargs(env_id: str, kwargs: dict, factory=None, key: str = "env.kw
             raise ConfigError(f"{key}.{k}: unknown key{did_you_mean(k, names)} (allowed: {', '.join(names)})")
 
 
-def _foreign_factory(env_id: str):
+def _foreign_factory(env: ResolvedEnv):
     """The constructor behind a foreign id, when the resolver knows it."""
     try:
-        return resolve_env(env_id).signature_of
+        return env.resolved_entry().signature_of
     except EnvIdError:  # the env id itself was checked before
         return None
 
@@ -114,13 +129,14 @@ def check_env(cfg) -> None:
     """`env.level_file` parses (file, line, column), `env.kwargs` fit the constructor, and the env builds
     and resets with them, as each env runner will (`check_foreign_env` for an env of another package)."""
     env = cfg.env
+    record = as_resolved(cfg.resolved_env or env.id)
     level = read_level(env.level_file, "env.level_file") if env.level_file else None
-    factory = env_factory(env.id)
-    check_env_kwargs(env.id, env.kwargs, factory)
+    factory = env_factory(record)
+    check_env_kwargs(record, env.kwargs, factory)
     if factory is None:
         plies = env.random_opening_plies or cfg.evaluation.random_opening_plies
         key = "env.random_opening_plies" if env.random_opening_plies else "evaluation.random_opening_plies"
-        check_foreign_env(env.id, env.kwargs, plies, plies_key=key, roles=env.roles, teams=env.teams, mode=env.mode,
+        check_foreign_env(record, env.kwargs, plies, plies_key=key, roles=env.roles, teams=env.teams, mode=env.mode,
                           api=env.api, league=cfg.league.enabled)
         return
     check_roles(cfg)
@@ -142,13 +158,14 @@ def check_teams(cfg) -> None:
     """`env.teams` / `env.mode` of a level game fit its agents (each agent in exactly one team): builds one
     env copy, only when the config sets either (`check_foreign_env` checks them for other envs)."""
     env = cfg.env
-    if env_factory(env.id) is None or (env.teams is None and env.mode == "auto" and env.api == "auto"):
+    record = as_resolved(cfg.resolved_env or env.id)
+    if env_factory(record) is None or (env.teams is None and env.mode == "auto" and env.api == "auto"):
         return
     from spade_rllib.games.adapter import make_game_factory
     from spade_rllib.games.teams import TeamError
 
     try:
-        game = make_game_factory(env.id, env.kwargs, teams=env.teams, mode=env.mode, api=env.api)()
+        game = make_game_factory(record, env.kwargs, teams=env.teams, mode=env.mode, api=env.api)()
     except TeamError as e:
         raise ConfigError(str(e)) from e
     except ValueError as e:
@@ -179,10 +196,10 @@ def check_roles(cfg) -> None:
     spaces differ (`spade_rllib.games.roles`; a foreign env is checked by `check_foreign_env`)."""
     from spade_rllib.games.roles import env_roles
 
-    env_roles(cfg.env.id, cfg.env.kwargs, cfg.env.roles)
+    env_roles(as_resolved(cfg.resolved_env or cfg.env.id), cfg.env.kwargs, cfg.env.roles)
 
 
-def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: str = "env.id",
+def check_foreign_env(env, kwargs: dict, opening_plies: int = 0, key: str = "env.id",
                       plies_key: str = "env.random_opening_plies", roles: Any = None, *, teams=None,
                       mode: str = "auto", api: str = "auto", league: bool = False) -> None:
     """Build the env once through the game-loop adapter, as every env runner will, then one reset and one
@@ -195,9 +212,11 @@ def check_foreign_env(env_id: str, kwargs: dict, opening_plies: int = 0, key: st
     from spade_rllib.games.spaces import UnsupportedSpace
     from spade_rllib.games.teams import TeamError
 
+    env = as_resolved(env)  # an id, or the run's `ResolvedEnv`
+    env_id = env.id
     game = None
     try:
-        make = make_game_factory(env_id, kwargs, opening_plies=opening_plies, teams=teams, mode=mode, api=api)
+        make = make_game_factory(env, kwargs, opening_plies=opening_plies, teams=teams, mode=mode, api=api)
         try:
             game = make()
         except (UnsupportedSpace, ValueError, TypeError):
@@ -527,7 +546,144 @@ def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Opt
             f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
 
 
+# ----------------------------------------------------------------------------------------------
+# The model: its size against this machine's memory, and the model config a checkpoint was trained with
+# ----------------------------------------------------------------------------------------------
+
+
+BYTES_PER_PARAMETER = 4 * 4
+"""float32 weights, their gradients and Adam's two moments."""
+MEMORY_SHARE = 0.5
+"""A run may plan to use at most this share of the machine's memory for model copies."""
+
+
+def parameter_count(model_config: dict, obs_size: int, num_actions: int) -> int:
+    """Parameters of `SpadeModule` for `model_config` (an MLP trunk per head unless shared; the CNN's
+    convolutions over its window, and over the memory map with `map_channels`); an estimate for other kinds,
+    used only to bound memory."""
+    hidden = [int(h) for h in model_config.get("hidden", [128, 128])]
+    feat = obs_size - int(model_config.get("mask_size", 0))
+    size, count = feat, 0
+    convs = []  # (shape, widths) of the window's and the memory map's convolutions
+    if model_config.get("kind") == "cnn" and model_config.get("window_shape"):
+        convs.append((model_config["window_shape"], model_config.get("cnn_channels", [16, 32])))
+    if model_config.get("map_shape") and model_config.get("map_channels"):
+        convs.append((model_config["map_shape"], model_config["map_channels"]))
+    for shape, widths in convs:
+        h, w, c = (int(x) for x in shape)
+        in_c = c
+        for out_c in (int(x) for x in widths):
+            count += in_c * out_c * 9 + out_c
+            in_c = out_c
+        size += in_c * h * w - h * w * c
+    for width in hidden:
+        count += size * width + width
+        size = width
+    trunks = 1 if model_config.get("vf_share_layers") else 2
+    return trunks * count + size * num_actions + num_actions + size + 1
+
+
+def machine_memory() -> Optional[int]:
+    """Bytes of physical memory here (None when unknown)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_cause(model_config: dict, obs_size: int, num_actions: int) -> str:
+    """The `agent.model` key that makes the model large: the one whose removal (convolutions turned
+    off) cuts the parameter count the most, when that cut is most of it; else `hidden`."""
+    total = parameter_count(model_config, obs_size, num_actions)
+    smaller = {"map_channels": {**model_config, "map_channels": []},
+               "cnn_channels": {**model_config, "kind": "mlp"}}
+    cuts = {key: total - parameter_count(mc, obs_size, num_actions) for key, mc in smaller.items()
+            if model_config.get(key) or (key == "cnn_channels" and model_config.get("kind") == "cnn")}
+    best = max(cuts, key=cuts.get, default=None)
+    return best if best is not None and cuts[best] * 2 > total else "hidden"
+
+
+def check_model_memory(cfg, model_config: dict, obs_size: int, num_actions: int, modules: int,
+                       memory: Optional[int] = None) -> None:
+    """The run's model copies fit in this machine's memory: `modules` trained modules of `model_config`
+    (the learner's copy with gradients and Adam's two moments, one per remote learner, and one in each env
+    runner); `ConfigError` naming the `agent.model` key that makes the model large."""
+    memory = memory if memory is not None else machine_memory()
+    if not memory:
+        return
+    params = parameter_count(model_config, obs_size, num_actions)
+    copies = modules * (1 + max(1, cfg.resources.num_learners)) + cfg.training.num_env_runners + 1
+    need = params * BYTES_PER_PARAMETER * copies
+    if need > MEMORY_SHARE * memory:
+        key = memory_cause(model_config, obs_size, num_actions)
+        value = getattr(cfg.agent.model, key)
+        shown = list(value) if isinstance(value, (list, tuple)) else value
+        raise ConfigError(
+            f"agent.model.{key} = {shown}: out of range, {params:,d} parameters need about "
+            f"{need / 2**30:,.1f} GiB ({copies} copies with gradients and optimizer state); this machine has "
+            f"{memory / 2**30:,.1f} GiB (limit: {MEMORY_SHARE:.0%} of it)")
+
+
+def comparable_value(value: Any) -> Any:
+    """`value` with every tuple a list, nested (a saved model config compares equal to the config's)."""
+    if isinstance(value, (list, tuple)):
+        return [comparable_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: comparable_value(v) for k, v in value.items()}
+    return value
+
+
+MODEL_DEFAULTS = {"kind": "mlp", "use_lstm": False, "map_channels": None, "hidden": [128, 128], "activation": "tanh",
+                  "vf_share_layers": False, "cnn_channels": [16, 32], "lstm_cell_size": 256, "max_seq_len": 20,
+                  "lstm_use_prev_action": False, "lstm_use_prev_reward": False, "log_std_init": 0.0, "mask_size": 0,
+                  "window_shape": None, "map_shape": None}
+"""What `SpadeModule.setup` assumes for a key a `model_config` leaves out (keys recorded only when on)."""
+FREE_ON_RESUME = ("train_bf16",)
+"""Keys a resume may change: they change how the learner computes, not which tensors the module holds."""
+DERIVED_KEYS = ("mask_size", "window_shape", "map_shape")
+"""Keys that come from the env (its kwargs or map), not from `agent.model`."""
+
+
+def effective_model_config(model_config: dict) -> dict:
+    """`model_config` with `SpadeModule`'s defaults filled in and the keys it ignores dropped (the CNN's
+    keys of an MLP, the memory map's without `map_channels`, the LSTM's without `use_lstm`), so two
+    configs that build the same module compare equal whichever keys each recorded."""
+    out = {**MODEL_DEFAULTS, **comparable_value(dict(model_config))}
+    for key in FREE_ON_RESUME:
+        out.pop(key, None)
+    if out["kind"] != "cnn":
+        out.pop("window_shape"), out.pop("cnn_channels")
+    if not (out["map_shape"] and out["map_channels"]):
+        out["map_shape"] = out["map_channels"] = None
+    if not out["use_lstm"]:
+        for key in ("lstm_cell_size", "max_seq_len", "lstm_use_prev_action", "lstm_use_prev_reward"):
+            out.pop(key)
+    else:
+        out["vf_share_layers"] = None  # the recurrent module always shares its encoder and LSTM
+    return out
+
+
+IMPLIED = {"kind": ("cnn_channels", "window_shape"), "map_channels": ("map_shape",),
+           "use_lstm": ("vf_share_layers", "lstm_cell_size", "max_seq_len", "lstm_use_prev_action", "lstm_use_prev_reward")}
+"""Keys that differ only because the switch before them differs (left out of the message)."""
+
+
+def model_differences(saved: dict, want: dict) -> list[str]:
+    """Keys whose effective values differ (`effective_model_config`), `agent.model` keys first."""
+    a, b = effective_model_config(saved), effective_model_config(want)
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    implied = {k for switch in keys for k in IMPLIED.get(switch, ())}
+    keys = [k for k in keys if k not in implied]
+    return sorted(keys, key=lambda k: (k in DERIVED_KEYS, list(MODEL_DEFAULTS).index(k) if k in MODEL_DEFAULTS else 99))
+
+
+def model_config_key(key: str) -> str:
+    """The config key a model-config key comes from (`agent.model.<key>`, or the env's for a derived key)."""
+    return key if key in DERIVED_KEYS else f"agent.model.{key}"
+
+
 __all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels", "check_final_heldout",
            "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
-           "required_resources"]
+           "required_resources", "check_model_memory", "effective_model_config", "machine_memory", "model_differences",
+           "parameter_count"]

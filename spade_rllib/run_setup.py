@@ -31,7 +31,8 @@ def stop_criteria(cfg: RunConfig) -> dict:
 
 def trainable_and_param_space(cfg: RunConfig, **kwargs):
     """(trainable class, AlgorithmConfig) for `tune.Tuner(trainable, param_space=...)`."""
-    from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
+    from spade_rllib.rllib.algorithm import SpadePPO
 
     return SpadePPO, build_algo_config(cfg, **kwargs)
 

@@ -41,7 +41,7 @@ def checkpoints(tmp_path_factory):
     ("maze", ["agent.model.activation=relu"], "agent.model.activation"),
 ])
 def test_resume_that_changes_the_model_is_refused_naming_the_key(checkpoints, game, sets, key):
-    from spade_rllib.rllib.prelaunch import check_resume
+    from spade_rllib.rllib.resume_fit import check_resume
 
     config = MAZERACE if game == "maze" else FLAGSHIP
     base = TINY + (["env.kwargs.seen_map=5"] if game == "ctf" else [])
@@ -52,7 +52,8 @@ def test_resume_that_changes_the_model_is_refused_naming_the_key(checkpoints, ga
 
 
 def test_resume_may_switch_bf16_and_keys_the_module_ignores(checkpoints):
-    from spade_rllib.rllib.prelaunch import check_resume, effective_model_config, model_differences
+    from spade_rllib.preflight import effective_model_config, model_differences
+    from spade_rllib.rllib.resume_fit import check_resume
 
     check_resume(load_config(MAZERACE, TINY + ["agent.model.train_bf16=true"]), str(checkpoints["maze"]))
     check_resume(load_config(MAZERACE, TINY + ["agent.model.lstm_cell_size=8"]), str(checkpoints["maze"]))  # LSTM off
@@ -65,7 +66,7 @@ def test_resume_may_switch_bf16_and_keys_the_module_ignores(checkpoints):
 def test_saved_tensors_are_checked_against_the_module_the_config_builds(checkpoints):
     from spade_rllib.checkpoint_layout import resolve_checkpoint
     from spade_rllib.policy import load_module
-    from spade_rllib.rllib.prelaunch import _module_misfit
+    from spade_rllib.rllib.resume_fit import _module_misfit
 
     module = load_module(resolve_checkpoint(str(checkpoints["maze"])), "main")
     mc = dict(module.model_config)
@@ -196,14 +197,15 @@ def test_curriculum_families_of_the_wrong_type_are_refused(value):
 
 
 def test_memory_refusal_names_map_channels_when_they_are_the_cause():
-    from spade_rllib.rllib.prelaunch import check_env_builds, check_model_memory
+    from spade_rllib.rllib.env_description import check_env_builds
+    from spade_rllib.rllib.model_config import check_modules_fit_memory
 
     cfg = load_config(FLAGSHIP, ["env.kwargs.seen_map=15", "agent.model.map_channels=[256, 256]"])
     with pytest.raises(ConfigError, match=r"^agent.model.map_channels = \[256, 256\]: out of range"):
-        check_model_memory(cfg, check_env_builds(cfg), memory=2**28)
+        check_modules_fit_memory(cfg, check_env_builds(cfg), memory=2**28)
     cfg = load_config(FLAGSHIP, ["agent.model.hidden=[4096, 4096]"])
     with pytest.raises(ConfigError, match=r"^agent.model.hidden = \[4096, 4096\]: out of range"):
-        check_model_memory(cfg, check_env_builds(cfg), memory=2**28)
+        check_modules_fit_memory(cfg, check_env_builds(cfg), memory=2**28)
 
 
 def test_corrupt_config_yaml_in_a_trial_is_named(tmp_path):

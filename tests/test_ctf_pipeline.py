@@ -81,7 +81,7 @@ def test_headline_configs_play_ctf(name):
 
 # ------------------------------------------------------------------------------------------ runner
 def _runner(raw: dict):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
     algo_config = build_algo_config(parse_config(raw))
@@ -105,7 +105,7 @@ def test_runner_pool_bots_and_counters():
 
 def test_counter_means():
     from spade_rllib.outcome import EpisodeOutcome
-    from spade_rllib.rllib.components import counter_means
+    from spade_rllib.rllib.metrics import counter_means
 
     a = EpisodeOutcome.of({"winner": "A", "main_team": 0, "tags": {"A": 2, "B": 1}, "captures": {"A": 1, "B": 0}})
     b = EpisodeOutcome.of({"winner": "draw", "main_team": 1, "tags": {"A": 0, "B": 3}, "captures": {"A": 0, "B": 0}})
@@ -232,7 +232,7 @@ def test_policy_loader_and_export(ckpt, tmp_path):
 # ------------------------------------------------------------------------------------------ Ray runs
 @pytest.mark.ray
 def test_train_with_curriculum_and_heldout_evaluation(ray_session):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny(env={"difficulty": None},
                             curriculum={"enabled": True, "strategy": "plr", "plr": {"capacity": 8},
@@ -257,7 +257,7 @@ def test_train_with_curriculum_and_heldout_evaluation(ray_session):
 
 @pytest.mark.ray
 def test_league_on_ctf(ray_session):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny(league={"enabled": True, "every_n_iterations": 1, "win_rate_threshold": None,
                                     "num_opponent_slots": 2}))
@@ -276,7 +276,7 @@ def test_league_on_ctf(ray_session):
 def test_league_with_the_memory_map_and_its_convolutions(ray_session):
     """env.kwargs.seen_map + agent.model.map_channels through the whole pipeline: runners act, the learner
     trains, snapshots of main play in the league, main's weights carry the map's convolutions."""
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny(env={"kwargs": {"seen_map": 5}}, agent={"model": {"hidden": [16], "map_channels": [4]}},
                             league={"enabled": True, "every_n_iterations": 1, "win_rate_threshold": None,

@@ -29,7 +29,7 @@ def maestro_league_config() -> dict:
 
 def test_levels_follow_the_opponent_and_regret_reaches_the_league(ray_session):
     from spade_rllib.curriculum.maestro import value_key
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     algo = build_algo_config(parse_config(maestro_league_config())).build_algo()
     try:

@@ -120,7 +120,7 @@ def test_curriculum_needs_mazerace():
 @pytest.fixture(scope="module")
 def threshold_algo(ray_session):
     """SpadePPO with threshold + self-play and 2 remote env runners, trained 2 iterations."""
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny({"strategy": "threshold", "threshold": FAST_THRESHOLD}, runners=2))
     config = build_algo_config(cfg).fault_tolerance(delay_between_env_runner_restarts_s=0.0).env_runners(sample_timeout_s=120.0)
@@ -258,7 +258,7 @@ def test_checkpoint_restore_threshold_two_runners(threshold_algo, tmp_path):
 def test_checkpoint_restore_plr_buffer_and_rng(ray_session, tmp_path):
     from ray.rllib.algorithms.algorithm import Algorithm
 
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny({"strategy": "plr", "plr": {"capacity": 8, "min_fill": 0.25}}))
     algo = build_algo_config(cfg).build_algo()

@@ -32,7 +32,7 @@ def curriculum_of(algo):
 
 @pytest.mark.parametrize("opponent, start, direction", [("random", 1.0, "rises"), ("bot:rusher", 5.0, "falls")])
 def test_threshold_on_main_score_moves_both_ways(ray_session, opponent, start, direction):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(run_config(opponent, {"strategy": "threshold", "threshold": {"initial": start}}))
     assert cfg.curriculum.to_core().threshold.signal == "score"  # the default signal, seed thresholds
@@ -56,7 +56,7 @@ def test_threshold_on_main_score_moves_both_ways(ray_session, opponent, start, d
 
 
 def test_plr_positive_value_loss_comes_from_the_learner(ray_session):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(run_config("random", {"strategy": "plr", "plr": {"score": "positive_value_loss", "capacity": 64}}))
     algo = build_algo_config(cfg).build_algo()

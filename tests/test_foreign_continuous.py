@@ -51,7 +51,7 @@ def raw_config(env_id: str, model: dict | None = None, agent: dict | None = None
 
 
 def make_runner(cfg, packed: bool = True):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
     config = build_algo_config(cfg)
@@ -230,7 +230,7 @@ def _train_and_save(cfg, env_steps: int, measure, tmp_path):
     """Build the algorithm, score its untrained main with `measure(policy)`, train to `env_steps`, save.
     Returns (score before training, checkpoint path, the last training result)."""
     from spade_rllib.policy import Policy
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     algo = build_algo_config(cfg).build_algo()
     try:

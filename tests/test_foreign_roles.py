@@ -218,7 +218,7 @@ def _tag_config(seed=0, **league):
 def test_simple_tag_trains_a_predator_and_a_prey_main_with_leagues_checkpoints_and_resumes(ray_session, tmp_path):
     from spade_rllib.checkpoint_layout import resolve_checkpoint
     from spade_rllib.policy import load_policy
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = _tag_config()
     algo = build_algo_config(cfg).build_algo()

@@ -86,7 +86,7 @@ def _install(monkeypatch, join: bool = True):
 
 
 def _runner(env: dict, **sections):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
     raw = {"env": env, "agent": {"train_batch_size": 64, "minibatch_size": 32},
@@ -221,7 +221,7 @@ def test_targets_only_from_the_config():
 def test_cooperative_summary_is_the_team_return():
     from spade_rllib.console import team_line
     from spade_rllib.outcome import EpisodeOutcome
-    from spade_rllib.rllib.components import team_returns
+    from spade_rllib.rllib.metrics import team_returns
 
     records = [EpisodeOutcome(winner=None, length=25, returns=(r,), success=s)
                for r, s in ((-20.0, True), (-24.0, False), (-22.0, True), (-22.0, None))]
@@ -267,7 +267,7 @@ def _team_return_rise(ray_session, overrides: list, env_steps: int, games: int) 
     `overrides`, trained for `env_steps` env steps in this process; both evaluations play `games`
     episodes with sampled actions from the same random stream (env seeds and action draws)."""
     from spade_rllib.config import load_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     seed = int(os.environ.get("SPADE_TEAM_SEED", "0"))  # the docs' other seeds: SPADE_TEAM_SEED=1 pytest -s ...
     cfg = load_config(str(ROOT / "tune_configs/pettingzoo_coop.yaml"),

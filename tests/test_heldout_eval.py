@@ -55,7 +55,7 @@ def test_config_keys(tmp_path, monkeypatch):
 
 
 def test_play_heldout_in_process_keys_and_values():
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.heldout_eval import play_heldout
     from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner
 
@@ -80,7 +80,7 @@ def test_play_heldout_in_process_keys_and_values():
 
 @pytest.mark.ray
 def test_spade_ppo_heldout_metrics_in_results(ray_session):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny())
     algo = build_algo_config(cfg).build_algo()

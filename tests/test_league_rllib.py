@@ -223,7 +223,7 @@ def logits_for(algo, weights: dict, obs: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="module")
 def mazerace_league(ray_session, tmp_path_factory):
     """MazeRace 1v1, one remote env runner, a snapshot every iteration, 3 iterations."""
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny("MazeRace-v0", training={"num_env_runners": 1},
                             resources={"num_cpus_per_env_runner": 0.5}))
@@ -315,7 +315,7 @@ def test_league_csv_written_at_the_end_of_the_run(mazerace_league):
 @pytest.mark.parametrize("env_id, env_kwargs", [(C4, {}), ("MazeRace-v0", {"agents_per_team": 2})],
                          ids=["connect_four", "mazerace_2v2"])
 def test_league_smoke_other_envs(ray_session, env_id, env_kwargs):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     algo = build_algo_config(parse_config(tiny(env_id, env_kwargs))).build_algo()
     try:
@@ -373,7 +373,7 @@ def test_runner_side_draws_follow_the_league_distribution():
 def test_runner_flags_episodes_whose_slot_was_reloaded(tmp_path):
     """An episode that started against main_v1 in slot_0 and ended after slot_0 got main_v2 is
     reported as main_v1 with `opponent_swapped`; later episodes are main_v2 games."""
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.plan import DriverUpdate
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
@@ -468,7 +468,7 @@ def test_exploiter_plan_translation_and_reset_requests():
 @pytest.fixture(scope="module")
 def exploiter_league(ray_session):
     """MazeRace 1v1 with one main exploiter and one league exploiter, snapshots every 2 iterations."""
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny("MazeRace-v0", league={"main_exploiters": 1, "league_exploiters": 1,
                                                    "every_n_iterations": 2}))
@@ -539,7 +539,7 @@ def test_exploiter_checkpoint_round_trip(exploiter_league, tmp_path):
 def test_sample_ahead_drops_the_batch_sampled_before_a_reset(ray_session):
     """With sample-ahead the batch in flight at a reset was acted by the old weights: it must not
     train the re-initialised main exploiter; the batch after it does."""
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny(C4, league={"main_exploiters": 1, "every_n_iterations": 2},
                             training={"num_env_runners": 1, "sample_ahead": True},
@@ -561,7 +561,7 @@ def test_exploiters_with_a_remote_learner(ray_session):
     """The remote-learner path (SingleAgentEpisodes with the learner's module id, PPO's default
     connectors, a reset on a Learner actor) trains all three modules."""
     from spade_rllib.rllib.league_component import reset_seed
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(tiny("MazeRace-v0", league={"main_exploiters": 1, "league_exploiters": 1,
                                                    "every_n_iterations": 2},

@@ -39,7 +39,7 @@ def _learners(model: str):
 
     from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.lean_learner import SpadePPOLearner
 
     torch.manual_seed(0)

@@ -163,7 +163,7 @@ def test_resume_after_cp_r_takes_the_newest_by_number(trial, tmp_path, capsys):
 
 
 def test_resume_compatibility_is_checked_before_ray(trial, tmp_path):
-    from spade_rllib.rllib.prelaunch import check_resume
+    from spade_rllib.rllib.resume_fit import check_resume
 
     ckpt = str(trial / "checkpoint_000002")
     ok = load_config(MAZERACE, ["agent.model.hidden=[16]", "agent.model.vf_share_layers=false"])
@@ -195,7 +195,8 @@ def test_resume_without_runinfo_reads_the_trial_config(trial, tmp_path):
 # ------------------------------------------------------------------------------------------------
 
 def test_env_dependencies_and_model_size_before_ray(tmp_path):
-    from spade_rllib.rllib.prelaunch import check_env_builds, check_model_memory
+    from spade_rllib.rllib.env_description import check_env_builds
+    from spade_rllib.rllib.model_config import check_modules_fit_memory
 
     car = tmp_path / "car.yaml"
     car.write_text("env: {id: CarRacing-v3}\ntraining: {stop: {iterations: 1}}\n")
@@ -206,8 +207,8 @@ def test_env_dependencies_and_model_size_before_ray(tmp_path):
             check_env_builds(load_config(str(car)))
     cfg = load_config(MAZERACE, ["agent.model.hidden=[4096, 4096]"])
     with pytest.raises(ConfigError, match=r"agent.model.hidden = \[4096, 4096\]: out of range, .* parameters need about"):
-        check_model_memory(cfg, check_env_builds(cfg), memory=2**30)
-    check_model_memory(load_config(MAZERACE), check_env_builds(cfg), memory=2**30)
+        check_modules_fit_memory(cfg, check_env_builds(cfg), memory=2**30)
+    check_modules_fit_memory(load_config(MAZERACE), check_env_builds(cfg), memory=2**30)
     with pytest.raises(ConfigError, match="experiment.seed = 4294967296: out of range"):
         load_config(MAZERACE, ["experiment.seed=4294967296"])
 

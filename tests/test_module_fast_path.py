@@ -61,7 +61,7 @@ def test_the_memory_map_that_ends_the_features_gets_its_own_convolutions(kind):
     """`map_shape` + `map_channels`: the last B*B*C feature entries get conv layers of their own (the CNN's
     window convolutions come first, the vector between them as it is), for either kind; the parameter
     count the preflight estimates is the module's."""
-    from spade_rllib.rllib.prelaunch import parameter_count
+    from spade_rllib.preflight import parameter_count
 
     config = {"kind": kind, "hidden": [8], "activation": "relu", "map_shape": [3, 3, 2], "map_channels": [4, 3]}
     if kind == "cnn":
@@ -85,7 +85,8 @@ def test_the_memory_map_that_ends_the_features_gets_its_own_convolutions(kind):
 
 def test_a_ctf_run_with_the_memory_map_and_map_channels_gives_the_module_its_map_shape():
     from spade_rllib.config import parse_config
-    from spade_rllib.rllib.algorithm import describe_env, model_config_for
+    from spade_rllib.rllib.env_description import describe_env
+    from spade_rllib.rllib.model_config import model_config_for
 
     cfg = parse_config({"env": {"id": "CaptureTheFlag-v0", "difficulty": 3.0, "kwargs": {"seen_map": 5}},
                         "agent": {"model": {"map_channels": [8]}}})

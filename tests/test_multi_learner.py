@@ -83,7 +83,7 @@ def test_every_learner_gets_every_module_and_the_same_minibatch_count():
 
 
 def test_global_batch_sizes_are_split_over_the_learners():
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config({"env": {"id": C4}, "agent": {"train_batch_size": 1000, "minibatch_size": 250},
                         "resources": {"num_learners": 2, "num_cpus_per_learner": 0.5}})
@@ -178,7 +178,7 @@ def test_two_learners_match_one_learner_on_a_fixed_batch(ray_session, model):
     (measured: 73-82 % relative error, against 2.5 % here from per-shard advantage normalization).
     The recurrent model takes the same path (one of its ~32 chunks is cut between the learners, too
     few to tell whether the cut piece starts from the right state)."""
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     def state(learner):
         m = learner.module["main"]

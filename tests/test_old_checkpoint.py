@@ -56,3 +56,29 @@ def test_old_checkpoint_restores_into_the_trainer(ray_session, tmp_path):
         assert result["training_iteration"] == 3
     finally:
         algo.stop()
+
+
+def test_the_names_checkpoints_pickle_by_reference_stay_in_the_algorithm_module():
+    """A checkpoint pickles the algo config, which names these by module and name (the class itself,
+    the policy mapping functions and the learner connector factory): moving one breaks every saved run."""
+    import io
+    import pickle
+
+    from ray import cloudpickle
+
+    from spade_rllib.config import parse_config
+    from spade_rllib.rllib import algorithm
+    from spade_rllib.rllib.algo_config import build_algo_config
+
+    seen = set()
+
+    class Names(pickle.Unpickler):
+        def find_class(self, module, name):
+            if module.startswith("spade_rllib.rllib.algo"):
+                seen.add((module, name))
+            return super().find_class(module, name)
+
+    config = build_algo_config(parse_config({"env": {"id": "MazeRace-v0"}, "training": {"stop": {"iterations": 1}}}))
+    Names(io.BytesIO(cloudpickle.dumps(config))).load()
+    assert seen == {("spade_rllib.rllib.algorithm", n) for n in ("SpadePPO", "_make_gae_connector", "_policy_mapping_fn")}
+    assert callable(algorithm._role_policy_mapping)  # a role game's mapping (functools.partial of it)

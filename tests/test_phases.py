@@ -69,7 +69,7 @@ def _cfg(**stop):
 
 
 def test_budget_lines_say_how_the_run_ended():
-    from spade_rllib.train import budget_lines
+    from spade_rllib.run_summary import budget_lines
 
     assert budget_lines(_cfg(time_s=60), 1000, 60) == []  # no env-step budget: nothing to say
     assert "reached" in " ".join(budget_lines(_cfg(env_steps=1000, time_s=60), 1024, 30))
@@ -79,7 +79,7 @@ def test_budget_lines_say_how_the_run_ended():
 
 
 def test_time_lines_give_shares_and_the_rate_spread():
-    from spade_rllib.train import time_lines
+    from spade_rllib.run_summary import time_lines
 
     assert time_lines(None) == [] and time_lines(PhaseTotals()) == []
     t = PhaseTotals()

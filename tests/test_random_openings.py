@@ -88,7 +88,7 @@ def test_config_refuses_openings_outside_turn_based_games(key):
 
 
 def test_runner_trains_from_openings_and_evaluates_from_the_empty_board(ray_session):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
     raw = {"experiment": {"seed": 1}, "env": {"id": C4, "random_opening_plies": 4},

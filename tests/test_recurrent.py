@@ -28,7 +28,7 @@ def lstm_cfg(env_id: str, model: dict | None = None, **sections):
 
 
 def make_runner(cfg, packed: bool = True):
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
     config = build_algo_config(cfg)

@@ -123,7 +123,8 @@ def test_resource_requests_against_the_machine():
 def test_required_resources_match_rllib():
     """Our arithmetic equals RLlib's own placement-group request for the same config."""
     pytest.importorskip("ray")
-    from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
+    from spade_rllib.rllib.algorithm import SpadePPO
 
     for sets in ([], ["training.num_env_runners=2", "resources.num_cpus_per_env_runner=0.5"],
                  ["resources.num_learners=2", "resources.num_cpus_per_learner=2", "curriculum.plr.score=learnability"]):
@@ -308,7 +309,7 @@ def tiny_algo(ray_session):
     """A one-process SpadePPO on MazeRace, trained one iteration (shared: building costs ~10 s)."""
     from test_train import tiny
 
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     algo = build_algo_config(parse_config(tiny("MazeRace-v0", evaluation={"interval": 0}))).build_algo()
     algo.train()
@@ -385,7 +386,7 @@ def test_nan_weights_stop_the_run_instead_of_a_nan_checkpoint(tiny_algo, tmp_pat
 def test_env_faults_name_env_agent_and_step(fault, expect):
     from test_train import tiny
 
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.health import EnvFault
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
@@ -436,7 +437,7 @@ def test_failed_run_summary_names_the_cause_and_only_existing_files(tmp_path, ca
 
     from ray.exceptions import RayTaskError
 
-    from spade_rllib.train import print_summary
+    from spade_rllib.run_summary import print_summary
 
     cause = ValueError("bad map in x.txt at line 2, column 3")
     error = RayTaskError("SpadePPO.train", "Traceback (most recent call last): ...", cause).as_instanceof_cause()

@@ -98,7 +98,7 @@ def test_toy_game_trains_evaluates_and_plays(toy_game, ray_session, tmp_path):
     from spade_rllib.evaluation.players import PlayerSpec, build_player
     from spade_rllib.play import play_game as play_human
     from spade_rllib.policy import load_policy
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config({
         "env": {"id": TOY_ID, "difficulty": 1.0, "level_pool": 4},

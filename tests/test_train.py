@@ -53,7 +53,9 @@ def test_build_train_checkpoint_restore(ray_session, tmp_path, env_id, extra):
     from ray.rllib.algorithms.algorithm import Algorithm
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
+
+    from spade_rllib.rllib.algorithm import SpadePPO
 
     cfg = parse_config(tiny(env_id, **extra))
     algo = build_algo_config(cfg).build_algo()
@@ -103,7 +105,7 @@ def test_build_train_checkpoint_restore(ray_session, tmp_path, env_id, extra):
 def test_masked_policy_never_picks_illegal_moves(ray_session):
     import torch
 
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner
 
     cfg = parse_config(tiny(C4, self_play={"mode": "vs_random"}, training={"num_envs_per_runner": 16}))
@@ -168,7 +170,7 @@ def test_driver_component_hooks_and_checkpoint(ray_session, tmp_path, monkeypatc
     from ray.rllib.algorithms.algorithm import Algorithm
 
     from spade_rllib.rllib import component_registry
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     monkeypatch.setitem(component_registry.COMPONENT_FACTORIES, "counting", make_counting_component)
     cfg = parse_config(tiny("MazeRace-v0", evaluation={"interval": 0}))

@@ -30,7 +30,7 @@ def play_run(trial: Path, games: int, greedy: bool) -> dict:
     from spade_rllib.config import load_config
     from spade_rllib.games import heldout_dir
     from spade_rllib.outcome import MAIN
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.heldout_eval import play_heldout
     from spade_rllib.train import find_checkpoint
 

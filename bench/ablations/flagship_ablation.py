@@ -146,7 +146,7 @@ def cached_round_robin(cache: UnitCache, runs: dict, base: dict, overrides: list
     """`round_robin` of every main in `runs` (each rebuilt from its unit: the arm's algorithm config and its
     cached weights), kept in `units/round_robin.json` and reused while the same units (same records) make it."""
     from spade_rllib.config import parse_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     key = {f"{arm}/seed{r['seed']}": hashlib.sha256(json.dumps(r, sort_keys=True).encode()).hexdigest()[:16]
            for arm, rs in runs.items() for r in rs}

@@ -62,7 +62,7 @@ def expected_state(ckpt: Path) -> tuple[dict, dict]:
 
 
 def restored_state(cfg, ckpt: Path) -> tuple[dict, dict]:
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     algo = build_algo_config(cfg, restore_from=str(ckpt)).build_algo()
     try:

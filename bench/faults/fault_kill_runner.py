@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     import ray
 
     from spade_rllib.config import parse_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(config(args.seed))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

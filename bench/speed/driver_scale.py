@@ -65,7 +65,7 @@ def main_weights(cfg, info) -> dict:
     """Main's inference weights (numpy) as the learner hands them to the league."""
     from ray.rllib.utils.numpy import convert_to_numpy
 
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     module = build_algo_config(cfg).get_multi_rl_module_spec().build()["main"]
     return {k: v.copy() for k, v in convert_to_numpy(module.get_state(inference_only=True)).items()}
@@ -169,7 +169,7 @@ def run_case(num_snapshots: int, runner_counts: list[int], num_outcomes: int, it
     """All runner counts for one league size: the components are built once and stepped per runner count."""
     import numpy as np
 
-    from spade_rllib.rllib.algorithm import describe_env
+    from spade_rllib.rllib.env_description import describe_env
     from spade_rllib.rllib.component_registry import build_components
     from spade_rllib.rllib.components import DriverContext
 

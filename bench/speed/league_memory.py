@@ -49,7 +49,7 @@ def run_case(num_snapshots: int, iterations: int, seed: int, lstm: bool = False)
     import ray
 
     from spade_rllib.config import apply_overrides, load_raw, parse_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     overrides = [
         "league.enabled=true",

@@ -319,7 +319,7 @@ def measure_row(name: str, args) -> dict:
     import torch
 
     from spade_rllib.config import load_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = load_config(args.config, [*MODELS[name], *ONE_LEARNER, *args.overrides])
     threads = args.threads or cfg.training.torch_threads or min(4, os.cpu_count() or 1)
@@ -427,7 +427,7 @@ def train_ab(name: str, args) -> dict:
     the stock learner, two algorithms built side by side and trained in alternating windows of `--ab-window`
     seconds for about `--train-ab` seconds each: env steps/s and the learn share of each, under the same load."""
     from spade_rllib.config import load_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     extra = [*MODELS[name], "evaluation.interval=0", *args.overrides]
     algos = {}

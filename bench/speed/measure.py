@@ -115,7 +115,7 @@ def stock(cfg, seconds: float, equal: bool) -> dict:
     from ray.tune.registry import register_env
 
     from spade_rllib.games import make_env, spade_env_ids
-    from spade_rllib.rllib.algorithm import env_kwargs_for
+    from spade_rllib.rllib.env_description import env_kwargs_for
 
     if cfg.env.id not in spade_env_ids():
         raise ValueError(f"stock rows support spade_rllib's registered games only, not {cfg.env.id!r}")

@@ -209,7 +209,7 @@ def main() -> None:
     import ray
 
     from spade_rllib.config import load_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
     overrides = [f"env.id={args.env_id}", f"training.num_env_runners={args.runners}", *args.overrides]

@@ -128,7 +128,7 @@ def in_process(name: str, overrides: tuple, seconds: float, stock_seconds: float
     from bench.speed.learner_ceiling import bare_ceiling
     from bench.speed.measure import learner_only, set_learner_threads, stock
     from spade_rllib.config import load_config
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = load_config(ROOT / "tune_configs" / f"{name}.yaml", list(overrides))
     ray.init(num_cpus=cfg.resources.num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)

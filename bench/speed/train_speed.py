@@ -99,7 +99,7 @@ SCALING = ("runners", "league", "levels", "2v2")
 
 # ---------------------------------------------------------------------------- our rows
 def ours(cfg, seconds: float, sample: bool = True, learner: bool = False, prefill_league: int = 0) -> dict:
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     set_learner_threads(cfg)
     algo = build_algo_config(cfg).build_algo()
@@ -131,7 +131,7 @@ def fill_league(algo, n: int, seed: int = 0) -> None:
 # ---------------------------------------------------------------------------- ceilings (this process)
 def _make_games(cfg, n: int) -> tuple[list, list | None]:
     """n copies of the runner's `Game` adapter, plus the MazeRace level pool the runner would draw from."""
-    from spade_rllib.rllib.algorithm import env_kwargs_for
+    from spade_rllib.rllib.env_description import env_kwargs_for
     from spade_rllib.games.adapter import make_game_factory
 
     kwargs = env_kwargs_for(cfg)
@@ -194,7 +194,7 @@ def inference_only(cfg, obs: np.ndarray, seconds: float, agents_per_step: int) -
     """(rows/s, env steps/s) of main's forward pass + action sampling at the runner's batch, one thread."""
     import torch
 
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import sample_actions
 
     spec = build_algo_config(cfg).get_multi_rl_module_spec(inference_only=True)

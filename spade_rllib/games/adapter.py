@@ -32,13 +32,13 @@ no torch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import gymnasium as gym
 import numpy as np
 
-from spade_rllib.games.catalog import make_env
-from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, make_raw_env, module_object, resolve_env
+from spade_rllib.games.ids import LEVEL_KIND, env_api, module_object
+from spade_rllib.games.resolved_env import ResolvedEnv, as_resolved
 from spade_rllib.games.spaces import UnsupportedSpace, check_action_space, check_env_action_spaces
 from spade_rllib.games.teams import Teams, resolve_teams
 
@@ -342,26 +342,27 @@ class AECGame(Game):
 API_CHOICES = ("auto", "aec", "parallel")
 
 
-def _build_raw(env_id: str, kwargs: dict, api: str) -> Any:
-    """The raw env of `env_id`; `api` "parallel" / "aec" picks a PettingZoo module's `parallel_env()` /
+def _build_raw(env: ResolvedEnv, kwargs: dict, api: str) -> Any:
+    """The raw env of `env`; `api` "parallel" / "aec" picks a PettingZoo module's `parallel_env()` /
     `env()` (a ParallelEnv is wrapped turn by turn for "aec"), "auto" builds what the id names."""
+    entry = env.resolved_entry()
     if api == "auto":
-        return make_raw_env(env_id, kwargs)
-    entry = resolve_env(env_id)
+        return entry.make(**dict(kwargs or {}))
+    env_id = env.id
     if api == "parallel" and entry.api == "aec" and entry.ref.form == "module":
         fn = getattr(module_object(entry.ref.module, entry.ref.attr), "parallel_env", None)
         if not callable(fn):
             raise ValueError(f"env.api = 'parallel': {env_id} has no parallel_env(); use env.api: aec")
         return fn(**kwargs)
-    env = entry.make(**kwargs)
-    built = env_api(env)
+    raw = entry.make(**kwargs)
+    built = env_api(raw)
     if api == "aec" and built == "parallel":
         from pettingzoo.utils.conversions import parallel_to_aec
 
-        return parallel_to_aec(env)
+        return parallel_to_aec(raw)
     if api == "parallel" and built != "parallel":
         raise ValueError(f"env.api = 'parallel': {env_id} builds a {built} env, not a ParallelEnv; use env.api: auto")
-    return env
+    return raw
 
 
 def wrap_env(env: Any, is_level_game: bool = False, opening_plies: int = 0, env_id: str = "the env", *,
@@ -385,20 +386,21 @@ def wrap_env(env: Any, is_level_game: bool = False, opening_plies: int = 0, env_
     return AECGame(env, opening_plies, teams=teams, mode=mode)
 
 
-def _make_foreign(env_id: str, kwargs: dict, opening_plies: int = 0, teams: Any = None, mode: str = "auto",
+def _make_foreign(env: ResolvedEnv, kwargs: dict, opening_plies: int = 0, teams: Any = None, mode: str = "auto",
                   api: str = "auto") -> Game:
     """A `Game` over the env an id names (`ids.resolve_env`: registry id, module, class or factory)."""
-    return wrap_env(_build_raw(env_id, kwargs, api), opening_plies=opening_plies, env_id=env_id, teams=teams, mode=mode)
+    return wrap_env(_build_raw(env, kwargs, api), opening_plies=opening_plies, env_id=env.id, teams=teams, mode=mode)
 
 
-def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies: int = 0, *, teams: Any = None,
-                      mode: str = "auto", api: str = "auto") -> Callable[[], Game]:
+def make_game_factory(env: Union[str, ResolvedEnv], kwargs: Optional[dict] = None, opening_plies: int = 0, *,
+                      teams: Any = None, mode: str = "auto", api: str = "auto") -> Callable[[], Game]:
     """A zero-argument callable building one `Game` for this env id and constructor kwargs
     (`opening_plies`: random opening moves per episode, turn-based PettingZoo games only; `teams`,
     `mode`: the config's `env.teams` / `env.mode`, see `spade_rllib.games.teams`; `api`: a PettingZoo
     module's "aec" `env()` or "parallel" `parallel_env()`, "auto" = what the id names)."""
     kwargs = dict(kwargs or {})
-    kind = env_kind(env_id)
+    env = as_resolved(env)  # an id string is read once here; a `ResolvedEnv` is taken as it is
+    env_id, kind = env.id, env.kind
     if opening_plies and kind != "pettingzoo":
         raise ValueError(f"random opening plies need a turn-based (AEC) PettingZoo env; {env_id} is a {kind} env")
     if api not in API_CHOICES:
@@ -406,15 +408,15 @@ def make_game_factory(env_id: str, kwargs: Optional[dict] = None, opening_plies:
     if kind == LEVEL_KIND:
 
         def make() -> Game:
-            return ParallelGame(make_env(env_id, **kwargs), is_level_game=True, teams=teams, mode=mode)
+            return ParallelGame(env.spec.make_env(**kwargs), is_level_game=True, teams=teams, mode=mode)
 
         return make
-    return lambda: _make_foreign(env_id, kwargs, opening_plies, teams, mode, api)
+    return lambda: _make_foreign(env, kwargs, opening_plies, teams, mode, api)
 
 
-def game_factory_for(env_id: str, kwargs: Optional[dict], env_section: Optional[dict], opening_plies: int = 0
-                     ) -> Callable[[], Game]:
+def game_factory_for(env: Union[str, ResolvedEnv], kwargs: Optional[dict], env_section: Optional[dict],
+                     opening_plies: int = 0) -> Callable[[], Game]:
     """`make_game_factory` with the teams, mode and api of a resolved config's `env:` section (a dict)."""
     env_section = env_section or {}
-    return make_game_factory(env_id, kwargs, opening_plies, teams=env_section.get("teams") or None,
+    return make_game_factory(env, kwargs, opening_plies, teams=env_section.get("teams") or None,
                              mode=env_section.get("mode") or "auto", api=env_section.get("api") or "auto")

@@ -152,20 +152,22 @@ def game_roles(game: Any, spec: Any = None, env_id: str = "the env") -> dict[str
     return roles
 
 
-def env_roles(env_id: str, kwargs: Optional[dict], spec: Any = None) -> dict[str, str]:
-    """The roles of an env id: builds one copy (unless it is a level game without `env.roles`: those are
-    symmetric) and resolves them; a one-line `ConfigError` on a bad mapping. For preflight."""
+def env_roles(env: Any, kwargs: Optional[dict], spec: Any = None) -> dict[str, str]:
+    """The roles of an env (an id or a `ResolvedEnv`): builds one copy (unless it is a level game without
+    `env.roles`: those are symmetric) and resolves them; a one-line `ConfigError` on a bad mapping. For preflight."""
     from spade_rllib.games.adapter import make_game_factory
-    from spade_rllib.games.ids import LEVEL_KIND, env_kind
+    from spade_rllib.games.ids import LEVEL_KIND
+    from spade_rllib.games.resolved_env import as_resolved
 
     check_spec(spec)
-    kind = env_kind(env_id)
+    env = as_resolved(env)
+    env_id, kind = env.id, env.kind
     if spec is None and kind == LEVEL_KIND:
         return {}
     if spec is not None and kind == "gymnasium":
         raise ConfigError(f"env.roles = {spec!r}: only allowed with a multi-agent env (env.id {env_id!r} is a "
                           "single-agent Gymnasium env)")
-    game = make_game_factory(env_id, kwargs)()
+    game = make_game_factory(env, kwargs)()
     try:
         return game_roles(game, spec, env_id)
     finally:

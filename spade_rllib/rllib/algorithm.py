@@ -1,27 +1,23 @@
-"""`SpadePPO` (PPO + driver components + in-runner evaluation) and `build_algo_config(cfg)`.
-
-`build_algo_config(run_config)` turns the validated `RunConfig` into a `PPOConfig` whose algo class
-is `SpadePPO`, with the trained module "main" (`SpadeModule`), one more per league exploiter
-("main_exploiter_<i>", "league_exploiter_<i>"), and the vectorized `SpadeEnvRunner`. Checkpoints
-hold `learner_group/learner/rl_module/<module>`.
+"""`SpadePPO`: PPO with driver components, per-opponent outcome metrics and in-runner evaluation.
 
 `SpadePPO` adds to PPO, once per iteration (after PPO's own sample -> learn -> weight sync):
   * driver components (`spade_rllib.rllib.components`): drain episode outcomes from all env
     runners, update the components, broadcast their `DriverUpdate`s;
-  * metrics: main's W/D/L per opponent over this iteration's training episodes under
-    "spade/train/<opponent>/win_rate", component metrics ("league/size", "curriculum/difficulty"),
-    and every `evaluation.interval` iterations an evaluation against `evaluation.opponents` under
-    "eval/<opponent>/win_rate" (games played inside the env runners, off the learner);
+  * metrics (`spade_rllib.rllib.metrics`): main's W/D/L per opponent over this iteration's training
+    episodes under "spade/train/<opponent>/win_rate", component metrics ("league/size",
+    "curriculum/difficulty"), and every `evaluation.interval` iterations an evaluation against
+    `evaluation.opponents` under "eval/<opponent>/win_rate" (games played inside the env runners, off the learner);
   * checkpoint state: `get_state()` / `set_state()` carry every component's `state_dict()` under
     "spade_components", so `--resume` and `Algorithm.from_checkpoint` bring them back;
   * env runner restarts: restored runners get every component's full state again;
   * module resets: a component may ask (`DriverContext.reset_module`) for a trained module to be
     re-initialised (a main exploiter after each of its snapshots): fresh weights from a seeded
     init, a fresh optimizer state, pushed to the runners at once.
+
+The `PPOConfig` whose algo class is `SpadePPO` is built by `spade_rllib.rllib.algo_config.build_algo_config`.
 """
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
@@ -30,11 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
-
-from ray.rllib.algorithms.ppo import PPO, PPOConfig
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.core import ALL_MODULES
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.utils.metrics import (
@@ -50,213 +42,35 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
 from spade_rllib.config import RunConfig, parse_config
-from spade_rllib.games import LEVEL_KIND, env_kind
 from spade_rllib.outcome import MAIN
 from spade_rllib.phases import COMPONENT_PREFIX, PhaseClock
 from spade_rllib.rllib.component_registry import build_components
-from spade_rllib.rllib.components import (
-    DriverContext,
-    DriverUpdate,
-    EnvInfo,
-    SelfPlayComponent,
-    counter_means,
-    placeholder_win_rates,
-    win_rates,
-)
-from spade_rllib.games.adapter import game_factory_for
+from spade_rllib.rllib.components import DriverContext, DriverUpdate
+from spade_rllib.rllib.env_description import describe_env
 from spade_rllib.rllib.health import check_losses, check_weights, trained_now
-from spade_rllib.rllib.model_config import model_config_for
-from spade_rllib.rllib.module import SpadeModule
+from spade_rllib.rllib.metrics import counter_means, nest_into, placeholder_win_rates, role_metrics, win_rates
+from spade_rllib.rllib.model_config import learner_module_ids
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
-from spade_rllib.rllib.runner import SpadeEnvRunner
 
 logger = logging.getLogger(__name__)
 
 SAMPLE_TAG = "spade_sample_ahead"
 
 
+# The algo config `build_algo_config` makes holds these three by reference (module and name), and
+# checkpoints pickle that config: they stay in this module so saved checkpoints keep loading.
 def _policy_mapping_fn(agent_id, episode, **kwargs):
     return MAIN
-
-
-def _policy_mapping_fn_for(roles: dict):
-    """RLlib's agent -> module mapping: "main" for every agent, or each agent's `main_<role>`. (The env
-    runner maps agents itself from `RunnerSpec.roles`; RLlib's config gets the same mapping.)"""
-    if not roles:
-        return _policy_mapping_fn
-    from spade_rllib.games.roles import role_module_id
-
-    return functools.partial(_role_policy_mapping, {a: role_module_id(r) for a, r in roles.items()})
 
 
 def _role_policy_mapping(modules: dict, agent_id, episode=None, **kwargs):
     return modules[agent_id]
 
 
-def learner_module_ids(cfg: RunConfig, info: Optional[EnvInfo] = None) -> list[str]:
-    """Trained module ids: one `main_<role>` per role in a role game (`info.roles`); else "main", then
-    the league's main exploiters, then its league exploiters."""
-    if info is not None and info.roles:
-        return list(info.role_modules())
-    if not cfg.league.enabled:
-        return [MAIN]
-    from spade_rllib.league.ids import learner_ids
-
-    return [str(m) for m in learner_ids(cfg.league.main_exploiters, cfg.league.league_exploiters)]
-
-
 def _make_gae_connector(input_observation_space, input_action_space, *, gamma: float, lambda_: float):
     from spade_rllib.rllib.packed import SpadeGAEConnector
 
     return SpadeGAEConnector(input_observation_space, input_action_space, gamma=gamma, lambda_=lambda_)
-
-
-def _learner_class(lean: bool):
-    """SpadePPOLearner (RLlib's PPO math, less work per minibatch: lean_learner.py), or RLlib's stock learner."""
-    if not lean:
-        from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
-
-        return PPOTorchLearner
-    from spade_rllib.rllib.lean_learner import SpadePPOLearner
-
-    return SpadePPOLearner
-
-
-def env_kwargs_for(cfg: RunConfig) -> dict:
-    """Constructor kwargs for one env copy (level games: level_file and difficulty folded in)."""
-    kwargs = dict(cfg.env.kwargs)
-    if env_kind(cfg.env.id) == LEVEL_KIND:
-        if cfg.env.level_file:
-            from spade_rllib.envs import Level
-
-            kwargs["level"] = Level.from_ascii(Path(os.path.expanduser(cfg.env.level_file)).read_text())
-        elif cfg.env.difficulty is not None:
-            kwargs["difficulty"] = cfg.env.difficulty
-    return kwargs
-
-
-def describe_env(cfg: RunConfig) -> EnvInfo:
-    """Build one env copy on the driver to learn spaces, teams and the mask size."""
-    game = game_factory_for(cfg.env.id, env_kwargs_for(cfg), cfg.to_dict()["env"])()
-    window = map_shape = None
-    kind = env_kind(cfg.env.id)
-    if kind == LEVEL_KIND:
-        from spade_rllib.games import game as game_spec
-
-        level_class = game_spec(cfg.env.id).level_class
-        window = tuple(level_class.obs_layout(int(cfg.env.kwargs.get("view_radius", 4)))[0])
-        map_shape = level_class.map_layout(**dict(cfg.env.kwargs))
-    from spade_rllib.games.roles import game_roles
-
-    roles = game_roles(game, cfg.env.roles, cfg.env.id)
-    role_shapes = {}
-    for agent, role in roles.items():
-        role_shapes.setdefault(role, tuple(game.agent_shape(agent)))
-    info = EnvInfo(cfg.env.id, kind, tuple(game.teams), game.num_actions, game.obs_size, game.mask_size, window,
-                   map_shape=None if map_shape is None else tuple(map_shape),
-                   action_space=game.action_space(), roles=roles, role_shapes=role_shapes)
-    close = getattr(game.raw_env, "close", None)
-    if close:
-        close()
-    return info
-
-
-def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore_from: Optional[str] = None) -> PPOConfig:
-    """The RLlib config for a validated `RunConfig` (reusable by sweeps: see `spade_rllib.train`)."""
-    info = describe_env(cfg)
-    import gymnasium as gym
-
-    def spaces(module_id: str) -> tuple:
-        obs_size, _, num_actions = info.module_shape(module_id)
-        obs = gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32)
-        if not info.roles and info.action_space is not None:
-            return obs, info.action_space  # Discrete, or a continuous game's flat Box
-        return obs, gym.spaces.Discrete(num_actions)
-
-    learners = learner_module_ids(cfg, info)
-    if info.roles and (cfg.league.main_exploiters or cfg.league.league_exploiters):
-        from spade_rllib.validation import ConfigError
-
-        raise ConfigError(f"league.main_exploiters = {cfg.league.main_exploiters}: exploiters are not supported in a "
-                          f"role game ({cfg.env.id} has roles {', '.join(info.role_shapes)}); set them to 0")
-    obs_space, act_space = spaces(learners[0])
-    spec = MultiRLModuleSpec(
-        rl_module_specs={
-            module_id: RLModuleSpec(module_class=SpadeModule, observation_space=spaces(module_id)[0],
-                                    action_space=spaces(module_id)[1],
-                                    model_config=model_config_for(cfg, info, module_id))
-            for module_id in learners
-        }
-    )
-    a, t, r = cfg.agent, cfg.training, cfg.resources
-    num_learners = r.num_learners
-    spade = RunnerSpec(
-        run_config=cfg.to_dict(),
-        env_id=cfg.env.id,
-        env_kwargs=env_kwargs_for(cfg),
-        seed=cfg.experiment.seed,
-        # Local learner: ship experience packed and run SpadeGAEConnector (see packed.py). Remote
-        # learners shard episodes, which needs RLlib's SingleAgentEpisodes and default connectors.
-        packed=num_learners == 0,
-        level_pool=cfg.env.level_pool if (env_kind(cfg.env.id) == LEVEL_KIND and not cfg.env.level_file) else 0,
-        random_opening_plies=cfg.env.random_opening_plies,
-        eval_random_opening_plies=cfg.evaluation.random_opening_plies,
-        learners=tuple(learners),
-        roles=dict(info.roles),
-        runinfo=runinfo,
-        restore_from=restore_from,
-        # Runners start with the config's self-play plan (the driver re-broadcasts it, or the league's).
-        opponent_plan=SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, cfg.experiment.seed).plan,
-    ).to_dict()
-    config = (
-        PPOConfig(algo_class=SpadePPO)
-        .environment(env=None, env_config={RUNNER_SPEC_KEY: spade}, observation_space=obs_space, action_space=act_space)
-        .framework("torch")
-        .env_runners(
-            env_runner_cls=SpadeEnvRunner,
-            num_env_runners=t.num_env_runners,
-            num_envs_per_env_runner=t.num_envs_per_runner,
-            num_cpus_per_env_runner=r.num_cpus_per_env_runner,
-            rollout_fragment_length="auto",
-            merge_env_runner_states=False,
-            broadcast_env_runner_states=False,
-            sample_timeout_s=600.0,
-            # Weight syncs and driver updates queue behind an in-flight sample-ahead request.
-            max_requests_in_flight_per_env_runner=8,
-        )
-        .multi_agent(policies=set(learners), policy_mapping_fn=_policy_mapping_fn_for(info.roles),
-                     policies_to_train=list(learners))
-        .rl_module(rl_module_spec=spec)
-        .training(
-            lr=a.lr,
-            gamma=a.gamma,
-            lambda_=a.lambda_,
-            clip_param=a.clip,
-            vf_clip_param=a.vf_clip,
-            entropy_coeff=a.entropy,
-            vf_loss_coeff=a.vf_coeff,
-            use_kl_loss=a.kl_coeff > 0,
-            kl_coeff=a.kl_coeff,
-            grad_clip=a.grad_clip,
-            grad_clip_by="global_norm",
-            num_epochs=a.epochs,
-            # RLlib's batch sizes are per learner; the config's are global: with N data-parallel
-            # learners (gradients averaged) each takes 1/N of the batch and of every minibatch.
-            minibatch_size=max(1, a.minibatch_size // max(1, num_learners)),
-            train_batch_size_per_learner=max(1, a.train_batch_size // max(1, num_learners)),
-        )
-        .learners(num_learners=num_learners, num_gpus_per_learner=r.num_gpus_per_learner,
-                  learner_class=_learner_class(t.lean_learner),
-                  num_cpus_per_learner=r.num_cpus_per_learner if num_learners else 1,
-                  # Local learner: runners ship PackedEpisodes and SpadeGAEConnector is the whole pipeline.
-                  add_default_connectors_to_learner_pipeline=num_learners > 0,
-                  learner_connector=(None if num_learners > 0 else
-                                     functools.partial(_make_gae_connector, gamma=a.gamma, lambda_=a.lambda_)))
-        .debugging(seed=cfg.experiment.seed, log_level="WARN")
-        .fault_tolerance(restart_failed_env_runners=True)
-        .reporting(metrics_num_episodes_for_smoothing=100)
-    )
-    return config
 
 
 class SpadePPO(PPO):
@@ -432,17 +246,17 @@ class SpadePPO(PPO):
             if key.startswith("train/") and key not in metrics:
                 metrics[key] = 0.0 if key.endswith("/games") else math.nan
         self._spade_metrics.update(metrics)
-        _nest_into(results, self._spade_metrics)
-        _nest_into(results, self._last_eval)
+        nest_into(results, self._spade_metrics)
+        nest_into(results, self._last_eval)
         if self.heldout is not None:
             with clock.phase("heldout"):
-                _nest_into(results, self.heldout.step(self.iteration + 1, self.main_weights))
-        _nest_into(results, {f"learners/{self._first_module}/trained_with/{k}": v for k, v in trained_with.items()})
+                nest_into(results, self.heldout.step(self.iteration + 1, self.main_weights))
+        nest_into(results, {f"learners/{self._first_module}/trained_with/{k}": v for k, v in trained_with.items()})
         driver_s = time.perf_counter() - t0
         results.setdefault("spade", {})["driver_s"] = driver_s
         # The checkpoint Tune wrote after the previous iteration, charged to this one (its wall time
         # falls between two steps, outside `driver_s`).
-        _nest_into(results, {f"spade/phase_s/{k}": v for k, v in clock.pop(driver_s + clock.seconds.get("checkpoint", 0.0)).items()})
+        nest_into(results, {f"spade/phase_s/{k}": v for k, v in clock.pop(driver_s + clock.seconds.get("checkpoint", 0.0)).items()})
         return results
 
     def evaluate_main(self, opponents: list, games: int, greedy: bool = False, levels: Optional[list] = None,
@@ -683,35 +497,6 @@ def _reapply_config_lr(learner) -> None:
             learner._set_optimizer_lr(optimizer, float(schedule.get_current_value()))
 
 
-def role_metrics(outcomes: list, prefix: str, opponents: Optional[list] = None) -> dict:
-    """A role main's W/D/L per opponent (`win_rates`) plus its mean return, per opponent and over all
-    (`<prefix>/return_mean`, `<prefix>/episodes`): role games are read by their returns."""
-    out = win_rates(outcomes, prefix)
-    by_opponent: dict[str, list[float]] = {str(o): [] for o in (opponents or [])}
-    for o in outcomes:
-        by_opponent.setdefault(str(o.opponent), []).append(float(o.learner_return))
-    for opp, values in by_opponent.items():
-        out[f"{prefix}/{opp}/return_mean"] = float(np.mean(values)) if values else math.nan
-    every = [float(o.learner_return) for o in outcomes]
-    out[f"{prefix}/return_mean"] = float(np.mean(every)) if every else math.nan
-    out[f"{prefix}/episodes"] = float(len(every))
-    return out
-
-
-def _nest_into(results: dict, flat: dict) -> None:
-    """Put "a/b/c" keys into results["a"]["b"]["c"] (Tune flattens them back to "a/b/c")."""
-    for key, value in flat.items():
-        parts = key.split("/")
-        node = results
-        for p in parts[:-1]:
-            nxt = node.get(p)
-            if not isinstance(nxt, dict):
-                nxt = {}
-                node[p] = nxt
-            node = nxt
-        node[parts[-1]] = float(value) if isinstance(value, (int, float, np.floating, np.integer)) else value
-
-
 def _write_runinfo(logdir: Path, runinfo: dict, cfg: RunConfig) -> None:
     from spade_rllib.config import dump_config
 
@@ -720,9 +505,3 @@ def _write_runinfo(logdir: Path, runinfo: dict, cfg: RunConfig) -> None:
     (logdir / "runinfo.json").write_text(json.dumps(runinfo, indent=2, sort_keys=True, default=str))
 
 
-def main_win_rate(result: dict, opponent: str = "random", prefix: str = "eval") -> float:
-    """Main's win rate vs `opponent` in a (nested) result dict, NaN when absent."""
-    try:
-        return float(result[prefix][opponent]["win_rate"])
-    except (KeyError, TypeError):
-        return math.nan

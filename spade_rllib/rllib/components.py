@@ -22,15 +22,13 @@ values) from the first iteration on, so their columns exist in progress.csv.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
-import numpy as np
 
 from spade_rllib.config import RunConfig
 from spade_rllib.outcome import BOT_PREFIX
-from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
+from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR, RANDOM, DriverUpdate, OpponentPlan
 
 COPLAYER_PRIORITY = "coplayer_priority"
@@ -148,81 +146,6 @@ def make_self_play_component(cfg: RunConfig, info: EnvInfo) -> Optional[SelfPlay
     return SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, seed=cfg.experiment.seed)
 
 
-def outcome_summary(outcomes: Iterable[EpisodeOutcome]) -> dict:
-    """The learner's W/D/L per opponent: {opponent: (wins, draws, losses)} (one-team records skipped)."""
-    table: dict[str, list[int]] = {}
-    for outcome in map(EpisodeOutcome.of, outcomes):
-        result = outcome.learner_result
-        if result is None:
-            continue
-        table.setdefault(str(outcome.opponent), [0, 0, 0])[RESULTS.index(result)] += 1
-    return {k: tuple(v) for k, v in table.items()}
-
-
-def win_rates(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
-    """Flat metrics {prefix/<opp>/win_rate, draw_rate, loss_rate, score, games, mean_length}; score = win + draw/2."""
-    outcomes = [EpisodeOutcome.of(o) for o in outcomes]
-    out: dict[str, Any] = {}
-    lengths: dict[str, list[int]] = {}
-    for outcome in outcomes:
-        lengths.setdefault(str(outcome.opponent), []).append(outcome.length)
-    for opp, (w, d, l) in outcome_summary(outcomes).items():
-        n = max(1, w + d + l)
-        out[f"{prefix}/{opp}/win_rate"] = w / n
-        out[f"{prefix}/{opp}/draw_rate"] = d / n
-        out[f"{prefix}/{opp}/loss_rate"] = l / n
-        out[f"{prefix}/{opp}/score"] = (w + 0.5 * d) / n
-        out[f"{prefix}/{opp}/games"] = w + d + l
-        ls = lengths.get(opp, [])
-        out[f"{prefix}/{opp}/mean_length"] = sum(ls) / len(ls) if ls else math.nan
-    return out
-
-
-TEAM = "team"
-"""Metric key of a one-team (cooperative or single-agent) game's evaluation: `<prefix>/team/...`."""
-
-
-def team_returns(outcomes: Iterable[EpisodeOutcome], prefix: str) -> dict:
-    """A one-team game's evaluation as flat metrics {prefix/team/return_mean, return_ci95, games,
-    mean_length, success_rate (only when the env reported success)}: no winner, no W/D/L."""
-    outcomes = [EpisodeOutcome.of(o) for o in outcomes]
-    returns = np.asarray([o.learner_return for o in outcomes], np.float64)
-    n = len(returns)
-    out: dict[str, Any] = {f"{prefix}/{TEAM}/games": n}
-    out[f"{prefix}/{TEAM}/return_mean"] = float(returns.mean()) if n else math.nan
-    out[f"{prefix}/{TEAM}/return_ci95"] = float(1.96 * returns.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    out[f"{prefix}/{TEAM}/mean_length"] = float(np.mean([o.length for o in outcomes])) if n else math.nan
-    flags = [o.success for o in outcomes if o.success is not None]
-    if flags:
-        out[f"{prefix}/{TEAM}/success_rate"] = sum(flags) / len(flags)
-    return out
-
-
-def counter_means(outcomes: Iterable[EpisodeOutcome], prefix: str = "counters") -> dict:
-    """Per-episode means of the env's counters (CTF: tags, flag_pickups, captures), learner's side and
-    the opponents': {prefix/<name>, prefix/<name>_opponent}; only counters some episode reported."""
-    sums: dict[str, list[float]] = {}
-    n = 0
-    for outcome in map(EpisodeOutcome.of, outcomes):
-        n += 1
-        for name in outcome.counters:
-            mine, theirs = outcome.counter(name)
-            row = sums.setdefault(name, [0.0, 0.0])
-            row[0] += mine
-            row[1] += theirs
-    return {k: v for name, (mine, theirs) in sums.items()
-            for k, v in ((f"{prefix}/{name}", mine / n), (f"{prefix}/{name}_opponent", theirs / n))}
-
-
-def placeholder_win_rates(opponents: list, prefix: str) -> dict:
-    """NaN entries for every opponent so progress.csv has the columns from iteration 1."""
-    out = {}
-    for opp in opponents:
-        for k in ("win_rate", "draw_rate", "loss_rate", "score", "games", "mean_length"):
-            out[f"{prefix}/{opp}/{k}"] = math.nan
-    return out
-
-
 __all__ = [
     "BOT_PREFIX",
     "DriverComponent",
@@ -231,8 +154,4 @@ __all__ = [
     "EnvInfo",
     "SelfPlayComponent",
     "make_self_play_component",
-    "counter_means",
-    "outcome_summary",
-    "placeholder_win_rates",
-    "win_rates",
 ]

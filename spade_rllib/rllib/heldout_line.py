@@ -54,7 +54,7 @@ def size_class_metrics(records: Sequence[Any], sizes: Mapping[str, tuple[int, in
     """From outcome records of held-out games (`heldout_level` set) and {map: (height, width)}:
     `final_heldout_size/<class>/<opponent>/...` (win_rates), `final_heldout_size/<class>/levels` and
     `final_heldout_map/<map>/<opponent>/{score, games}`."""
-    from spade_rllib.rllib.components import win_rates
+    from spade_rllib.rllib.metrics import win_rates
 
     out: dict[str, Any] = {}
     for key, *_ in SIZE_CLASSES:
@@ -158,7 +158,7 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
     map names) for main's `weights` on the held-out maps up to `max_size`; with `navigation_all`, also
     `final_heldout_all/still/...` and `final_heldout_all/levels`: the still team on every map; with
     `size_opponents`, `size_class_metrics` of those opponents on every map (`size_games` per map and seat)."""
-    from spade_rllib.rllib.components import win_rates
+    from spade_rllib.rllib.metrics import win_rates
     from spade_rllib.rllib.runner import SpadeEnvRunner
 
     config = algo_config.copy(copy_frozen=False)
@@ -243,7 +243,7 @@ def run_final_heldout(cfg: Any, checkpoint: str) -> Optional[dict]:
     from ray.rllib.core.rl_module.rl_module import RLModule
 
     from spade_rllib.checkpoint_layout import module_dir
-    from spade_rllib.rllib.algorithm import build_algo_config
+    from spade_rllib.rllib.algo_config import build_algo_config
 
     weights = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN))).get_state()
     return final_heldout_evaluation(build_algo_config(cfg), weights, ev.final_heldout_levels, ev.final_heldout_max_size,

@@ -1,11 +1,27 @@
-"""`model_config_for`: the `SpadeModule` model config of one trained module of a run (its architecture from
-`agent.model`, its mask size and map layout from the env). Used by the algorithm's module specs and by driver
-components that build a copy of main's module (the exploitability component)."""
+"""The trained modules of a run (`learner_module_ids`) and each one's `SpadeModule` model config
+(`model_config_for`: its architecture from `agent.model`, its mask size and map layout from the env). Used
+by the algorithm's module specs, the checks before Ray and driver components that build a copy of main's
+module (the exploitability component). `check_modules_fit_memory(cfg, info)`: before Ray, the run's modules
+against this machine's memory (`preflight.check_model_memory` over these model configs)."""
 from __future__ import annotations
+
+from typing import Optional
 
 from spade_rllib.config import RunConfig
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.components import EnvInfo
+
+
+def learner_module_ids(cfg: RunConfig, info: Optional[EnvInfo] = None) -> list[str]:
+    """Trained module ids: one `main_<role>` per role in a role game (`info.roles`); else "main", then
+    the league's main exploiters, then its league exploiters."""
+    if info is not None and info.roles:
+        return list(info.role_modules())
+    if not cfg.league.enabled:
+        return [MAIN]
+    from spade_rllib.league.ids import learner_ids
+
+    return [str(m) for m in learner_ids(cfg.league.main_exploiters, cfg.league.league_exploiters)]
 
 
 def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> dict:
@@ -27,4 +43,12 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
     return out
 
 
-__all__ = ["model_config_for"]
+def check_modules_fit_memory(cfg: RunConfig, info: EnvInfo, memory: Optional[int] = None) -> None:
+    """`preflight.check_model_memory` for the trained modules this run builds (one-line `ConfigError`)."""
+    from spade_rllib.preflight import check_model_memory
+
+    check_model_memory(cfg, model_config_for(cfg, info), info.obs_size, info.num_actions, len(learner_module_ids(cfg, info)),
+                       memory=memory)
+
+
+__all__ = ["check_modules_fit_memory", "learner_module_ids", "model_config_for"]

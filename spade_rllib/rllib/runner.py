@@ -58,6 +58,7 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.outcome import MAIN, EpisodeOutcome
 from spade_rllib.games.adapter import Game, game_factory_for
+from spade_rllib.games.resolved_env import read_env_id
 from spade_rllib.games.roles import role_module_id, role_names
 from spade_rllib.rllib.action_sampling import sample_actions, sample_gaussian, single_torch_thread
 from spade_rllib.rllib.episode_output import EpisodeOutput, SpadeSingleAgentEpisode
@@ -87,8 +88,9 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
         spec = self.spec
         env_id, env_kwargs = spec.env_id, spec.env_kwargs
         env_section = (spec.run_config or {}).get("env")  # teams, mode, api
-        self._make_game: Callable[[], Game] = game_factory_for(env_id, env_kwargs, env_section, spec.random_opening_plies)
-        self._make_eval_game: Callable[[], Game] = game_factory_for(env_id, env_kwargs, env_section,
+        self.resolved_env = env = read_env_id(env_id, strict=False)  # read once: both factories, the level pool
+        self._make_game: Callable[[], Game] = game_factory_for(env, env_kwargs, env_section, spec.random_opening_plies)
+        self._make_eval_game: Callable[[], Game] = game_factory_for(env, env_kwargs, env_section,
                                                                     spec.eval_random_opening_plies)
         self._base_seed = spec.seed * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
         self._rng = np.random.default_rng([spec.seed, self.worker_index, 17])
@@ -149,7 +151,6 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
         if not size or not game.is_level_game or kwargs.get("level") is not None:
             return None
         from spade_rllib.envs import Knobs, knobs_for_difficulty
-        from spade_rllib.games import game as game_spec
 
         knobs = kwargs.get("knobs")
         if isinstance(knobs, dict):
@@ -158,7 +159,7 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
             knobs = knobs_for_difficulty(float(kwargs.get("difficulty", 5.0)), family=kwargs.get("family"),
                                          agents_per_team=int(kwargs.get("agents_per_team") or 1))
         seeds = np.random.default_rng([self.spec.seed, self.worker_index, 23]).integers(2**31 - 1, size=size)
-        generate = game_spec(self.spec.env_id).level_generator
+        generate = self.resolved_env.spec.level_generator
         return [generate(knobs, int(s)) for s in seeds]
 
     def make_module(self) -> None:

@@ -17,7 +17,8 @@ import copy
 import math
 from typing import Any, Optional
 
-from spade_rllib.rllib.algorithm import SpadePPO, build_algo_config
+from spade_rllib.rllib.algo_config import build_algo_config
+from spade_rllib.rllib.algorithm import SpadePPO
 from spade_rllib.sweeps.sweep_spec import trial_run_config
 from spade_rllib.run_setup import result_value
 
