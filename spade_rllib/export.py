@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from spade_rllib.atomic_io import atomic_path
+from spade_rllib.atomic_io import atomic_path, write_text
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.league_player import league_mode
 from spade_rllib.policy import DEFAULT_MODULE_ID, Policy, PolicyLoadError, load_policy
@@ -248,6 +248,35 @@ def check_recurrent_episode(policy: Policy, path: str | Path, observations: Sequ
     return worst
 
 
+def export_league(policy, out_dir: str | Path, opset: int = OPSET, check: bool = True):
+    """Write the league as one player (a `MixturePolicy`) into the directory `out_dir` (`spade_rllib.league_export` says
+    what each file holds); returns its `LeagueExport`."""
+    from spade_rllib.league_export import (
+        AVERAGE_POLICY_FILE, FORMAT, HOW_TO_PLAY, MIXTURE_FILE, VERSION, LeagueExport, member_file, write_average_policy,
+    )
+    from spade_rllib.league_player import openspiel_game
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    members = []
+    for m in policy.members:
+        entry = {"member": m.member, "weight": round(float(m.weight), 12), "onnx": None}
+        if m.policy is not None:
+            path = export_onnx(m.policy, out / member_file(m.member), opset=opset)
+            entry["onnx"] = path.name
+            if check:
+                entry["max_abs_diff_vs_torch"] = check_exported(m.policy, path)
+        members.append(entry)
+    average = None
+    if policy.table is not None:
+        average = write_average_policy(openspiel_game(policy.env_id), policy.table, out / AVERAGE_POLICY_FILE)
+    manifest = {"format": FORMAT, "version": VERSION, "module": policy.module_id, "mode": policy.mode,
+                "env_id": policy.env_id, "checkpoint": str(policy.checkpoint or ""), "members": members,
+                "average_policy": average.name if average is not None else None, "how_to_play": HOW_TO_PLAY}
+    write_text(out / MIXTURE_FILE, json.dumps(manifest, indent=1) + "\n")  # last: its presence means whole
+    return LeagueExport(out, tuple(members), average)
+
+
 def check_exported(policy: Policy, out: str | Path) -> float:
     """The largest absolute difference between onnxruntime's outputs of `out` and torch's (a recurrent module:
     over a whole episode, each carrying its own state)."""
@@ -306,8 +335,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if league_mode(args.module) is not None:
-        from spade_rllib.league_export import export_league
-
         written = export_league(policy, args.out, opset=args.opset, check=args.check)
         print(json.dumps({"out": str(written.out_dir), "module": policy.module_id, "members": list(written.members),
                           "average_policy": str(written.average_policy) if written.average_policy else None}))

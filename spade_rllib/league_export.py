@@ -1,4 +1,5 @@
-"""Export the league as one player: `python -m spade_rllib.export --module league:<mode> --out DIR`.
+"""The files of the league exported as one player (`python -m spade_rllib.export --module league:<mode> --out DIR`,
+written by `spade_rllib.export.export_league`).
 
 A mixture is not one network, so its export is a directory:
 
@@ -41,7 +42,7 @@ HOW_TO_PLAY = ("draw one member per game with probability `weight` and let it pl
 
 @dataclass(frozen=True)
 class LeagueExport:
-    """What `export_league` wrote."""
+    """What `spade_rllib.export.export_league` wrote."""
 
     out_dir: Path
     members: tuple[dict, ...]
@@ -60,33 +61,6 @@ def is_league_export(path: str | Path) -> bool:
 def member_file(member: str) -> str:
     """The ONNX file name of a member (member ids are [A-Za-z0-9_:-]; anything else becomes '_')."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", member) + ".onnx"
-
-
-def export_league(policy, out_dir: str | Path, opset: int, check: bool = True) -> LeagueExport:
-    """Write the `MixturePolicy` `policy` into `out_dir` (see the module docstring); returns what was written."""
-    from spade_rllib.export import check_exported, export_onnx
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    members = []
-    for m in policy.members:
-        entry = {"member": m.member, "weight": round(float(m.weight), 12), "onnx": None}
-        if m.policy is not None:
-            path = export_onnx(m.policy, out / member_file(m.member), opset=opset)
-            entry["onnx"] = path.name
-            if check:
-                entry["max_abs_diff_vs_torch"] = check_exported(m.policy, path)
-        members.append(entry)
-    average = None
-    if policy.table is not None:
-        from spade_rllib.league_player import openspiel_game
-
-        average = write_average_policy(openspiel_game(policy.env_id), policy.table, out / AVERAGE_POLICY_FILE)
-    manifest = {"format": FORMAT, "version": VERSION, "module": policy.module_id, "mode": policy.mode,
-                "env_id": policy.env_id, "checkpoint": str(policy.checkpoint or ""), "members": members,
-                "average_policy": average.name if average is not None else None, "how_to_play": HOW_TO_PLAY}
-    write_text(out / MIXTURE_FILE, json.dumps(manifest, indent=1) + "\n")  # last: its presence means whole
-    return LeagueExport(out, tuple(members), average)
 
 
 def write_average_policy(game_name: str, table: np.ndarray, path: Path) -> Path:
@@ -109,5 +83,5 @@ def read_average_policy(path: str | Path) -> tuple[str, dict[str, list[float]]]:
     return body["game"], body["policy"]
 
 
-__all__ = ["AVERAGE_POLICY_FILE", "FORMAT", "LeagueExport", "MIXTURE_FILE", "export_league", "is_league_export",
+__all__ = ["AVERAGE_POLICY_FILE", "FORMAT", "HOW_TO_PLAY", "LeagueExport", "MIXTURE_FILE", "VERSION", "is_league_export",
            "member_file", "read_average_policy", "write_average_policy"]

@@ -19,7 +19,7 @@ FLOORS: dict[str, int] = {
     "spade_rllib.bots": 2,
     "spade_rllib.games": 3,
     "spade_rllib.curriculum": 4, "spade_rllib.league": 4,
-    "spade_rllib.config": 5, "spade_rllib.policy": 5, "spade_rllib.checkpoint_layout": 5, "spade_rllib.league_player": 5, "spade_rllib.exploitability_report": 5,
+    "spade_rllib.config": 5, "spade_rllib.policy": 5, "spade_rllib.checkpoint_layout": 5, "spade_rllib.league_player": 5, "spade_rllib.league_export": 5, "spade_rllib.exploitability_report": 5,
     "spade_rllib.runinfo": 5, "spade_rllib.preflight": 5, "spade_rllib.checkpoint_guard": 5,
     "spade_rllib.rllib": 6,
     "spade_rllib.train": 7, "spade_rllib.run_summary": 7, "spade_rllib.run_setup": 7, "spade_rllib.tune": 7, "spade_rllib.evaluate": 7, "spade_rllib.export": 7,
