@@ -256,7 +256,7 @@ def check_heldout_levels(paths: list, env_id: str, key: str = "evaluation.heldou
     the file), and with `max_size` at least one map has at most that many rows and columns."""
     if not paths:
         return
-    from spade_rllib.curriculum.heldout_levels import heldout_map_files, load_heldout_levels
+    from spade_rllib.curriculum.heldout_maps import heldout_map_files, load_heldout_levels
 
     try:
         files = heldout_map_files(paths)

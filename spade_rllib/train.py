@@ -17,7 +17,7 @@
   weights, env and model fit the config. Iterations, env-step counters and league/curriculum state continue;
   `training.stop.time_s` counts the new session only.
 
-The command line over `spade_rllib.run_setup` (stop criteria, Tune configs, the trainable,
+The command line over `spade_rllib.tuner_inputs` (stop criteria, Tune configs, the trainable,
 `result_value`), which sweeps, `tune.py` and the benches import.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from spade_rllib.cli import add_debug_flag, cli_entry, config_error, one_line
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
-from spade_rllib.run_setup import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
+from spade_rllib.tuner_inputs import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
                                    stop_criteria, storage_uri_or_path, trainable_and_param_space)
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
@@ -345,7 +345,7 @@ def main(argv=None) -> int:
     except ConfigError as e:
         return config_error(e, argv)
 
-    from spade_rllib.runinfo import collect_runinfo
+    from spade_rllib.provenance import collect_runinfo
 
     runinfo = collect_runinfo(cfg.experiment.seed, cfg.source_path, extra={"resumed_from": checkpoint})
     try:
@@ -532,7 +532,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
                                   + ", ".join(f"{o} {s:.2f}" for o, s in scores.items())):
                 print(line)
         if cfg.evaluation.final_heldout_levels:  # the held-out line: main on maps it never trained on
-            from spade_rllib.rllib.heldout_line import heldout_line, navigation_line, run_final_heldout, size_lines
+            from spade_rllib.rllib.final_heldout_eval import heldout_line, navigation_line, run_final_heldout, size_lines
 
             try:
                 held = run_final_heldout(cfg, ckpt) or {}

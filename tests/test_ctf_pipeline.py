@@ -116,7 +116,7 @@ def test_counter_means():
 
 
 def test_play_heldout_against_the_ladder():
-    from spade_rllib.rllib.heldout_eval import heldout_opponents, play_heldout
+    from spade_rllib.rllib.periodic_heldout_eval import heldout_opponents, play_heldout
     from spade_rllib.rllib.runner import MAIN
 
     algo_config, runner = _runner(tiny(evaluation={"interval": 1, "heldout_levels": SMALL_MAPS, "heldout_games": 2}))

@@ -38,7 +38,7 @@ import gymnasium as gym
 import numpy as np
 
 from spade_rllib.games.catalog import make_env
-from spade_rllib.games.ids import LEVEL_KIND, env_api, env_kind, make_raw_env, module_object, resolve_env
+from spade_rllib.games.env_ids import LEVEL_KIND, env_api, env_kind, make_raw_env, module_object, resolve_env
 from spade_rllib.games.spaces import UnsupportedSpace, check_action_space, check_env_action_spaces
 from spade_rllib.games.teams import Teams, resolve_teams
 

@@ -100,7 +100,7 @@ def learner_module_ids(cfg: RunConfig, info: Optional[EnvInfo] = None) -> list[s
         return list(info.role_modules())
     if not cfg.league.enabled:
         return [MAIN]
-    from spade_rllib.league.ids import learner_ids
+    from spade_rllib.league.member_ids import learner_ids
 
     return [str(m) for m in learner_ids(cfg.league.main_exploiters, cfg.league.league_exploiters)]
 
@@ -277,7 +277,7 @@ class SpadePPO(PPO):
         self._pending_outcomes: list = []
         self._reset_modules: set = set()  # modules re-initialised since the in-flight samples were launched
         self._last_eval: dict = self._eval_placeholders("eval") if self.run_config.evaluation.interval else {}
-        from spade_rllib.rllib.heldout_eval import make_heldout_evaluator
+        from spade_rllib.rllib.periodic_heldout_eval import make_heldout_evaluator
 
         self.heldout = make_heldout_evaluator(self.run_config, config, self.env_info)  # held-out maps, in a Ray task
         self._spade_metrics: dict = {}

@@ -56,7 +56,7 @@ SEED_KEY = "experiment.seed"
 
 # Metric keys tried, in order, by `metric.name: auto` (the first one the algorithm reports wins).
 # First the held-out ladder score: main's score (win + draw/2) on the held-out maps, averaged over
-# the scripted bots (`rllib/heldout_eval.py`); it needs `evaluation.heldout_levels`, which the
+# the scripted bots (`rllib/periodic_heldout_eval.py`); it needs `evaluation.heldout_levels`, which the
 # shipped sweeps turn on. The eval win rate against `random` saturates within minutes and cannot
 # rank trials; the score (not the win rate) because two perfect racers draw on MazeRace's fair maps.
 HELDOUT_CANDIDATES = (
