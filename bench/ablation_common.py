@@ -55,7 +55,7 @@ def base_config(env_id: str, seed: int) -> dict:
         # quickstart.yaml's measured CTF settings: small batches, many updates per minute
         "agent": {"lr": 0.001, "gamma": 0.99, "lambda_": 0.95, "entropy": 0.01, "epochs": 2,
                   "minibatch_size": 2048, "train_batch_size": 4096,
-                  "model": {"kind": "mlp", "hidden": [128, 128], "activation": "tanh", "vf_share_layers": True}},
+                  "model": {"encoder": "mlp", "hidden": [128, 128], "activation": "tanh", "vf_share_layers": True}},
         "self_play": {"mode": "mirror"},
         "training": {"num_env_runners": 0, "num_envs_per_runner": 64},
         "evaluation": {"interval": 0},

@@ -52,7 +52,7 @@ FIXED = "fixed"
 # The quickstart's layout with the MLP [128, 128] (stock RLlib's row is configured alike; quickstart's own LSTM
 # costs it ~2x, inside its over_fixed ratio).
 FIXED_OVERRIDES = ("curriculum.enabled=false", "evaluation.interval=0", "env.difficulty=4",
-                   "agent.model.use_lstm=false", "agent.model.hidden=[128,128]")
+                   "agent.model.memory=none", "agent.model.hidden=[128,128]")
 WARMUP_ITERS = 2
 
 

@@ -11,7 +11,7 @@ one env copy with every live agent acting):
   train_sps                    full `SpadePPO.train()` iterations with the config (quickstart: mirror
                                self-play + 20% vs random, 1 env runner x 64 envs, sample-ahead);
   sample_sps                   the same algorithm's runners sampling train batches, no learning;
-  lstm_train_sps               the same config with a recurrent main (`agent.model.use_lstm`, LSTM
+  lstm_train_sps               the same config with a recurrent main (`agent.model.memory: lstm`, LSTM
                                `--lstm-cell`, max_seq_len 32), right after train_sps (same load);
                                lstm_over_mlp = lstm_train_sps / train_sps, target >= 0.5
                                (lstm_target_met); lstm_learner_only_sps its learner alone;
@@ -85,7 +85,7 @@ TARGET_SPS = 20_000  # issue 17: league + curriculum, 1v1, 2 CPUs, no other load
 LSTM_TARGET_RATIO = 0.5  # LSTM main trains at >= half the MLP's env steps/s (same config, same run)
 # The throughput layout for 2 CPUs (docs/performance.md): 2 env runners x 128 envs each.
 FAST_LAYOUT = ("training.num_env_runners=2", "training.num_envs_per_runner=128")
-MLP_MODEL = ("agent.model.use_lstm=false", "agent.model.hidden=[128,128]")  # the rows' model (quickstart ships an LSTM)
+MLP_MODEL = ("agent.model.memory=none", "agent.model.hidden=[128,128]")  # the rows' model (quickstart ships an LSTM)
 SCALING = ("runners", "league", "levels", "2v2")
 
 
@@ -452,7 +452,7 @@ def main() -> None:
                train_detail=res["detail"])
 
     if not args.skip_lstm:  # right after the MLP row: same load
-        lstm_set = ["agent.model.use_lstm=true", f"agent.model.lstm_cell_size={args.lstm_cell}", "agent.model.max_seq_len=32"]
+        lstm_set = ["agent.model.memory=lstm", f"agent.model.lstm_cell_size={args.lstm_cell}", "agent.model.max_seq_len=32"]
         lstm = ours(load_config(args.config, [*overrides, *lstm_set]), args.seconds, sample=False, learner=True)
         say("ours, LSTM", lstm, "lstm")
         bf16 = ours(load_config(args.config, [*overrides, *lstm_set, "agent.model.train_bf16=true"]), args.seconds,

@@ -2,7 +2,7 @@
 `LearnerTrajectory` (a learner agent's transitions not yet emitted as an episode chunk). Both are slotted
 dataclasses: the sampler reads and writes them on every env step.
 
-Recurrent networks (`use_lstm`): each lane keeps one hidden state per agent seat (`LaneStates.state`,
+Recurrent networks (`agent.model.memory: lstm`): each lane keeps one hidden state per agent seat (`LaneStates.state`,
 flat rows [h, c]) for whichever network controls that seat; the learner's trajectories record the
 state each step acted from (`LearnerTrajectory.states`) and the previous action and reward.
 """

@@ -3,16 +3,26 @@
 components that build a copy of main's module (the exploitability component)."""
 from __future__ import annotations
 
-from spade_rllib.config import RunConfig
+from spade_rllib.config import MEMORY_LSTM, RunConfig
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.components import EnvInfo
 
 
+MODULE_KEY_SOURCES = {"kind": "encoder", "use_lstm": "memory"}
+"""Module model_config keys (RLlib's DefaultModelConfig naming, as checkpoints store them) whose `agent.model`
+key is spelled otherwise: `kind` holds the encoder, `use_lstm: True` is `memory: lstm`."""
+
+
+def config_key(module_key: str) -> str:
+    """The `agent.model` key a module model_config key comes from."""
+    return MODULE_KEY_SOURCES.get(module_key, module_key)
+
+
 def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> dict:
     m = cfg.agent.model
-    out = {"kind": m.kind, "hidden": list(m.hidden), "activation": m.activation, "vf_share_layers": m.vf_share_layers,
+    out = {"kind": m.encoder, "hidden": list(m.hidden), "activation": m.activation, "vf_share_layers": m.vf_share_layers,
            "mask_size": info.module_shape(module_id)[1]}
-    if m.kind == "cnn":
+    if m.encoder == "cnn":
         out["window_shape"] = list(info.window_shape)
         out["cnn_channels"] = list(m.cnn_channels)
     if m.map_channels and info.map_shape:  # the memory map gets convolutions of its own
@@ -21,10 +31,10 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
         out["train_bf16"] = True
     if info.action_space is not None and not hasattr(info.action_space, "n"):  # Box: a Gaussian head
         out["log_std_init"] = float(m.log_std_init)
-    if m.use_lstm:
+    if m.memory == MEMORY_LSTM:
         out.update(use_lstm=True, lstm_cell_size=m.lstm_cell_size, max_seq_len=m.max_seq_len,
                    lstm_use_prev_action=m.lstm_use_prev_action, lstm_use_prev_reward=m.lstm_use_prev_reward)
     return out
 
 
-__all__ = ["model_config_for"]
+__all__ = ["MODULE_KEY_SOURCES", "config_key", "model_config_for"]

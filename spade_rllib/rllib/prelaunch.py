@@ -157,7 +157,9 @@ def model_differences(saved: dict, want: dict) -> list[str]:
 
 
 def _config_key(key: str) -> str:
-    return key if key in DERIVED_KEYS else f"agent.model.{key}"
+    from spade_rllib.rllib.model_config import config_key
+
+    return key if key in DERIVED_KEYS else f"agent.model.{config_key(key)}"
 
 
 def _module_misfit(module, model_config: dict) -> str | None:
