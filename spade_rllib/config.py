@@ -399,7 +399,7 @@ def _with_current_spellings(raw: dict) -> dict:
         new_leaf = new.rpartition(".")[2]
         if new_leaf in node:
             raise ConfigError(f"{old}: given beside {new}, its new spelling; keep {new} only")
-        key, value = current_spelling(old, node[leaf])
+        _, value = current_spelling(old, node[leaf])
         out = _replace_at(out, path, {**{k: v for k, v in node.items() if k != leaf}, new_leaf: value})
     model = (out.get("agent") or {}).get("model") if isinstance(out.get("agent"), dict) else None
     if isinstance(model, dict) and isinstance(model.get("memory"), bool):  # the old use_lstm's true/false

@@ -89,3 +89,11 @@ def test_train_refuses_a_bad_memory_before_ray(capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "agent.model.memory = 'lsmt'" in err and "did you mean 'lstm'" in err
     assert ray_loaded or "ray" not in sys.modules
+
+
+def test_a_sweep_over_the_old_key_sets_the_new_one():
+    from spade_rllib.sweeps.sweep_spec import trial_run_config
+
+    base = load_config(QUICKSTART, resolve=False).to_dict()  # memory: lstm
+    cfg = trial_run_config(base, {"agent.model.use_lstm": False, "agent.model.kind": "mlp"}, resolve=False)
+    assert (cfg.agent.model.encoder, cfg.agent.model.memory) == ("mlp", "none")
