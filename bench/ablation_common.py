@@ -36,10 +36,10 @@ import numpy as np
 
 from bench.common import ROOT, local_ray
 from spade_rllib.atomic_io import atomic_path, write_text
-from spade_rllib.curriculum.heldout_levels import heldout_reset_options
+from spade_rllib.curriculum.heldout_maps import heldout_reset_options
 from spade_rllib.games import default_bot_names, heldout_dir
 from spade_rllib.outcome import MAIN
-from spade_rllib.results import flatten
+from spade_rllib.result_lookup import flatten
 from spade_rllib.sweeps.stats import seed_interval
 from spade_rllib.sweeps.sweep_spec import deep_merge
 
@@ -56,7 +56,7 @@ def base_config(env_id: str, seed: int) -> dict:
         # quickstart.yaml's measured CTF settings: small batches, many updates per minute
         "agent": {"lr": 0.001, "gamma": 0.99, "lambda_": 0.95, "entropy": 0.01, "epochs": 2,
                   "minibatch_size": 2048, "train_batch_size": 4096,
-                  "model": {"kind": "mlp", "hidden": [128, 128], "activation": "tanh", "vf_share_layers": True}},
+                  "model": {"encoder": "mlp", "hidden": [128, 128], "activation": "tanh", "vf_share_layers": True}},
         "self_play": {"mode": "mirror"},
         "training": {"num_env_runners": 0, "num_envs_per_runner": 64},
         "evaluation": {"interval": 0},
@@ -81,7 +81,7 @@ def ladder_of(env_id: str) -> dict[str, str]:
 
 def heldout_paths(env_id: str, max_size: int = 0) -> list[str]:
     """The env's shipped held-out maps with at most `max_size` rows and columns (0 = every map)."""
-    from spade_rllib.curriculum.heldout_levels import load_heldout_specs
+    from spade_rllib.curriculum.heldout_maps import load_heldout_specs
 
     specs = load_heldout_specs([heldout_dir(env_id)])
     rows = {name: spec.ascii.splitlines() for name, spec in specs.items()}
@@ -158,7 +158,7 @@ def ladder_scores(algo_config: Any, weights: Mapping[str, Any], env_id: str, gam
 def ladder_scores_per_map(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, greedy: bool = False,
                           max_size: int = 0) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """(`ladder_scores`, {bot: {held-out map: score}}) from the same games."""
-    from spade_rllib.rllib.heldout_eval import play_heldout
+    from spade_rllib.rllib.periodic_heldout_eval import play_heldout
 
     ladder = ladder_of(env_id)
     paths = heldout_paths(env_id, max_size)
@@ -182,7 +182,7 @@ def navigation_solve_rate(algo_config: Any, weights: Mapping[str, Any], env_id: 
 def navigation_per_map(algo_config: Any, weights: Mapping[str, Any], env_id: str, games: int, seed: int = 0,
                        greedy: bool = False, max_size: int = 0) -> dict[str, float]:
     """{held-out map: `navigation_solve_rate` on it}; every map gets the same number of games."""
-    from spade_rllib.rllib.heldout_line import still_team_results
+    from spade_rllib.rllib.final_heldout_eval import still_team_results
 
     runner = make_runner(algo_config, weights)
     try:
@@ -223,7 +223,7 @@ def heldout_scores(run: dict, env_id: str, games: int, seed: int, max_size: int 
     """Main's held-out score (win + draw/2) per opponent on the held-out maps up to `max_size`, `games` per
     map, seat and opponent, actions sampled: `still` and every ladder bot (`bot:<name>` -> `<name>`), or only
     the names in `opponents`."""
-    from spade_rllib.rllib.heldout_line import PREFIX, final_heldout_evaluation
+    from spade_rllib.rllib.final_heldout_eval import PREFIX, final_heldout_evaluation
 
     played = [(STILL, STILL), *ladder_of(env_id).items()]
     if opponents is not None:
@@ -489,7 +489,7 @@ def unit_manifest(args: argparse.Namespace, env_id: str, config_text: Optional[s
     `--set` overrides, the config file's sha256 (when the bench reads one) and the git commit (a warning only).
     Not in it: --seeds, the setups, --cpus, --out-dir, --only-seeds, --max-units (they choose units, not
     what a unit means)."""
-    from spade_rllib.runinfo import git_info
+    from spade_rllib.provenance import git_info
 
     m: dict[str, Any] = {"bench": args.bench, "env_id": env_id, "minutes": args.minutes, "env_steps": args.env_steps}
     for key in ("exploit_minutes", "exploit_env_steps"):

@@ -25,7 +25,7 @@ def league_curriculum_config(name: str, seed: int, *, storage_path: str, window:
                              training: Mapping, lstm: Optional[Mapping] = None) -> dict:
     """`tune_configs/league.yaml` (CTF, league on) with `tune_configs/curriculum.yaml`'s threshold curriculum
     (its `window` and `min_episodes` set to `window`; no fixed difficulty), one epoch per batch, a small
-    tanh MLP of `hidden` widths (`lstm`: extra model keys, e.g. use_lstm), no evaluation during training.
+    tanh MLP of `hidden` widths (`lstm`: extra model keys, e.g. memory: lstm), no evaluation during training.
     `league` updates the league section, `training` replaces the training section."""
     from spade_rllib.config import read_yaml
 
@@ -36,7 +36,7 @@ def league_curriculum_config(name: str, seed: int, *, storage_path: str, window:
     raw["env"].pop("difficulty", None)
     raw["experiment"] = {"name": name, "seed": seed, "storage_path": storage_path}
     raw["agent"].update({"epochs": 1, "minibatch_size": minibatch_size, "train_batch_size": train_batch_size,
-                         "model": {"kind": "mlp", "hidden": list(hidden), "activation": "tanh", **(lstm or {})}})
+                         "model": {"encoder": "mlp", "hidden": list(hidden), "activation": "tanh", **(lstm or {})}})
     raw["league"].update(league)
     raw["training"] = dict(training)
     raw["evaluation"] = {"interval": 0}
@@ -141,7 +141,7 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
             parse_config(apply_overrides(copy.deepcopy(base), list(overrides)))
         max_size = getattr(args, "max_map_size", 0)
         if env_id is not None and max_size:
-            from spade_rllib.curriculum.heldout_levels import heldout_dir
+            from spade_rllib.curriculum.heldout_maps import heldout_dir
             from spade_rllib.preflight import check_heldout_levels
 
             check_heldout_levels([str(heldout_dir(env_id))], env_id, key=f"the held-out maps of {env_id}",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from spade_rllib.games import LEVEL_KIND, EnvIdError, allowed_forms, bot_names, 
 from spade_rllib.games.resolved_env import ResolvedEnv, read_env_id
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
 from spade_rllib.outcome import BOT_PREFIX, MIRROR, RANDOM
-from spade_rllib.validation import ConfigError, allowed_range, check_value, config_path, did_you_mean, setting, type_name
+from spade_rllib.validation import ConfigError, allowed_range, check_bool, check_choice, check_value, config_path, did_you_mean, setting, type_name
 from spade_rllib.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
 from spade_rllib.yaml_reader import dump_yaml as _dump_yaml
 from spade_rllib.yaml_reader import read_yaml as _read_yaml
@@ -44,6 +45,20 @@ from spade_rllib.yaml_reader import read_yaml as _read_yaml
 # ----------------------------------------------------------------------------------------------
 # Sections
 # ----------------------------------------------------------------------------------------------
+
+ENCODERS = ("mlp", "cnn")
+"""`agent.model.encoder`: what reads the observation."""
+MEMORY_NONE, MEMORY_LSTM = "none", "lstm"
+MEMORIES = (MEMORY_NONE, MEMORY_LSTM)
+MODULE_KEY_SOURCES = {"kind": "encoder", "use_lstm": "memory"}
+"""Module model_config keys (RLlib's DefaultModelConfig naming, as checkpoints store them) whose `agent.model`
+key is spelled otherwise: `kind` holds the encoder, `use_lstm: True` is `memory: lstm`."""
+
+
+def model_key_source(module_key: str) -> str:
+    """The `agent.model` key a module model_config key comes from."""
+    return MODULE_KEY_SOURCES.get(module_key, module_key)
+"""`agent.model.memory`: what follows the encoder ('none': nothing, a feed-forward policy)."""
 
 
 @dataclass
@@ -73,17 +88,17 @@ class EnvConfig:
 
 @dataclass
 class ModelConfig:
-    kind: str = setting("mlp", help="'mlp' over the flat observation, or 'cnn' over the level game's window plus an MLP head.", choices=("mlp", "cnn"))
+    encoder: str = setting("mlp", help="What reads the observation: 'mlp' over the flat observation, or 'cnn' over the level game's window plus an MLP head (old spelling: kind).", choices=ENCODERS)
     hidden: list[int] = setting(help="Hidden layer widths of the MLP (policy and value nets each).", factory=lambda: [128, 128], min=1, max=65_536)
     activation: str = setting("tanh", help="Hidden activation.", choices=("tanh", "relu"))
     vf_share_layers: bool = setting(False, help="Share the hidden layers between policy and value heads.")
     cnn_channels: list[int] = setting(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1, max=4096)
-    map_channels: list[int] = setting(help="Output channels of 3x3 conv layers over the memory map that ends a level game's observation (CaptureTheFlag env.kwargs.seen_map), for either kind; [] (default): the map enters the MLP flat.", factory=list, min=1, max=4096)
-    use_lstm: bool = setting(False, help="Recurrent policy: an LSTM after the encoder (MLP or CNN); policy and value heads share encoder and LSTM (one hidden state per agent, vf_share_layers is then not used). RLlib's DefaultModelConfig naming.")
-    lstm_cell_size: int = setting(256, help="use_lstm only: LSTM hidden size.", min=1, max=8192)
-    max_seq_len: int = setting(20, help="use_lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
-    lstm_use_prev_action: bool = setting(False, help="use_lstm only: feed the agent's previous action to the LSTM (one-hot; Box actions: the action vector).")
-    lstm_use_prev_reward: bool = setting(False, help="use_lstm only: feed the agent's previous reward to the LSTM.")
+    map_channels: list[int] = setting(help="Output channels of 3x3 conv layers over the memory map that ends a level game's observation (CaptureTheFlag env.kwargs.seen_map), for either encoder; [] (default): the map enters the MLP flat.", factory=list, min=1, max=4096)
+    memory: str = setting(MEMORY_NONE, help="What the policy remembers between steps: 'none' (a feed-forward policy) or 'lstm' (a recurrent policy: an LSTM after the encoder; policy and value heads share encoder and LSTM, one hidden state per agent, vf_share_layers is then not used). Old spelling: use_lstm: true/false.", choices=MEMORIES)
+    lstm_cell_size: int = setting(256, help="memory: lstm only: LSTM hidden size.", min=1, max=8192)
+    max_seq_len: int = setting(20, help="memory: lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
+    lstm_use_prev_action: bool = setting(False, help="memory: lstm only: feed the agent's previous action to the LSTM (one-hot; Box actions: the action vector).")
+    lstm_use_prev_reward: bool = setting(False, help="memory: lstm only: feed the agent's previous reward to the LSTM.")
     log_std_init: float = setting(0.0, help="Box (continuous) actions only: initial log standard deviation of the Gaussian policy (one learned, state-independent value per action dimension); -1.0 starts at std 0.37.", min=-20.0, max=2.0)
     train_bf16: bool = setting(False, help="The learner's forward and backward pass under torch.autocast bfloat16 (CPUs with AVX512-BF16/AMX; acting and inference stay float32).")
 
@@ -367,6 +382,59 @@ def _without_retired(raw: dict) -> dict:
     return out
 
 
+OLD_SPELLINGS: dict[str, str] = {"agent.model.kind": "agent.model.encoder", "agent.model.use_lstm": "agent.model.memory"}
+"""Old config key -> its current spelling. Configs saved by earlier runs (a trial's config.yaml, read by --resume and
+evaluate), old YAML files and old `--set` commands still use them: an old key is checked under its own name and read
+as the new one, with a one-line warning (once per key and process); both spellings in one mapping are refused."""
+_warned: set[str] = set()
+
+
+def current_spelling(key: str, value: Any) -> tuple[str, Any]:
+    """(`key`, `value`) in today's schema: an old key (`OLD_SPELLINGS`) translated, any other key as it is."""
+    new = OLD_SPELLINGS.get(key)
+    if new is None:
+        return key, value
+    if key == "agent.model.use_lstm":
+        new_value = MEMORY_LSTM if check_bool(key, value) else MEMORY_NONE
+    else:
+        new_value = check_choice(key, value, ENCODERS)
+    if key not in _warned:
+        _warned.add(key)
+        shown = str(value).lower() if isinstance(value, bool) else value
+        print(f"warning: {key} is the old spelling of {new}: read {key.rpartition('.')[2]}: {shown} as "
+              f"{new.rpartition('.')[2]}: {new_value}", file=sys.stderr)
+    return new, new_value
+
+
+def _with_current_spellings(raw: dict) -> dict:
+    """`raw` with every old key (`OLD_SPELLINGS`) in today's spelling; an old key beside its new one is refused."""
+    out = raw
+    for old, new in OLD_SPELLINGS.items():
+        *path, leaf = old.split(".")
+        node: Any = out
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or leaf not in node:
+            continue
+        new_leaf = new.rpartition(".")[2]
+        if new_leaf in node:
+            raise ConfigError(f"{old}: given beside {new}, its new spelling; keep {new} only")
+        _, value = current_spelling(old, node[leaf])
+        out = _replace_at(out, path, {**{k: v for k, v in node.items() if k != leaf}, new_leaf: value})
+    model = (out.get("agent") or {}).get("model") if isinstance(out.get("agent"), dict) else None
+    if isinstance(model, dict) and isinstance(model.get("memory"), bool):  # the old use_lstm's true/false
+        raise ConfigError(f"agent.model.memory = {str(model['memory']).lower()}: not allowed (did you mean "
+                          f"{MEMORY_LSTM if model['memory'] else MEMORY_NONE!r}?); allowed: {', '.join(map(repr, MEMORIES))}")
+    return out
+
+
+def _replace_at(raw: dict, path: list[str], section: dict) -> dict:
+    """A copy of `raw` with the section at `path` replaced (the caller's dict is not changed)."""
+    if not path:
+        return section
+    return {**raw, path[0]: _replace_at(raw[path[0]], path[1:], section)}
+
+
 def parse_config(raw: Optional[dict], source_path: Optional[str] = None, resolve: bool = True) -> RunConfig:
     """Validate a nested dict and return a `RunConfig`, raising `ConfigError` on the first problem.
     `resolve=False` checks the file alone (schema and cross-field rules) and imports nothing: no env
@@ -375,7 +443,7 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None, resolve
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"<root> = {raw!r}: wrong type, expected a mapping of sections ({_keys(RunConfig)})")
-    raw = _without_retired(raw)
+    raw = _with_current_spellings(_without_retired(raw))
     cfg = _build(RunConfig, raw, "")
     _refuse_non_finite(raw, "")  # after the typed pass, whose messages also name the allowed range
     cfg.source_path = source_path
@@ -435,10 +503,10 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
         )
     model = cfg.agent.model
-    if model.use_lstm and model.max_seq_len > cfg.agent.train_batch_size:
+    if model.memory == MEMORY_LSTM and model.max_seq_len > cfg.agent.train_batch_size:
         raise ConfigError(f"agent.model.max_seq_len = {model.max_seq_len}: out of range, allowed <= agent.train_batch_size "
-                          f"({cfg.agent.train_batch_size}) with use_lstm (a training sequence must fit in one batch)")
-    if model.use_lstm and (model.lstm_use_prev_action or model.lstm_use_prev_reward) and cfg.resources.num_learners > 0:
+                          f"({cfg.agent.train_batch_size}) with memory: lstm (a training sequence must fit in one batch)")
+    if model.memory == MEMORY_LSTM and (model.lstm_use_prev_action or model.lstm_use_prev_reward) and cfg.resources.num_learners > 0:
         key = "lstm_use_prev_action" if model.lstm_use_prev_action else "lstm_use_prev_reward"
         raise ConfigError(f"agent.model.{key} = true: only allowed with resources.num_learners = 0 (the local "
                           f"learner's packed path; RLlib's stock learner pipeline has no previous-action input)")
@@ -450,8 +518,8 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     stop = cfg.training.stop
     if (stop.metric is None) != (stop.target is None):
         raise ConfigError(f"training.stop.metric = {stop.metric!r}: metric and target must be given together (target = {stop.target!r})")
-    if cfg.agent.model.kind == "cnn" and kind != LEVEL_KIND:
-        raise ConfigError(f"agent.model.kind = 'cnn': only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
+    if cfg.agent.model.encoder == "cnn" and kind != LEVEL_KIND:
+        raise ConfigError(f"agent.model.encoder = 'cnn': only allowed with env.id {_level_ids()} (env.id is {cfg.env.id!r})")
     if cfg.agent.model.map_channels and not _has_memory_map(cfg, kind):
         raise ConfigError(f"agent.model.map_channels = {list(cfg.agent.model.map_channels)}: convolutions over a memory map, "
                           f"but this observation has none; turn it on (CaptureTheFlag-v0: env.kwargs.seen_map, e.g. 7) or "
@@ -549,6 +617,8 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
             value = read_yaml(text) if text.strip() else None
         except yaml.YAMLError as e:
             raise ConfigError(f"--set {item!r}: value is not valid YAML ({str(e).splitlines()[0]})") from e
+        old_leaf = path.rpartition(".")[2] if path in OLD_SPELLINGS else None
+        path, value = current_spelling(path, value)
         parts = [p for p in path.split(".") if p]
         if not parts:
             raise ConfigError(f"--set {item!r}: empty key path")
@@ -564,6 +634,8 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
             node[p] = child
             node = child
         node[parts[-1]] = value
+        if old_leaf:  # the override replaces the old spelling too (an old config.yaml under a new --set)
+            node.pop(old_leaf, None)
     return raw
 
 

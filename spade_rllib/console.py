@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from spade_rllib.phases import PhaseTotals
-from spade_rllib.results import result_value
+from spade_rllib.result_lookup import result_value
 
 WIDTH = 80
 LOG_FILE = "iterations.log"

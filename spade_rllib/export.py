@@ -13,7 +13,7 @@ The graph is `forward_inference({"obs": obs})["action_dist_inputs"]` of the RLMo
   `action_low` / `action_high`) is the deterministic action.
 The batch dimension is dynamic. Metadata props record the module id, env id, input style and sizes.
 
-A recurrent module (`use_lstm`) gets its state as inputs and outputs: `state_h`, `state_c` float32
+A recurrent module (`agent.model.memory: lstm`) gets its state as inputs and outputs: `state_h`, `state_c` float32
 [batch, cell] in (zeros at an episode start), `state_h_out`, `state_c_out` out (feed them back in at
 the next step), plus `prev_action` int64 [batch] (Box: float32 [batch, d]) / `prev_reward` float32 [batch] inputs when it was
 trained with `lstm_use_prev_action` / `lstm_use_prev_reward`. The check then runs torch and

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from spade_rllib.checkpoint_layout import PolicyLoadError, league_state, resolve_checkpoint
-from spade_rllib.league.ids import MAIN, RANDOM
+from spade_rllib.league.member_ids import MAIN, RANDOM
 from spade_rllib.league.mixture import MIXTURE_MODES, check_mode, mixture_weights
 from spade_rllib.outcome import MAIN as MAIN_MODULE
 

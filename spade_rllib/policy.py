@@ -9,7 +9,7 @@ array of the env's flat action size, clipped to the Box's bounds; `deterministic
 Gaussian's mean, otherwise a sample with the learned standard deviation (`action_dist_batch` gives
 both, unclipped). They take no action mask.
 
-Recurrent policies (trained with `agent.model.use_lstm`; `policy.recurrent` is True) keep state:
+Recurrent policies (trained with `agent.model.memory: lstm`; `policy.recurrent` is True) keep state:
 `act()` advances one internal state, so call `policy.reset()` at every episode start (one stream of
 observations per policy object); `step(obs, state)` is the explicit form, pure in `state`
 (`policy.initial_state()`), for several games or agents at once. Feed-forward policies ignore both.

@@ -275,7 +275,7 @@ def check_heldout_levels(paths: list, env_id: str, key: str = "evaluation.heldou
     the file), and with `max_size` at least one map has at most that many rows and columns."""
     if not paths:
         return
-    from spade_rllib.curriculum.heldout_levels import heldout_map_files, load_heldout_levels
+    from spade_rllib.curriculum.heldout_maps import heldout_map_files, load_heldout_levels
 
     try:
         files = heldout_map_files(paths)
@@ -679,7 +679,9 @@ def model_differences(saved: dict, want: dict) -> list[str]:
 
 def model_config_key(key: str) -> str:
     """The config key a model-config key comes from (`agent.model.<key>`, or the env's for a derived key)."""
-    return key if key in DERIVED_KEYS else f"agent.model.{key}"
+    from spade_rllib.config import model_key_source
+
+    return key if key in DERIVED_KEYS else f"agent.model.{model_key_source(key)}"
 
 
 __all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels", "check_final_heldout",

@@ -15,7 +15,7 @@ from spade_rllib.cli import one_line
 from spade_rllib.config import RunConfig, resolved_env_of
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
-from spade_rllib.run_setup import result_value
+from spade_rllib.tuner_inputs import result_value
 
 FINAL_GAMES_DIR = "final_games"
 """The trial's folder of the final replays (GIFs for the report)."""
@@ -196,7 +196,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
                                   + ", ".join(f"{o} {s:.2f}" for o, s in scores.items())):
                 print(line)
         if cfg.evaluation.final_heldout_levels:  # the held-out line: main on maps it never trained on
-            from spade_rllib.rllib.heldout_line import heldout_line, navigation_line, run_final_heldout, size_lines
+            from spade_rllib.rllib.final_heldout_eval import heldout_line, navigation_line, run_final_heldout, size_lines
 
             try:
                 held = run_final_heldout(cfg, ckpt) or {}

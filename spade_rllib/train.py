@@ -17,7 +17,7 @@
   weights, env and model fit the config. Iterations, env-step counters and league/curriculum state continue;
   `training.stop.time_s` counts the new session only.
 
-The command line over `spade_rllib.run_setup` (stop criteria, Tune configs, the trainable,
+The command line over `spade_rllib.tuner_inputs` (stop criteria, Tune configs, the trainable,
 `result_value`), which sweeps, `tune.py` and the benches import.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from spade_rllib.cli import add_debug_flag, cli_entry, config_error
 from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
 from spade_rllib.outcome import MAIN
 from spade_rllib.run_summary import heldout_scores, print_summary
-from spade_rllib.run_setup import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
+from spade_rllib.tuner_inputs import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
                                    stop_criteria, storage_uri_or_path, trainable_and_param_space)
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
@@ -306,7 +306,7 @@ def main(argv=None) -> int:
     except ConfigError as e:
         return config_error(e, argv)
 
-    from spade_rllib.runinfo import collect_runinfo
+    from spade_rllib.provenance import collect_runinfo
 
     runinfo = collect_runinfo(cfg.experiment.seed, cfg.source_path, extra={"resumed_from": checkpoint})
     try:

@@ -289,7 +289,7 @@ def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: 
     from spade_rllib.config import parse_config
     from spade_rllib.sweeps.progress import SweepProgress
     from spade_rllib.sweeps.trainable import SweepPPO
-    from spade_rllib.run_setup import make_tune_run_config
+    from spade_rllib.tuner_inputs import make_tune_run_config
 
     cfg = parse_config(base)
     cfg.experiment.name = spec.experiment_name
@@ -343,7 +343,7 @@ def main(argv=None) -> int:
         os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     from ray import tune
 
-    from spade_rllib.runinfo import collect_runinfo
+    from spade_rllib.provenance import collect_runinfo
     from spade_rllib.sweeps.trainable import SweepPPO
 
     if args.resume and not tune.Tuner.can_restore(exp_dir):

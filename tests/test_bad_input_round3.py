@@ -35,9 +35,9 @@ def checkpoints(tmp_path_factory):
 # ------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("game,sets,key", [
-    ("maze", ["agent.model.use_lstm=true"], "agent.model.use_lstm"),
+    ("maze", ["agent.model.memory=lstm"], "agent.model.memory"),
     ("ctf", ["env.kwargs.seen_map=5", "agent.model.map_channels=[8]"], "agent.model.map_channels"),
-    ("maze", ["agent.model.kind=cnn"], "agent.model.kind"),
+    ("maze", ["agent.model.encoder=cnn"], "agent.model.encoder"),
     ("maze", ["agent.model.activation=relu"], "agent.model.activation"),
 ])
 def test_resume_that_changes_the_model_is_refused_naming_the_key(checkpoints, game, sets, key):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spade_rllib.bots.ctf_bots import DefenderBot, bfs_rows, downhill, guard_post
-from spade_rllib.curriculum.heldout_levels import load_heldout_levels
+from spade_rllib.curriculum.heldout_maps import load_heldout_levels
 from spade_rllib.envs import CaptureTheFlag, Level, generate_ctf_level, knobs_for_difficulty
 from spade_rllib.envs.ctf import DELTAS, NOOP, TAG
 from spade_rllib.games import make_bot

@@ -51,7 +51,7 @@ def test_level_game_ids():
 
 
 def test_config_allows_level_options_and_checks_bots_per_game():
-    cfg = parse_config(tiny(env={"difficulty": 3.0}, agent={"model": {"kind": "cnn"}},
+    cfg = parse_config(tiny(env={"difficulty": 3.0}, agent={"model": {"encoder": "cnn"}},
                             curriculum={"enabled": True, "strategy": "plr"},
                             self_play={"opponent_mix": {"bot:hybrid": 0.2}},
                             evaluation={"interval": 1, "opponents": ["bot:defender"], "heldout_levels": SMALL_MAPS}))
@@ -116,7 +116,7 @@ def test_counter_means():
 
 
 def test_play_heldout_against_the_ladder():
-    from spade_rllib.rllib.heldout_eval import heldout_opponents, play_heldout
+    from spade_rllib.rllib.periodic_heldout_eval import heldout_opponents, play_heldout
     from spade_rllib.rllib.runner import MAIN
 
     algo_config, runner = _runner(tiny(evaluation={"interval": 1, "heldout_levels": SMALL_MAPS, "heldout_games": 2}))

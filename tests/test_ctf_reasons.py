@@ -2,7 +2,7 @@
 names, the match engine records them per seat, the reports count them per level. Pure, no Ray."""
 from __future__ import annotations
 
-from spade_rllib.curriculum.heldout_levels import load_heldout_levels
+from spade_rllib.curriculum.heldout_maps import load_heldout_levels
 from spade_rllib.envs import CaptureTheFlag
 from spade_rllib.envs.ctf import DOWN, LEFT, NOOP, RIGHT, TAG, UP
 from spade_rllib.evaluation import ctf_reasons as cr

@@ -12,7 +12,7 @@ import pytest
 from spade_rllib.curriculum import CurriculumLevelSource, LevelSpec, make_strategy, sample_level
 from spade_rllib.curriculum.maestro import MaestroStrategy, value_key
 from spade_rllib.league import League, LeagueConfig
-from spade_rllib.league.ids import MemberId
+from spade_rllib.league.member_ids import MemberId
 from spade_rllib.outcome import EpisodeOutcome
 
 

@@ -1,4 +1,4 @@
-"""The one env-id parser and resolver (`spade_rllib.games.ids`) and the checks before Ray (`preflight`).
+"""The one env-id parser and resolver (`spade_rllib.games.env_ids`) and the checks before Ray (`preflight`).
 
 Every id form, the catalog ids exactly as before, bad ids (one line, "did you mean", the allowed forms),
 and the refusals that must come before Ray starts: unsupported action spaces, envs that fail on their

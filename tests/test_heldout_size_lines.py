@@ -5,7 +5,7 @@ import pytest
 
 from spade_rllib.config import ConfigError, parse_config
 from spade_rllib.outcome import EpisodeOutcome
-from spade_rllib.rllib.heldout_line import MAP_PREFIX, SIZE_PREFIX, heldout_levels_up_to, size_class, size_class_metrics, size_lines
+from spade_rllib.rllib.final_heldout_eval import MAP_PREFIX, SIZE_PREFIX, heldout_levels_up_to, size_class, size_class_metrics, size_lines
 
 CTF_MAPS = "spade_rllib/levels/heldout_ctf"
 
@@ -68,7 +68,7 @@ def test_config():
 
 def test_run_report_table(tmp_path):
     from spade_rllib.reporting.html import size_rows
-    from spade_rllib.reporting.run_data import TRAIN, RunData
+    from spade_rllib.reporting.run_reader import TRAIN, RunData
 
     sizes = {"open_field": (9, 9), "maze_17": (17, 17), "maze_21": (21, 21)}
     records = [outcome(m, "bot:rusher", r) for m in sizes for r in ("win", "loss")]

@@ -20,11 +20,11 @@ FLOORS: dict[str, int] = {
     "spade_rllib.games": 3,
     "spade_rllib.curriculum": 4, "spade_rllib.league": 4,
     "spade_rllib.config": 5, "spade_rllib.policy": 5, "spade_rllib.checkpoint_layout": 5, "spade_rllib.league_player": 5, "spade_rllib.league_export": 5, "spade_rllib.exploitability_report": 5,
-    "spade_rllib.runinfo": 5, "spade_rllib.preflight": 5, "spade_rllib.checkpoint_guard": 5,
+    "spade_rllib.provenance": 5, "spade_rllib.preflight": 5, "spade_rllib.checkpoint_guard": 5,
     "spade_rllib.rllib": 6,
-    "spade_rllib.train": 7, "spade_rllib.run_summary": 7, "spade_rllib.run_setup": 7, "spade_rllib.tune": 7, "spade_rllib.evaluate": 7, "spade_rllib.export": 7,
+    "spade_rllib.train": 7, "spade_rllib.run_summary": 7, "spade_rllib.tuner_inputs": 7, "spade_rllib.tune": 7, "spade_rllib.evaluate": 7, "spade_rllib.export": 7,
     "spade_rllib.play": 7, "spade_rllib.evaluation": 7, "spade_rllib.sweeps": 7,
-    "spade_rllib.report": 7, "spade_rllib.reporting": 7, "spade_rllib.console": 7, "spade_rllib.targets": 0, "spade_rllib.results": 0,
+    "spade_rllib.report": 7, "spade_rllib.reporting": 7, "spade_rllib.console": 7, "spade_rllib.targets": 0, "spade_rllib.result_lookup": 0,
     "spade_rllib.draw_watch": 1, "spade_rllib.trackers": 5,
     "spade_rllib.atomic_io": 0, "spade_rllib.yaml_reader": 0, "spade_rllib.phases": 0, "spade_rllib.testing": 7,
 }
@@ -99,7 +99,7 @@ def test_pure_floors_are_scanned():
     for must in ("spade_rllib.outcome", "spade_rllib.ratings", "spade_rllib.envs.maze_race", "spade_rllib.bots",
                  "spade_rllib.bots.race_bots", "spade_rllib.league.league", "spade_rllib.league.sampling",
                  "spade_rllib.curriculum.strategies", "spade_rllib.curriculum.wrapper", "spade_rllib.games.catalog",
-                 "spade_rllib.games.ids", "spade_rllib.games.adapter"):
+                 "spade_rllib.games.env_ids", "spade_rllib.games.adapter"):
         assert must in scanned
 
 

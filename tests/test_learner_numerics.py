@@ -22,7 +22,7 @@ from spade_rllib.config import parse_config
 
 MODELS = {
     "mlp": {"hidden": [32, 32], "vf_share_layers": True},
-    "lstm": {"hidden": [32], "vf_share_layers": True, "use_lstm": True, "lstm_cell_size": 16, "max_seq_len": 8},
+    "lstm": {"hidden": [32], "vf_share_layers": True, "memory": "lstm", "lstm_cell_size": 16, "max_seq_len": 8},
 }
 
 

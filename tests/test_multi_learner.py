@@ -159,7 +159,7 @@ def test_train_and_tune_refuse_gpus_without_cuda_before_ray(tmp_path, monkeypatc
 # ------------------------------------------------------------------------------------------------
 # Ray
 # ------------------------------------------------------------------------------------------------
-LSTM = {"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 8}
+LSTM = {"memory": "lstm", "lstm_cell_size": 8, "max_seq_len": 8}
 
 
 def _c4(num_learners: int, model: dict = None) -> dict:

@@ -1,4 +1,4 @@
-"""Recurrent policies (`agent.model.use_lstm`): module, env runner state, learner sequences, config errors.
+"""Recurrent policies (`agent.model.memory: lstm`): module, env runner state, learner sequences, config errors.
 
 The runner checks replay every recorded chunk through the module step by step from its recorded
 start state: the behaviour logits the runner stored and the states it recorded at each sequence
@@ -18,7 +18,7 @@ from spade_rllib.config import ConfigError, parse_config
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_train import C4, tiny
 
-LSTM = {"use_lstm": True, "lstm_cell_size": 16, "max_seq_len": 5}
+LSTM = {"memory": "lstm", "lstm_cell_size": 16, "max_seq_len": 5}
 
 
 def lstm_cfg(env_id: str, model: dict | None = None, **sections):
@@ -225,11 +225,11 @@ def test_stock_episode_path_hands_rllib_the_recorded_states():
     ({"lstm_cell_size": 0}, {}, r"agent\.model\.lstm_cell_size = 0: out of range"),
     ({"max_seq_len": -3}, {}, r"agent\.model\.max_seq_len = -3: out of range"),
     ({"max_seq_len": 300}, {"train_batch_size": 256}, r"agent\.model\.max_seq_len = 300: .*train_batch_size \(256\)"),
-    ({"use_lstmm": True}, {}, r"did you mean 'use_lstm'"),
+    ({"memoryy": "lstm"}, {}, r"did you mean 'memory'"),
 ])
 def test_bad_lstm_settings_get_one_line(model, agent, match):
     raw = tiny("CartPole-v1")
-    raw["agent"]["model"].update({"use_lstm": True, **model})
+    raw["agent"]["model"].update({"memory": "lstm", **model})
     raw["agent"].update(agent)
     with pytest.raises(ConfigError, match=match) as e:
         parse_config(raw)

@@ -1,6 +1,6 @@
 """A recurrent main through the whole training stack (Ray): CTF league (snapshots, PFSP, bots) with
 the threshold curriculum trains, checkpoints and restores exactly, its snapshots sit in the runner
-as recurrent slot modules; Connect Four with use_lstm trains and evaluates; bf16 learner runs."""
+as recurrent slot modules; Connect Four with memory: lstm trains and evaluates; bf16 learner runs."""
 from __future__ import annotations
 
 import sys
@@ -27,7 +27,7 @@ def test_ctf_league_curriculum_lstm_trains_checkpoints_and_restores(ray_session,
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = load_config(str(ROOT / "tune_configs" / "league_lstm.yaml"), SMALL)
-    assert cfg.agent.model.use_lstm and cfg.league.enabled and cfg.curriculum.enabled and cfg.league.bots
+    assert cfg.agent.model.memory == "lstm" and cfg.league.enabled and cfg.curriculum.enabled and cfg.league.bots
     algo = build_algo_config(cfg).build_algo()
     try:
         for _ in range(3):
@@ -63,7 +63,7 @@ def test_connect_four_lstm_trains_and_evaluates(ray_session):
     from spade_rllib.rllib.algo_config import build_algo_config
 
     raw = tiny(C4, evaluation={"interval": 1, "games": 4, "opponents": ["random"]})
-    raw["agent"]["model"].update({"use_lstm": True, "lstm_cell_size": 16, "max_seq_len": 8, "train_bf16": True})
+    raw["agent"]["model"].update({"memory": "lstm", "lstm_cell_size": 16, "max_seq_len": 8, "train_bf16": True})
     algo = build_algo_config(parse_config(raw)).build_algo()
     try:
         before = {k: v.copy() for k, v in algo.module_weights("main").items()}

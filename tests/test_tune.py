@@ -374,7 +374,7 @@ def test_seeds_sweep_killed_then_resumed_and_summarized(tmp_path):
 
 
 def test_heldout_ladder_score_is_the_mean_over_the_scripted_bots():
-    from spade_rllib.rllib.heldout_eval import ladder_score, placeholder_metrics
+    from spade_rllib.rllib.periodic_heldout_eval import ladder_score, placeholder_metrics
 
     m = {"heldout/rusher/score": 0.2, "heldout/rusher_tagger/score": 0.4, "heldout/self/score": 0.5}
     assert ladder_score(m, ["rusher", "rusher_tagger", "self"]) == {"heldout/ladder/score": pytest.approx(0.3)}

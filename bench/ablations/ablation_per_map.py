@@ -68,7 +68,7 @@ def main(argv=None) -> dict:
     args, cache, units, bots, overrides = parse_args(argv)
     from spade_rllib.config import parse_config, read_yaml
     from spade_rllib.rllib.algo_config import build_algo_config
-    from spade_rllib.rllib.heldout_eval import play_heldout
+    from spade_rllib.rllib.periodic_heldout_eval import play_heldout
 
     base = read_yaml(fa.DEFAULT_CONFIG.read_text())
     paths = heldout_paths(ENV_ID)

@@ -11,7 +11,7 @@ import argparse
 import json
 import time
 
-from spade_rllib.curriculum.heldout_levels import load_heldout_levels
+from spade_rllib.curriculum.heldout_maps import load_heldout_levels
 from spade_rllib.envs import CaptureTheFlag
 from spade_rllib.games import make_bot
 from spade_rllib.games.catalog import heldout_dir

@@ -31,7 +31,7 @@ def play_run(trial: Path, games: int, greedy: bool) -> dict:
     from spade_rllib.games import heldout_dir
     from spade_rllib.outcome import MAIN
     from spade_rllib.rllib.algo_config import build_algo_config
-    from spade_rllib.rllib.heldout_eval import play_heldout
+    from spade_rllib.rllib.periodic_heldout_eval import play_heldout
     from spade_rllib.train import find_checkpoint
 
     cfg = load_config(str(trial / RUN_CONFIG_FILE))
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     p.add_argument("--games", type=int, default=20, help="games per map and opponent")
     p.add_argument("--greedy", action="store_true")
     args = p.parse_args(argv)
-    from spade_rllib.curriculum.heldout_levels import load_heldout_levels
+    from spade_rllib.curriculum.heldout_maps import load_heldout_levels
     from spade_rllib.games import CTF_ID, heldout_dir
 
     levels = load_heldout_levels([heldout_dir(CTF_ID)])

@@ -264,7 +264,7 @@ MIXTURE_MODE = "uniform"
 def league_mixture(algo) -> tuple[dict[str, float], dict[str, dict]]:
     """({member: weight}, {member: numpy weights}) of the league's `MIXTURE_MODE` mixture at the end of a run;
     ({}, {}) without a league."""
-    from spade_rllib.league.ids import MAIN
+    from spade_rllib.league.member_ids import MAIN
     from spade_rllib.league.mixture import mixture_weights
 
     leagues = [c for c in getattr(algo, "components", []) if c.name == "league"]

@@ -62,7 +62,7 @@ from bench.ablation_common import (
     unit_progress,
 )
 
-LSTM_MODEL = {"hidden": [128], "use_lstm": True, "lstm_cell_size": 128, "max_seq_len": 32}
+LSTM_MODEL = {"hidden": [128], "memory": "lstm", "lstm_cell_size": 128, "max_seq_len": 32}
 SETUPS: dict[str, dict] = {
     "mlp_trail": {},
     "lstm_trail": {"agent": {"model": LSTM_MODEL}},

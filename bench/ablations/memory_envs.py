@@ -5,7 +5,7 @@ on RLlib's own memory env `StatelessCartPole` (CartPole without the velocities).
                                 [--skip-stock] [--skip-mlp]
 
 Rows, all in this one process, one after the other (so at nearly the same machine load):
-  spade_lstm   spade_rllib (`agent.model.use_lstm`, the packed learner path) with MEMORY_CONFIG;
+  spade_lstm   spade_rllib (`agent.model.memory: lstm`, the packed learner path) with MEMORY_CONFIG;
   spade_mlp    the same config without the LSTM (the feed-forward baseline, same budget);
   stock_lstm   RLlib 2.60's stock PPO (its own env runner, connectors and LSTM encoder,
                `DefaultModelConfig(use_lstm=True)`), configured like MEMORY_CONFIG where the keys map
@@ -47,7 +47,7 @@ MEMORY_CONFIG = {
     "agent": {"train_batch_size": 4096, "minibatch_size": 512, "epochs": 6, "lr": 3e-3, "entropy": 0.0,
               "gamma": 0.99, "lambda_": 0.95, "clip": 0.2, "vf_coeff": 0.01, "vf_clip": 1000.0, "grad_clip": 1.0,
               "model": {"hidden": [64], "activation": "tanh", "vf_share_layers": True,
-                        "use_lstm": True, "lstm_cell_size": 64, "max_seq_len": 16}},
+                        "memory": "lstm", "lstm_cell_size": 64, "max_seq_len": 16}},
     "training": {"num_envs_per_runner": 16, "num_env_runners": 0, "torch_threads": 1},
     "evaluation": {"interval": 0},
 }
@@ -67,7 +67,7 @@ def memory_config(seed: int = 0, use_lstm: bool = True) -> dict:
 
     raw = copy.deepcopy(MEMORY_CONFIG)
     raw["experiment"]["seed"] = int(seed)
-    raw["agent"]["model"]["use_lstm"] = bool(use_lstm)
+    raw["agent"]["model"]["memory"] = "lstm" if use_lstm else "none"
     return raw
 
 

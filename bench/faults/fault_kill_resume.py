@@ -13,7 +13,7 @@
    matchmaking decisions are a pure function of it).
 4. Runs `python -m spade_rllib.train --resume <trial>` for one more iteration: it must exit 0.
 
-`--lstm`: main is recurrent (`agent.model.use_lstm`), so are its league snapshots.
+`--lstm`: main is recurrent (`agent.model.memory: lstm`), so are its league snapshots.
 
 Ends with one JSON line. Exit 0 when every check holds.
 """
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import league_curriculum_config  # noqa: E402
 
-LSTM_MODEL = {"use_lstm": True, "lstm_cell_size": 32, "max_seq_len": 16}
+LSTM_MODEL = {"memory": "lstm", "lstm_cell_size": 32, "max_seq_len": 16}
 
 
 def small_config(storage: Path, lstm: bool = False) -> dict:

@@ -328,8 +328,8 @@ def third_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
 
     return [
         # a resume that changes the model (keys recorded only when on; the saved tensors)
-        ("resume model", "train", ["--resume", f["config_only_trial"], "--set", "agent.model.use_lstm=true"], naming("(agent.model.use_lstm)")),
-        ("resume model", "train", ["--resume", f["config_only_trial"], "--set", "agent.model.kind=cnn"], naming("(agent.model.kind)")),
+        ("resume model", "train", ["--resume", f["config_only_trial"], "--set", "agent.model.memory=lstm"], naming("(agent.model.memory)")),
+        ("resume model", "train", ["--resume", f["config_only_trial"], "--set", "agent.model.encoder=cnn"], naming("(agent.model.encoder)")),
         ("resume model", "train", ["--resume", f["config_only_trial"], "--set", "agent.model.activation=relu"], naming("(agent.model.activation)")),
         ("resume model", "train", ["--resume", f["ctf_seen_trial"], *flag, *tiny, "--set", "env.kwargs.seen_map=5",
                                    "--set", "agent.model.map_channels=[8]"], naming("(agent.model.map_channels)")),

@@ -2,7 +2,7 @@
 
 Usage: ``python bench/speed/league_memory.py [--snapshots-small 1] [--snapshots-large 100] [--iterations 2] [--lstm]``
 
-``--lstm``: main is recurrent (``agent.model.use_lstm``, LSTM 128), so every snapshot is a recurrent
+``--lstm``: main is recurrent (``agent.model.memory: lstm``, LSTM 128), so every snapshot is a recurrent
 opponent whose slot keeps one hidden state per seat on the runners.
 
 Each case runs in a fresh process (so peak RSS is its own): a local Ray with 2 CPUs, `SpadePPO` from
@@ -40,7 +40,7 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / KIB_PER_MIB
 
 
-LSTM_OVERRIDES = ["agent.model.use_lstm=true", "agent.model.lstm_cell_size=128", "agent.model.max_seq_len=32"]
+LSTM_OVERRIDES = ["agent.model.memory=lstm", "agent.model.lstm_cell_size=128", "agent.model.max_seq_len=32"]
 
 
 def run_case(num_snapshots: int, iterations: int, seed: int, lstm: bool = False) -> dict:

@@ -393,8 +393,8 @@ def stock_learner_group(algo):
 
 def _model_text(cfg) -> str:
     m = cfg.agent.model
-    text = f"{m.kind} {'x'.join(map(str, m.hidden))} {m.activation}"
-    return text + (f" + LSTM {m.lstm_cell_size} (max_seq_len {m.max_seq_len})" if m.use_lstm else "")
+    text = f"{m.encoder} {'x'.join(map(str, m.hidden))} {m.activation}"
+    return text + (f" + LSTM {m.lstm_cell_size} (max_seq_len {m.max_seq_len})" if m.memory == "lstm" else "")
 
 
 def print_row(name: str, row: dict) -> None:

@@ -68,7 +68,7 @@ def summarize(results: list[dict], warmup: int = WARMUP_ITERS) -> dict:
     """sps, spread, phase seconds and shares of the iterations after `warmup` (pure: tested on synthetic rows)."""
     from spade_rllib.console import iteration_rate
     from spade_rllib.phases import PhaseTotals, phase_shares, rate_spread
-    from spade_rllib.results import result_value
+    from spade_rllib.result_lookup import result_value
 
     rows = results[warmup:] if len(results) > warmup else results
     totals = PhaseTotals()

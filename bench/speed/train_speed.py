@@ -11,7 +11,7 @@ one env copy with every live agent acting):
   train_sps                    full `SpadePPO.train()` iterations with the config (quickstart: mirror
                                self-play + 20% vs random, 1 env runner x 64 envs, sample-ahead);
   sample_sps                   the same algorithm's runners sampling train batches, no learning;
-  lstm_train_sps               the same config with a recurrent main (`agent.model.use_lstm`, LSTM
+  lstm_train_sps               the same config with a recurrent main (`agent.model.memory: lstm`, LSTM
                                `--lstm-cell`, max_seq_len 32), right after train_sps (same load);
                                lstm_over_mlp = lstm_train_sps / train_sps, target >= 0.5
                                (lstm_target_met); lstm_learner_only_sps its learner alone;
@@ -325,7 +325,7 @@ def main() -> None:
                train_detail=res["detail"])
 
     if not args.skip_lstm:  # right after the MLP row: same load
-        lstm_set = ["agent.model.use_lstm=true", f"agent.model.lstm_cell_size={args.lstm_cell}", "agent.model.max_seq_len=32"]
+        lstm_set = ["agent.model.memory=lstm", f"agent.model.lstm_cell_size={args.lstm_cell}", "agent.model.max_seq_len=32"]
         lstm = ours(load_config(args.config, [*overrides, *lstm_set]), args.seconds, sample=False, learner=True)
         say("ours, LSTM", lstm, "lstm")
         bf16 = ours(load_config(args.config, [*overrides, *lstm_set, "agent.model.train_bf16=true"]), args.seconds,

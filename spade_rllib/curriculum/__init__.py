@@ -9,7 +9,7 @@ from spade_rllib.curriculum.curriculum_config import (
     ThresholdConfig,
     UniformConfig,
 )
-from spade_rllib.curriculum.heldout_levels import (
+from spade_rllib.curriculum.heldout_maps import (
     heldout_map_files,
     heldout_metrics,
     heldout_reset_options,

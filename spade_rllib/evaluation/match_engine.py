@@ -9,7 +9,7 @@ can be replayed later, with rendering on.
 
 Every env the adapter builds plays here, by one loop (`play_game`) over `Game.reset` / `Game.step`:
 the catalog's games (level games `MazeRace-v0`, `CaptureTheFlag-v0`: the winner and reason come from
-the final info; `connect_four_v3`) and any two-team env an id names (`spade_rllib.games.ids`): the
+the final info; `connect_four_v3`) and any two-team env an id names (`spade_rllib.games.env_ids`): the
 seat with the higher episode return wins. Illegal moves (outside the action mask) are refused. A
 game of the catalog takes its board renderer and action names from its `GameSpec`; another env is
 shown by its own `render()` (``ansi`` transcripts, ``rgb_array`` frames) where it has that mode.

@@ -16,7 +16,7 @@ from spade_rllib.games.catalog import (CONNECT_FOUR_ID, CTF_ID, MAZERACE_ID, Gam
                                        default_bot_names, find_game, game, game_ids, heldout_dir, heldout_opponents,
                                        level_game_for, level_game_ids, level_game_spec, make_bot, make_env, register,
                                        unregister)
-from spade_rllib.games.ids import (LEVEL_KIND, EnvIdError, EnvKind, allowed_forms, canonical_env_id, env_kind,
+from spade_rllib.games.env_ids import (LEVEL_KIND, EnvIdError, EnvKind, allowed_forms, canonical_env_id, env_kind,
                                    import_env_module, import_module, is_level_game, make_raw_env, parse_env_id,
                                    parse_env_path, resolve_env, spade_env_ids)
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional, Union
 import gymnasium as gym
 import numpy as np
 
-from spade_rllib.games.ids import LEVEL_KIND, env_api, module_object
+from spade_rllib.games.env_ids import LEVEL_KIND, env_api, module_object
 from spade_rllib.games.resolved_env import ResolvedEnv, as_resolved
 from spade_rllib.games.spaces import UnsupportedSpace, check_action_space, check_env_action_spaces
 from spade_rllib.games.teams import Teams, resolve_teams

@@ -1,4 +1,4 @@
-"""`ResolvedEnv`: an env id read once (`spade_rllib.games.ids`), the record every layer takes.
+"""`ResolvedEnv`: an env id read once (`spade_rllib.games.env_ids`), the record every layer takes.
 
 `config.parse_config` builds it once per run config (`RunConfig.resolved_env`; `config.resolved_env_of(cfg)`
 reads it) and the checks before Ray, the game-loop adapter (`make_game_factory`, `game_factory_for`,
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from spade_rllib.games.catalog import GameSpec, find_game
-from spade_rllib.games.ids import LEVEL_KIND, EnvEntry, EnvForm, EnvIdError, EnvKind, parse_env_id, resolve_env
+from spade_rllib.games.env_ids import LEVEL_KIND, EnvEntry, EnvForm, EnvIdError, EnvKind, parse_env_id, resolve_env
 
 
 @dataclass(frozen=True)

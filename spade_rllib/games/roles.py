@@ -77,7 +77,7 @@ def _check_role_name(key: str, role: Any) -> None:
 
 
 def _role_function(path: str, key: str) -> Callable[[str], Any]:
-    from spade_rllib.games.ids import import_env_module
+    from spade_rllib.games.env_ids import import_env_module
 
     try:
         fn = import_env_module(path)
@@ -156,7 +156,7 @@ def env_roles(env: Any, kwargs: Optional[dict], spec: Any = None) -> dict[str, s
     """The roles of an env (an id or a `ResolvedEnv`): builds one copy (unless it is a level game without
     `env.roles`: those are symmetric) and resolves them; a one-line `ConfigError` on a bad mapping. For preflight."""
     from spade_rllib.games.adapter import make_game_factory
-    from spade_rllib.games.ids import LEVEL_KIND
+    from spade_rllib.games.env_ids import LEVEL_KIND
     from spade_rllib.games.resolved_env import as_resolved
 
     check_spec(spec)

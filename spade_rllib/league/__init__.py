@@ -5,7 +5,7 @@ Public API::
     from spade_rllib.league import League, LeagueConfig, MemberId, Role, MAIN, RANDOM, MatchPlan, Matchup
 """
 from spade_rllib.league.league_config import EVICTION_RULES, PFSP_WEIGHTINGS, RATING_SYSTEMS, SAMPLING_MODES, LeagueConfig
-from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
+from spade_rllib.league.member_ids import MAIN, RANDOM, MemberId, Role
 from spade_rllib.league.league import TABLE_COLUMNS, League, LeagueState, Member, format_table, read_table
 from spade_rllib.league.match_plan import MatchPlan, Matchup, PlanEntry
 from spade_rllib.league.sampling import allocate_slots, mix_latest, pfsp_weights, win_rate_estimate

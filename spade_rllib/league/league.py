@@ -42,7 +42,7 @@ import numpy as np
 
 from spade_rllib import ratings
 from spade_rllib.league.league_config import LeagueConfig
-from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role, learner_ids
+from spade_rllib.league.member_ids import MAIN, RANDOM, MemberId, Role, learner_ids
 from spade_rllib.league.match_plan import MatchPlan, PlanEntry
 from spade_rllib.league.sampling import (allocate_slots, mix_latest, normalise, pfsp_weights, reference_floor,
                                          win_rate_estimate)

@@ -79,7 +79,7 @@ def _check_bots(value):
     allowed = "a list of distinct bot names (lower_snake_case, not 'random': use include_random)"
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or len(set(value)) != len(value):
         raise out_of_range("league.bots", value, allowed)
-    from spade_rllib.league.ids import MemberId
+    from spade_rllib.league.member_ids import MemberId
 
     for name in value:
         try:

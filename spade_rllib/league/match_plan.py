@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from spade_rllib.league.ids import MemberId
+from spade_rllib.league.member_ids import MemberId
 
 NUM_SEATS = 2
 PROBABILITY_TOLERANCE = 1e-9

@@ -15,7 +15,7 @@ How a mixture *plays* is the caller's business: on an OpenSpiel game the exact r
 """
 from __future__ import annotations
 
-from spade_rllib.league.ids import MAIN, RANDOM, MemberId, Role
+from spade_rllib.league.member_ids import MAIN, RANDOM, MemberId, Role
 from spade_rllib.league.league import League
 
 MIXTURE_MODES = ("uniform", "plan", "nash")

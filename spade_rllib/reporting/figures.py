@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from spade_rllib.reporting.run_data import EVAL, TRAIN, RunData
+from spade_rllib.reporting.run_reader import EVAL, TRAIN, RunData
 
 SMOOTHING = 0.6
 """EMA weight of the previous smoothed value (TensorBoard's slider; 0 = raw)."""

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from spade_rllib.games import is_level_game
 from spade_rllib.reporting import figures as fig
-from spade_rllib.reporting.run_data import EVAL, TRAIN, RunData, unique_labels
+from spade_rllib.reporting.run_reader import EVAL, TRAIN, RunData, unique_labels
 
 REPORT_FILE = "report.html"
 esc = html.escape
@@ -255,7 +255,7 @@ def final_rows(run: RunData, prefix: str = "final", targets_key: str = "targets"
 
 def size_rows(run: RunData) -> list[dict]:
     """The summary's size lines as rows (`final_heldout_size/<class>/<opponent>/...` of final_evaluation.json)."""
-    from spade_rllib.rllib.heldout_line import MAP_PREFIX, SIZE_CLASSES, SIZE_PREFIX
+    from spade_rllib.rllib.final_heldout_eval import MAP_PREFIX, SIZE_CLASSES, SIZE_PREFIX
 
     final = run.final or {}
     rows = []

@@ -91,7 +91,7 @@ class SpadePPO(PPO):
         self._pending_outcomes: list = []
         self._reset_modules: set = set()  # modules re-initialised since the in-flight samples were launched
         self._last_eval: dict = self._eval_placeholders("eval") if self.run_config.evaluation.interval else {}
-        from spade_rllib.rllib.heldout_eval import make_heldout_evaluator
+        from spade_rllib.rllib.periodic_heldout_eval import make_heldout_evaluator
 
         self.heldout = make_heldout_evaluator(self.run_config, config, self.env_info)  # held-out maps, in a Ray task
         self._spade_metrics: dict = {}

@@ -51,7 +51,7 @@ from spade_rllib.checkpoint_layout import LEAGUE_CORE_KEY, LEAGUE_CSV, ROLE_LEAG
 from spade_rllib.config import ConfigError, RunConfig
 from spade_rllib.games.roles import role_module_id
 from spade_rllib.league.league_config import LeagueConfig
-from spade_rllib.league.ids import MAIN, RANDOM, SNAPSHOT_SUFFIX, MemberId, Role
+from spade_rllib.league.member_ids import MAIN, RANDOM, SNAPSHOT_SUFFIX, MemberId, Role
 from spade_rllib.league.league import League, format_table, write_table_rows
 from spade_rllib.league.match_plan import MatchPlan
 from spade_rllib.outcome import EpisodeOutcome

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from spade_rllib.config import RunConfig
+from spade_rllib.config import MEMORY_LSTM, RunConfig
 from spade_rllib.outcome import MAIN
 from spade_rllib.rllib.components import EnvInfo
 
@@ -19,16 +19,16 @@ def learner_module_ids(cfg: RunConfig, info: Optional[EnvInfo] = None) -> list[s
         return list(info.role_modules())
     if not cfg.league.enabled:
         return [MAIN]
-    from spade_rllib.league.ids import learner_ids
+    from spade_rllib.league.member_ids import learner_ids
 
     return [str(m) for m in learner_ids(cfg.league.main_exploiters, cfg.league.league_exploiters)]
 
 
 def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> dict:
     m = cfg.agent.model
-    out = {"kind": m.kind, "hidden": list(m.hidden), "activation": m.activation, "vf_share_layers": m.vf_share_layers,
+    out = {"kind": m.encoder, "hidden": list(m.hidden), "activation": m.activation, "vf_share_layers": m.vf_share_layers,
            "mask_size": info.module_shape(module_id)[1]}
-    if m.kind == "cnn":
+    if m.encoder == "cnn":
         out["window_shape"] = list(info.window_shape)
         out["cnn_channels"] = list(m.cnn_channels)
     if m.map_channels and info.map_shape:  # the memory map gets convolutions of its own
@@ -37,7 +37,7 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
         out["train_bf16"] = True
     if info.action_space is not None and not hasattr(info.action_space, "n"):  # Box: a Gaussian head
         out["log_std_init"] = float(m.log_std_init)
-    if m.use_lstm:
+    if m.memory == MEMORY_LSTM:
         out.update(use_lstm=True, lstm_cell_size=m.lstm_cell_size, max_seq_len=m.max_seq_len,
                    lstm_use_prev_action=m.lstm_use_prev_action, lstm_use_prev_reward=m.lstm_use_prev_reward)
     return out

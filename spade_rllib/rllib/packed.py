@@ -17,7 +17,7 @@ state (bootstrap value 0); otherwise it was truncated (time limit or sample cut)
 bootstrapped from the value of its bootstrap row. `levels[c]`: the curriculum's `level_id` of the
 level chunk c was played on ("" when the curriculum did not choose it).
 
-Recurrent modules (`use_lstm`): `states` holds, per chunk, the recurrent state at each training
+Recurrent modules (`agent.model.memory: lstm`): `states` holds, per chunk, the recurrent state at each training
 sequence start (rows 0, L, 2L, ... of the chunk's step + bootstrap rows, L = the module's
 `max_seq_len`), and `prev_actions` / `prev_rewards` one entry per row (steps and bootstrap rows).
 The connector cuts every chunk into sequences of at most L rows, zero pads them to (B, L), runs

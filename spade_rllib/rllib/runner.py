@@ -67,7 +67,7 @@ from spade_rllib.rllib.lanes import LaneStates
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, SLOT_PREFIX, DriverUpdate, OpponentPlan, RunnerSpec
 from spade_rllib.rllib.sampling import LaneStepping
 
-# Importers of the runner reach these here too (tests, benches, heldout_line).
+# Importers of the runner reach these here too (tests, benches, final_heldout_eval).
 __all__ = ["MAIN", "SpadeEnvRunner", "SpadeSingleAgentEpisode", "sample_actions", "sample_gaussian"]
 
 torch, nn = try_import_torch()

@@ -7,7 +7,7 @@ episode's start the learner, its opponent and its seat come from the `OpponentPl
 function of (worker_index, env_index, episode_number); at its end an `EpisodeOutcome` is built (and
 RLlib's episode metrics logged for main).
 
-Recurrent networks (`use_lstm`): a seat's state starts at zeros with each episode, is reset when the
+Recurrent networks (`agent.model.memory: lstm`): a seat's state starts at zeros with each episode, is reset when the
 driver swaps the weights of the slot playing it, and advances only when that agent acts, so in
 turn-based games it carries across the opponent's moves (counted in the agent's own steps). The
 chunk's bootstrap row gets the state after its last step.

@@ -41,7 +41,8 @@ from typing import Any, Optional
 
 import yaml
 
-from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config, read_yaml
+from spade_rllib.config import (OLD_SPELLINGS, ConfigError, RunConfig, apply_overrides, current_spelling, load_raw, parse_config,
+                                read_yaml)
 from spade_rllib.validation import check_number, config_path, did_you_mean, setting, validate_fields
 
 SWEEPS_DIR = Path(__file__).resolve().parent.parent.parent / "tune_configs" / "sweeps"
@@ -56,7 +57,7 @@ SEED_KEY = "experiment.seed"
 
 # Metric keys tried, in order, by `metric.name: auto` (the first one the algorithm reports wins).
 # First the held-out ladder score: main's score (win + draw/2) on the held-out maps, averaged over
-# the scripted bots (`rllib/heldout_eval.py`); it needs `evaluation.heldout_levels`, which the
+# the scripted bots (`rllib/periodic_heldout_eval.py`); it needs `evaluation.heldout_levels`, which the
 # shipped sweeps turn on. The eval win rate against `random` saturates within minutes and cannot
 # rank trials; the score (not the win rate) because two perfect racers draw on MazeRace's fair maps.
 HELDOUT_CANDIDATES = (
@@ -268,7 +269,10 @@ def _section(raw: Any, cls: type, key: str) -> Any:
 
 
 def _set_path(raw: dict, dotted: str, value: Any) -> dict:
-    """A copy of nested dict `raw` with `dotted` key set to `value` (sections created as needed)."""
+    """A copy of nested dict `raw` with `dotted` key set to `value` (sections created as needed); an old key
+    (`config.OLD_SPELLINGS`) sets its new one and drops itself, as `--set` does."""
+    old_leaf = dotted.rpartition(".")[2] if dotted in OLD_SPELLINGS else None
+    dotted, value = current_spelling(dotted, value)
     out = copy.deepcopy(raw)
     node = out
     parts = dotted.split(".")
@@ -277,6 +281,8 @@ def _set_path(raw: dict, dotted: str, value: Any) -> dict:
         node[p] = dict(child) if isinstance(child, dict) else {}
         node = node[p]
     node[parts[-1]] = copy.deepcopy(value)
+    if old_leaf:
+        node.pop(old_leaf, None)
     return out
 
 

@@ -20,7 +20,7 @@ from typing import Any, Optional
 from spade_rllib.rllib.algo_config import build_algo_config
 from spade_rllib.rllib.algorithm import SpadePPO
 from spade_rllib.sweeps.sweep_spec import trial_run_config
-from spade_rllib.run_setup import result_value
+from spade_rllib.tuner_inputs import result_value
 
 SWEEP_KEY = "spade_sweep"
 OBJECTIVE = "sweep/objective"

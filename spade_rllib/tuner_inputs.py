@@ -1,5 +1,5 @@
-"""The library under `train.py`: the pieces a training run, a sweep (`sweeps/`, `tune.py`) and the
-benches share: Tune stop criteria, run and tune configs, the trainable, and reading a result key.
+"""What `tune.Tuner` takes for a run, shared by `train.py`, sweeps (`sweeps/`, `tune.py`) and the benches:
+the trainable and its param space, Tune stop criteria, run and tune configs, and reading a result key.
 Ray and the RLlib glue are imported when a function needs them."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from spade_rllib.config import RunConfig
-from spade_rllib.results import result_value
+from spade_rllib.result_lookup import result_value
 
 __all__ = ["make_tune_config", "make_tune_run_config", "result_value", "stop_criteria", "storage_uri_or_path",
            "trainable_and_param_space"]

@@ -19,6 +19,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from spade_rllib.result_lookup import flatten
+
 TRAIN, EVAL = "train", "eval"
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.csv"
@@ -77,17 +79,10 @@ class RunData:
         return self.series.get("training_iteration", np.arange(1, n + 1, dtype=float)), "iteration"
 
 
-def flatten(node: Any, prefix: str = "", out: Optional[dict] = None) -> dict[str, float]:
-    """Numeric leaves of a nested result as {"a/b/c": float}; bools and strings are left out."""
-    out = {} if out is None else out
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if not prefix and k in SKIPPED_RESULT_KEYS:
-                continue
-            flatten(v, f"{prefix}/{k}" if prefix else str(k), out)
-    elif isinstance(node, (int, float)) and not isinstance(node, bool):
-        out[prefix] = float(node)
-    return out
+def _numeric_leaves(result: dict) -> dict[str, float]:
+    """Numeric leaves of a nested result as {"a/b/c": float}; bools, strings and the repeated `config` are left out."""
+    flat = flatten({k: v for k, v in result.items() if k not in SKIPPED_RESULT_KEYS})
+    return {k: float(v) for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _series(rows: list[dict[str, float]]) -> dict[str, np.ndarray]:
@@ -111,7 +106,7 @@ def _read_results(trial: Path) -> tuple[dict[str, np.ndarray], dict]:
                 except json.JSONDecodeError:
                     continue  # a line cut short by a killed driver
                 result.pop("config", None)
-                rows.append(flatten(result))
+                rows.append(_numeric_leaves(result))
                 last = result
         return _series(rows), last
     progress = trial / PROGRESS_FILE

@@ -1,4 +1,4 @@
-"""The reproducibility record of a run: versions, seeds, git commit, command line (no Ray import).
+"""A run's provenance, written as `runinfo.json`: versions, seeds, git commit, command line (no Ray import).
 
 `collect_runinfo(cfg)` is called on the driver before Ray starts; `SpadePPO.setup` writes it as
 `runinfo.json` (with the resolved `config.yaml`) into the trial directory.

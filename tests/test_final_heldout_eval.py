@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from spade_rllib.config import ConfigError, parse_config
-from spade_rllib.rllib.heldout_line import ALL_PREFIX, PREFIX, heldout_levels_up_to, heldout_line, navigation_line
+from spade_rllib.rllib.final_heldout_eval import ALL_PREFIX, PREFIX, heldout_levels_up_to, heldout_line, navigation_line
 
 CTF_MAPS = "spade_rllib/levels/heldout_ctf"
 

@@ -1,4 +1,4 @@
-"""Held-out evaluation glue (`spade_rllib.rllib.heldout_eval`): config keys, the in-process evaluation's
+"""Held-out evaluation glue (`spade_rllib.rllib.periodic_heldout_eval`): config keys, the in-process evaluation's
 metric keys, and SpadePPO's Ray-task evaluation landing in the iteration results."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from spade_rllib.config import ConfigError, parse_config
 from spade_rllib.games import MAZERACE_ID, heldout_dir, heldout_opponents
-from spade_rllib.rllib.heldout_eval import LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
-from spade_rllib.results import flatten
+from spade_rllib.rllib.periodic_heldout_eval import LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
+from spade_rllib.result_lookup import flatten
 
 HELDOUT_DIR = heldout_dir(MAZERACE_ID)
 
@@ -56,7 +56,7 @@ def test_config_keys(tmp_path, monkeypatch):
 
 def test_play_heldout_in_process_keys_and_values():
     from spade_rllib.rllib.algo_config import build_algo_config
-    from spade_rllib.rllib.heldout_eval import play_heldout
+    from spade_rllib.rllib.periodic_heldout_eval import play_heldout
     from spade_rllib.rllib.runner import MAIN, SpadeEnvRunner
 
     cfg = parse_config(tiny())

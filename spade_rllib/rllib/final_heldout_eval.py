@@ -95,7 +95,7 @@ def size_lines(final: Mapping[str, Any], opponents: Sequence[str]) -> list[str]:
 
 def heldout_levels_up_to(paths: Sequence[str], max_size: int, agents_per_team: int) -> list[dict]:
     """The reset options of the held-out maps with at most `max_size` rows and columns (0: every map)."""
-    from spade_rllib.curriculum.heldout_levels import heldout_reset_options
+    from spade_rllib.curriculum.heldout_maps import heldout_reset_options
 
     levels = heldout_reset_options(list(paths), agents_per_team=agents_per_team)
     return [o for o in levels if not max_size or max(o["level"].height, o["level"].width) <= max_size]
