@@ -50,14 +50,6 @@ ENCODERS = ("mlp", "cnn")
 """`agent.model.encoder`: what reads the observation."""
 MEMORY_NONE, MEMORY_LSTM = "none", "lstm"
 MEMORIES = (MEMORY_NONE, MEMORY_LSTM)
-MODULE_KEY_SOURCES = {"kind": "encoder", "use_lstm": "memory"}
-"""Module model_config keys (RLlib's DefaultModelConfig naming, as checkpoints store them) whose `agent.model`
-key is spelled otherwise: `kind` holds the encoder, `use_lstm: True` is `memory: lstm`."""
-
-
-def model_key_source(module_key: str) -> str:
-    """The `agent.model` key a module model_config key comes from."""
-    return MODULE_KEY_SOURCES.get(module_key, module_key)
 """`agent.model.memory`: what follows the encoder ('none': nothing, a feed-forward policy)."""
 
 

@@ -642,6 +642,9 @@ FREE_ON_RESUME = ("train_bf16",)
 """Keys a resume may change: they change how the learner computes, not which tensors the module holds."""
 DERIVED_KEYS = ("mask_size", "window_shape", "map_shape")
 """Keys that come from the env (its kwargs or map), not from `agent.model`."""
+MODULE_KEY_SOURCES = {"kind": "encoder", "use_lstm": "memory"}
+"""Module model_config keys (RLlib's DefaultModelConfig naming, as checkpoints store them) whose `agent.model`
+key is spelled otherwise: `kind` holds the encoder, `use_lstm: True` is `memory: lstm`."""
 
 
 def effective_model_config(model_config: dict) -> dict:
@@ -679,9 +682,7 @@ def model_differences(saved: dict, want: dict) -> list[str]:
 
 def model_config_key(key: str) -> str:
     """The config key a model-config key comes from (`agent.model.<key>`, or the env's for a derived key)."""
-    from spade_rllib.config import model_key_source
-
-    return key if key in DERIVED_KEYS else f"agent.model.{model_key_source(key)}"
+    return key if key in DERIVED_KEYS else f"agent.model.{MODULE_KEY_SOURCES.get(key, key)}"
 
 
 __all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels", "check_final_heldout",
