@@ -26,7 +26,7 @@ TINY = ["--env-id", "MazeRace-v0", "--seeds", "2", "--games", "1", "--max-map-si
 
 def run_bench(name: str, *args: str, out_dir: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / name), *TINY, *args, "--out-dir", str(out_dir)],
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "ablations" / name), *TINY, *args, "--out-dir", str(out_dir)],
                           capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
