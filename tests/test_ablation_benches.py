@@ -21,7 +21,8 @@ SMALL_MAPS = 3
 CTF's open_field, twin_rooms, crossroads (`--max-map-size 13`: rooms_15 is 15x15)."""
 TINY = ["--env-id", "MazeRace-v0", "--seeds", "2", "--games", "1", "--max-map-size", "15",
         "--set", "agent.train_batch_size=512", "--set", "agent.minibatch_size=256",
-        "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8"]
+        "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8",
+        "--set", "training.num_env_runners=0"]  # sampling in the bench's process: no runner actor to start per unit
 
 
 def run_bench(name: str, *args: str, out_dir: Path) -> dict:
