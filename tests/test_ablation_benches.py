@@ -21,12 +21,13 @@ SMALL_MAPS = 3
 CTF's open_field, twin_rooms, crossroads (`--max-map-size 13`: rooms_15 is 15x15)."""
 TINY = ["--env-id", "MazeRace-v0", "--seeds", "2", "--games", "1", "--max-map-size", "15",
         "--set", "agent.train_batch_size=512", "--set", "agent.minibatch_size=256",
-        "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8"]
+        "--set", "agent.model.hidden=[16]", "--set", "training.num_envs_per_runner=8",
+        "--set", "training.num_env_runners=0"]  # sampling in the bench's process: no runner actor to start per unit
 
 
 def run_bench(name: str, *args: str, out_dir: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / name), *TINY, *args, "--out-dir", str(out_dir)],
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "ablations" / name), *TINY, *args, "--out-dir", str(out_dir)],
                           capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

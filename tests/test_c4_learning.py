@@ -2,9 +2,9 @@
 env-step budget (not a time limit, so a slow or loaded machine changes the wall time, not the
 result), must give a main that beats uniform random by masked argmax.
 
-`make test` runs it (the `slow` mark only labels it; nothing deselects slow tests). It takes under
-3 minutes on 2 CPUs (158 s measured at load ~1-4); docs/connect_four.md has the measurements
-behind the budget and the bar.
+`make test` runs it (the `slow` mark only labels it; nothing deselects slow tests). 400k env steps: about
+half the wall time of the 800k it used to train (49 iterations instead of 98); docs/connect_four.md has the
+measurements behind the budget and the bar.
 """
 from __future__ import annotations
 
@@ -19,16 +19,17 @@ import pytest
 pytestmark = [pytest.mark.ray, pytest.mark.slow]  # `make test` runs it; `make test-fast` (-m "not ray") skips it
 ROOT = Path(__file__).resolve().parents[1]
 
-ENV_STEPS = 800_000
-"""98 iterations of 8,192 env steps. Measured with this command (docs/connect_four.md), seeds 0 and 1:
-0.977 and 0.985 vs random over 1,000 games each, 0.9725 in this test's 400 games (seed 0); the
-bar of 0.95 is ~3 standard errors of a 400-game score below that."""
+ENV_STEPS = 400_000
+"""49 iterations of 8,192 env steps. Measured with this command plus `--set experiment.seed=S`
+(docs/connect_four.md), seeds 0 / 1 / 2: 0.9575 / 0.965 / 0.970 vs random in this test's 400 games (mean 0.964);
+the bar of 0.93 is ~3 standard errors of a 400-game score (~0.0095) below that mean (2.8 below seed 0, the
+test's own seed). At 800k env steps seed 0 scored 0.9725: the score creeps up slowly past 400k."""
 GAMES = 400
 """Final evaluation games vs random (main's seat alternates: 200 first, 200 second)."""
-MIN_SCORE = 0.95
+MIN_SCORE = 0.93
 
 
-@pytest.mark.timeout(900)  # pyproject's 600 s would cut a run on a heavily loaded machine (330 s at load ~8)
+@pytest.mark.timeout(900)  # pyproject's 600 s would cut a run on a heavily loaded machine (454-541 s at load 25-36)
 def test_connect_four_config_learns_to_beat_random(tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     cmd = [sys.executable, "-m", "spade_rllib.train", "--config", "tune_configs/connect_four.yaml",
