@@ -391,7 +391,7 @@ class SpadePPO(PPO):
         The remote runners get `fn` by reference: it (with what it holds: slot weights, the level
         source) is serialized into the object store once, and each runner's call carries only the
         ObjectRef, which Ray resolves before the call. Passing `fn` itself would serialize it once
-        per runner (bench/driver_scale.py: ~1.2 ms per runner per broadcast, docs/scaling.md)."""
+        per runner (bench/speed/driver_scale.py: ~1.2 ms per runner per broadcast, docs/scaling.md)."""
         group = self.env_runner_group
         if group.num_remote_env_runners() == 0:
             group.foreach_env_runner(fn, local_env_runner=True)
