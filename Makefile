@@ -42,7 +42,7 @@ browser:
 # one process, as before.
 PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed-dev browser lint
-	$(BIN)/python -m pytest -q -ra $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+	$(BIN)/python -m pytest -q -ra --durations=25 $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -649,7 +649,8 @@ def unit_progress(args: argparse.Namespace, names: Sequence[str], runs: Mapping[
             keep += ["--out-dir", str(args.out_dir)]
         print(f"incomplete: {len(done)} of {len(done) + len(missing)} units done; missing: {', '.join(missing)} "
               "(the command below trains them all; add --only-seeds or --max-units to go on in chunks)")
-        print(f"continue with: python bench/{args.bench}.py {shlex.join(keep)}")
+        where = next(iter(sorted((ROOT / "bench").rglob(f"{args.bench}.py"))), ROOT / "bench" / f"{args.bench}.py")
+        print(f"continue with: python {where.relative_to(ROOT).as_posix()} {shlex.join(keep)}")
     return {"complete": not missing, "units_done": done, "units_missing": missing}
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,11 @@ def test_training_run_is_read_back_from_mlflow_and_wandb(tmp_path):
     runs = list((tmp_path / "connect_four" / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(runs) == 1, list((tmp_path / "connect_four").rglob("*"))[:40]
     history = wandb_history(runs[0])
+    for _ in range(30):  # W&B's service process may still be writing the offline file after the driver exits
+        if len(history) >= 2:
+            break
+        time.sleep(1.0)
+        history = wandb_history(runs[0])
     assert [row["training_iteration"] for row in history] == [1, 2]
     assert all(0.0 <= row["eval/random/win_rate"] <= 1.0 for row in history)
 
