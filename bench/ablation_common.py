@@ -498,9 +498,18 @@ def unit_manifest(args: argparse.Namespace, env_id: str, config_text: Optional[s
     m.update({"games": args.games, "max_map_size": args.max_map_size, "greedy": bool(getattr(args, "greedy", False)),
               "overrides": list(args.overrides)})
     if config_text is not None:
-        m["config_sha256"] = hashlib.sha256(config_text.encode()).hexdigest()
+        m["config_sha256"] = config_sha256(config_text)
     m["git_commit"] = git_info(ROOT)["commit"]
     return json.loads(json.dumps(m))  # as it reads back from the file
+
+
+def config_sha256(config_text: str) -> str:
+    """sha256 of the run config a config file resolves to (every key with its default, in the current spelling,
+    sorted): comments, key order and renamed keys spelled the old way leave it unchanged, a changed value does not."""
+    from spade_rllib.config import parse_config, read_yaml
+
+    canonical = json.dumps(parse_config(read_yaml(config_text)).to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _numpy_tree(tree: Any) -> Any:

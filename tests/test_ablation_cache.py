@@ -75,3 +75,14 @@ def test_incomplete_summary_over_the_seeds_present(tmp_path, capsys):
     cont = next(line for line in lines if line.startswith("continue with:"))
     assert "--only-seeds" not in cont and "--max-units" not in cont and str(tmp_path) in cont
     assert cache.load("pfsp", 1) is None  # --max-units 0 trained nothing
+
+
+def test_config_hash_reads_the_resolved_config_not_the_text():
+    from bench.ablation_common import config_sha256
+
+    text = (Path(__file__).resolve().parents[1] / "tune_configs" / "kuhn_league.yaml").read_text()
+    assert "encoder: mlp" in text
+    same = config_sha256(text)
+    assert config_sha256("# a comment\n" + text) == same
+    assert config_sha256(text.replace("encoder: mlp", "kind: mlp")) == same  # the old spelling of the same key
+    assert config_sha256(text.replace("hidden: [64, 64]", "hidden: [64, 32]")) != same
