@@ -39,8 +39,19 @@ def user_envs(monkeypatch):
     sys.modules.pop("myenv", None)
 
 
+HEAVY_FIRST = ("test_c4_learning.py", "test_tune.py", "test_fault_cluster.py", "test_multi_learner.py",
+               "test_cluster_multinode.py", "test_ablation_benches.py", "test_recurrent_bench.py", "test_league_claim.py",
+               "test_load_write_guards.py", "test_foreign_envs.py", "test_poker_pipeline.py", "test_console.py",
+               "test_train.py", "test_recurrent_learning.py", "test_trackers.py", "test_foreign_teams.py")
+"""The test files that take longest (`make test`'s --durations on a clean clone), started first: with
+`--dist loadfile` each file runs on one worker, and the longest files last leave the other worker idle at the end."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests that use the Ray session count as `ray` tests, so `-m "not ray"` skips them."""
+    """Tests that use the Ray session count as `ray` tests, so `-m "not ray"` skips them; the heaviest files
+    go first (`HEAVY_FIRST`; the order within a file is kept)."""
     for item in items:
         if "ray_session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.ray)
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(HEAVY_FIRST)))  # stable: file order otherwise kept
