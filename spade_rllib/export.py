@@ -334,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PolicyLoadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if league_mode(args.module) is not None:
+    if league:
         written = export_league(policy, args.out, opset=args.opset, check=args.check)
         print(json.dumps({"out": str(written.out_dir), "module": policy.module_id, "members": list(written.members),
                           "average_policy": str(written.average_policy) if written.average_policy else None}))

@@ -290,15 +290,19 @@ def mixture_scores(run: dict, game: ClaimGame, weights: Mapping[str, float], mem
     game; `--mixture-draws` members on the held-out maps)."""
     rng = np.random.default_rng(10_000 + seed)
     if not game.level_game:
+        counts = {name: draw_counts(weights, 2 * args.games, rng) for name in args.opponents}
         scores: dict[str, list[float]] = {o: [] for o in args.opponents}
-        for name in args.opponents:
-            for member, count in draw_counts(weights, 2 * args.games, rng).items():
-                runner = make_runner(run["algo_config"], members[member])
-                try:
+        for member in weights:  # one runner per member drawn, for every opponent it plays
+            played = {name: c[member] for name, c in counts.items() if member in c}
+            if not played:
+                continue
+            runner = make_runner(run["algo_config"], members[member])
+            try:
+                for name, count in played.items():
                     records = runner.evaluate_main({"opponents": [f"bot:{name}"], "games": count, "greedy": True})
-                finally:
-                    runner.stop()
-                scores[name] += [float(r.learner_score) for r in records if r.learner_score is not None]
+                    scores[name] += [float(r.learner_score) for r in records if r.learner_score is not None]
+            finally:
+                runner.stop()
         return {o: float(np.mean(v)) for o, v in scores.items()}
     per_draw = []
     for member, count in draw_counts(weights, args.mixture_draws, rng).items():
@@ -312,11 +316,11 @@ def save_mixture(path: Path, weights: Mapping[str, float], members: Mapping[str,
     """The mixture a unit scored: {"weights": {member: w}, "members": {member: state dict}} (torch.save)."""
     import torch
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save({"weights": dict(weights), "members": {m: {k: torch.from_numpy(np.asarray(v)) for k, v in w.items()}
-                                                      for m, w in members.items()}}, tmp)
-    tmp.replace(path)
+    from spade_rllib.atomic_io import atomic_path
+
+    with atomic_path(path) as tmp:
+        torch.save({"weights": dict(weights), "members": {m: {k: torch.from_numpy(np.asarray(v)) for k, v in w.items()}
+                                                          for m, w in members.items()}}, tmp)
 
 
 def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
