@@ -559,8 +559,8 @@ MEMORY_SHARE = 0.5
 
 def parameter_count(model_config: dict, obs_size: int, num_actions: int) -> int:
     """Parameters of `SpadeModule` for `model_config` (an MLP trunk per head unless shared; the CNN's
-    convolutions over its window, and over the memory map with `map_channels`); an estimate for other kinds,
-    used only to bound memory."""
+    convolutions over its window, and over the memory map with `map_channels`; with `use_lstm` one trunk, the
+    LSTM and heads on its cell); an estimate for other kinds, used only to bound memory."""
     hidden = [int(h) for h in model_config.get("hidden", [128, 128])]
     feat = obs_size - int(model_config.get("mask_size", 0))
     size, count = feat, 0
@@ -579,6 +579,12 @@ def parameter_count(model_config: dict, obs_size: int, num_actions: int) -> int:
     for width in hidden:
         count += size * width + width
         size = width
+    if model_config.get("use_lstm"):  # one trunk, then the LSTM (PyTorch's two bias vectors); heads on its cell
+        cell = int(model_config.get("lstm_cell_size", 256))
+        extra = (num_actions if model_config.get("lstm_use_prev_action") else 0) + \
+            (1 if model_config.get("lstm_use_prev_reward") else 0)
+        count += 4 * cell * (size + extra + cell) + 8 * cell
+        return count + cell * num_actions + num_actions + cell + 1
     trunks = 1 if model_config.get("vf_share_layers") else 2
     return trunks * count + size * num_actions + num_actions + size + 1
 
@@ -685,8 +691,16 @@ def model_config_key(key: str) -> str:
     return key if key in DERIVED_KEYS else f"agent.model.{MODULE_KEY_SOURCES.get(key, key)}"
 
 
+def model_config_value(key: str, value: Any) -> Any:
+    """A module model-config value as `agent.model` spells it (`use_lstm: True` is `memory: "lstm"`)."""
+    if key == "use_lstm":
+        return "lstm" if value else "none"
+    return value
+
+
 __all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels", "check_final_heldout",
            "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
            "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
-           "required_resources", "check_model_memory", "effective_model_config", "machine_memory", "model_differences",
+           "required_resources", "check_model_memory", "effective_model_config", "machine_memory", "model_config_key", "model_config_value",
+           "model_differences",
            "parameter_count"]

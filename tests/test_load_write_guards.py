@@ -168,8 +168,10 @@ def test_resume_compatibility_is_checked_before_ray(trial, tmp_path):
     ckpt = str(trial / "checkpoint_000002")
     ok = load_config(MAZERACE, ["agent.model.hidden=[16]", "agent.model.vf_share_layers=false"])
     check_resume(ok, ckpt)
-    with pytest.raises(ConfigError, match=r"was trained with hidden = \[16\]; the config gives \[32\]"):
+    with pytest.raises(ConfigError, match=r"was trained with agent.model.hidden = \[16\]; the config gives \[32\]"):
         check_resume(load_config(MAZERACE, ["agent.model.hidden=[32]"]), ckpt)
+    with pytest.raises(ConfigError, match="was trained with agent.model.memory = 'none'; the config gives 'lstm'"):
+        check_resume(load_config(MAZERACE, ["agent.model.hidden=[16]", "agent.model.memory=lstm"]), ckpt)
     with pytest.raises(ConfigError, match="was trained on MazeRace-v0; the config says env.id = 'CaptureTheFlag-v0'"):
         check_resume(load_config(MAZERACE, ["env.id=CaptureTheFlag-v0", "agent.model.hidden=[16]"]), ckpt)
     t = _copy(trial, tmp_path)

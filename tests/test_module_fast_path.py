@@ -98,3 +98,13 @@ def test_a_ctf_run_with_the_memory_map_and_map_channels_gives_the_module_its_map
 
     with pytest.raises(ConfigError, match=r"agent.model.map_channels = \[8\]: .*has none; turn it on .*seen_map"):
         parse_config({"env": {"id": "CaptureTheFlag-v0"}, "agent": {"model": {"map_channels": [8]}}})
+
+
+@pytest.mark.parametrize("prev", [False, True])
+def test_the_preflight_parameter_count_is_the_recurrent_modules(prev):
+    from spade_rllib.preflight import parameter_count
+
+    config = {"kind": "mlp", "hidden": [16, 8], "activation": "relu", "use_lstm": True, "lstm_cell_size": 12,
+              "max_seq_len": 5, "lstm_use_prev_action": prev, "lstm_use_prev_reward": prev}
+    module = build(config, obs_size=7)
+    assert sum(p.numel() for p in module.parameters()) == parameter_count(config, 7, 5)

@@ -84,6 +84,18 @@ def test_chance_sampled_inside_with_the_seeded_rng():
     assert env.state.history() == first  # seeded
 
 
+def test_chance_outcomes_drawn_with_their_probabilities():
+    env = OpenSpielEnv("kuhn_poker")
+    env.reset(seed=3)
+    outcomes = [(4, 0.1), (7, 0.6), (9, 0.3)]
+    draws = [env._chance_outcome(outcomes) for _ in range(20000)]
+    freq = {a: draws.count(a) / len(draws) for a, _ in outcomes}
+    assert set(draws) == {4, 7, 9}
+    for a, p in outcomes:  # 20k draws: a standard error of at most 0.0035
+        assert abs(freq[a] - p) < 0.015, (a, freq[a], p)
+    assert env._chance_outcome([(5, 1.0)]) == 5
+
+
 def test_leduc_public_card_dealt_mid_game_and_masks_are_legal_actions():
     env = OpenSpielEnv("leduc_poker")
     rng = np.random.default_rng(0)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from spade_rllib.preflight import comparable_value, model_config_key, effective_model_config, model_differences
+from spade_rllib.preflight import (comparable_value, effective_model_config, model_config_key, model_config_value,
+                                  model_differences)
 from spade_rllib.validation import ConfigError
 
 
@@ -71,8 +72,9 @@ def check_resume(cfg, checkpoint: str, info=None) -> None:
             a, b = effective_model_config(saved), effective_model_config(want)
             key = keys[0]
             more = f"; also differs: {', '.join(model_config_key(k) for k in keys[1:])}" if keys[1:] else ""
-            raise ConfigError(f"--resume: module {module_id!r} of {ckpt.path} was trained with {key} = {a.get(key)!r}; "
-                              f"the config gives {b.get(key)!r} ({model_config_key(key)}){more}; resume with the run's "
+            name, was, now = model_config_key(key), model_config_value(key, a.get(key)), model_config_value(key, b.get(key))
+            raise ConfigError(f"--resume: module {module_id!r} of {ckpt.path} was trained with {name} = {was!r}; "
+                              f"the config gives {now!r}{more}; resume with the run's "
                               "model settings, or start a new run")
         misfit = _module_misfit(module, want)
         if misfit:

@@ -321,7 +321,8 @@ class LaneStepping:
         return [self._outcome(lanes, i, res, learner) for learner in learners]
 
     def _outcome(self, lanes: LaneStates, i: int, res, learner: str) -> EpisodeOutcome:
-        team_returns = [float(np.mean([lanes.agent_return[i][a] for a in team])) for team in lanes.sides]
+        returns = lanes.agent_return[i]
+        team_returns = [sum(float(returns[a]) for a in team) / len(team) for team in lanes.sides]  # np.mean's value, 10x cheaper
         info = res.info or {}
         main_team = self._role_side(learner) if self.roles else lanes.main_team[i]
         opponent = lanes.opponent[i]
