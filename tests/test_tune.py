@@ -116,6 +116,19 @@ def test_shipped_sweeps_load_and_smoke_is_tiny():
         assert spec.experiment_name.endswith("-smoke")
 
 
+def test_the_leduc_ppo_sweep_minimizes_exact_exploitability_on_two_cpus():
+    from spade_rllib.config import parse_config
+    from spade_rllib.sweeps.sweep_spec import load_sweep
+    from spade_rllib.tune import trial_cpus
+
+    spec, base = load_sweep("leduc_ppo")
+    cfg = parse_config(base)
+    assert spec.num_trials() == 8 and spec.budget.max_concurrent == 1
+    assert (spec.metric.name, spec.metric.mode) == ("exploitability/main", "min")
+    assert cfg.env.id == "leduc_poker" and not cfg.league.enabled and cfg.evaluation.exploitability_interval == 5
+    assert cfg.training.stop.env_steps == 2_000_000 and trial_cpus(cfg, None) <= 2
+
+
 def test_auto_metric_prefers_the_heldout_score_then_the_eval_win_rate():
     from types import SimpleNamespace
 
