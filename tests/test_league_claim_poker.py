@@ -20,6 +20,10 @@ def test_arms(game, tmp_path):
     spec = lcp.POKER_GAMES[game]
     base = read_yaml(spec.config.read_text())
     for arm in lcp.POKER_ARMS:
+        if arm == "mirror_untuned" and spec.untuned is None:
+            with pytest.raises(ValueError, match="never tuned"):
+                lcp.arm_config(base, spec, arm, 2, 5, [], tmp_path)
+            continue
         cfg = parse_config(lcp.arm_config(base, spec, arm, 2, 5, [], tmp_path))
         assert cfg.experiment.seed == 2 and cfg.env.id == spec.env_id and cfg.evaluation.interval == 0
         assert cfg.league.enabled == (arm in lcp.ARM_SAMPLING), arm
@@ -70,3 +74,18 @@ def test_bad_command_lines_stop_before_ray():
     with pytest.raises(SystemExit):
         lc.main(["--game", "leduc", "--every", "0"])
     assert lc._poker_game(["--game=leduc"]) == "leduc" and lc._poker_game(["--game", "c4"]) is None
+
+
+def test_the_untuned_mirror_arm_is_the_recipe_before_its_sweep(tmp_path):
+    spec = lcp.POKER_GAMES["leduc"]
+    base = read_yaml(spec.config.read_text())
+    tuned = parse_config(lcp.arm_config(base, spec, "mirror", 0, 10, [], tmp_path)).agent
+    untuned = parse_config(lcp.arm_config(base, spec, "mirror_untuned", 0, 10, [], tmp_path)).agent
+    assert (untuned.entropy, untuned.lr) == (0.01, 3e-4)
+    assert untuned.train_batch_size == tuned.train_batch_size and untuned.epochs == tuned.epochs
+    # Kuhn's recipe was never tuned: the arm drops out of the defaults and is refused when named
+    args, arms, *_ = lcp.parse_args(["--game", "kuhn"])
+    assert "mirror_untuned" not in arms and "ppo_iig" in arms
+    assert "mirror_untuned" in lcp.parse_args(["--game", "leduc"])[1]
+    with pytest.raises(SystemExit):
+        lcp.parse_args(["--game", "kuhn", "--arms", "mirror,mirror_untuned"])

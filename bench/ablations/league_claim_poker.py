@@ -1,7 +1,7 @@
 """`bench/ablations/league_claim.py --game kuhn|leduc`: where theory says a league pays, measured exactly.
 
     python bench/ablations/league_claim.py --game kuhn|leduc [--seeds 5] [--env-steps N] [--every K]
-        [--arms mirror,league_uniform,league_pfsp,league_nash,ppo_iig] [--set KEY=VALUE ...]
+        [--arms mirror,league_uniform,league_pfsp,league_nash,ppo_iig,mirror_untuned] [--set KEY=VALUE ...]
         [--out-dir bench_out/league_claim_<game>] [--cpus 2] [--only-seeds K,K] [--max-units K] [--minutes CAP]
 
 Every arm starts from the game's recipe (tune_configs/kuhn_league.yaml, leduc_league.yaml: model, batch,
@@ -23,6 +23,8 @@ Arms:
     league_pfsp     the same pool, PFSP `hard` (1-p)^2 matchmaking; its mixture: uniform;
     league_nash     PSRO's meta-solver: opponents from the Nash equilibrium of the members' empirical payoff
                     matrix (`league.sampling: nash`); its mixture: nash;
+    mirror_untuned  mirror self-play with the recipe's PPO settings before they were tuned (Leduc: entropy
+                    0.01, lr 3e-4; `tune_configs/sweeps/leduc_ppo.yaml` chose today's), the untuned baseline;
     ppo_iig         mirror self-play with the IIG-RL-Benchmark's PPO settings (Rudolph et al. 2026's code,
                     `configs/algorithm/ppo.yaml`: lr 2.5e-4, 1024-step batches in 4 minibatches, 4 epochs, clip
                     0.1, entropy 0.2, value 0.5, grad norm 0.5). Their per-game *tuned* Leduc set is not in the
@@ -60,8 +62,8 @@ from bench.ablation_common import (
 )
 from spade_rllib.atomic_io import write_text
 
-POKER_ARMS = ("mirror", "league_uniform", "league_pfsp", "league_nash", "ppo_iig")
-DEFAULT_POKER_ARMS = ("mirror", "league_uniform", "league_pfsp", "league_nash", "ppo_iig")
+POKER_ARMS = ("mirror", "league_uniform", "league_pfsp", "league_nash", "ppo_iig", "mirror_untuned")
+DEFAULT_POKER_ARMS = POKER_ARMS  # mirror_untuned only where the game's recipe was tuned (PokerGame.untuned)
 BASELINE = "mirror"
 AVERAGE_ARM = "mirror_average"
 CURVES = ("main", "average", "mixture_uniform", "mixture_plan", "mixture_nash")
@@ -85,11 +87,14 @@ class PokerGame:
     config: Path
     env_steps: int
     every: int
+    untuned: Optional[dict] = None
+    """The recipe's `agent` settings before its PPO was tuned (the `mirror_untuned` arm); None: never tuned."""
 
 
 POKER_GAMES: dict[str, PokerGame] = {
     "kuhn": PokerGame("kuhn_poker", ROOT / "tune_configs" / "kuhn_league.yaml", env_steps=2_000_000, every=5),
-    "leduc": PokerGame("leduc_poker", ROOT / "tune_configs" / "leduc_league.yaml", env_steps=10_000_000, every=10),
+    "leduc": PokerGame("leduc_poker", ROOT / "tune_configs" / "leduc_league.yaml", env_steps=10_000_000, every=10,
+                       untuned={"entropy": 0.01, "lr": 3e-4}),  # before tune_configs/sweeps/leduc_ppo.yaml
 }
 
 
@@ -111,6 +116,10 @@ def arm_config(base: dict, game: PokerGame, arm: str, seed: int, every: int, ove
         raw["evaluation"]["exploitability_mixture"] = ARM_MIXTURE[arm]
     else:
         raw["league"] = {**league, "enabled": False}
+    if arm == "mirror_untuned":
+        if game.untuned is None:
+            raise ValueError(f"arm mirror_untuned: the {game.env_id} recipe was never tuned (its mirror arm is untuned)")
+        raw["agent"] = {**raw.get("agent", {}), **game.untuned}
     if arm == "ppo_iig":  # smaller batches: measured as often in env steps as the other arms
         batch = int(raw.get("agent", {}).get("train_batch_size", IIG_PPO["train_batch_size"]))
         raw["agent"] = {**raw.get("agent", {}), **IIG_PPO}
@@ -228,6 +237,10 @@ def parse_args(argv=None):
                     help="measure (and snapshot, league arms) every K iterations (default per game: kuhn 5, leduc 10)")
     args, arms, overrides = parse_ablation_args(ap, argv, "arms", POKER_ARMS)
     game = POKER_GAMES[args.game]
+    if game.untuned is None and "mirror_untuned" in arms:
+        if args.arms != ap.get_default("arms"):
+            ap.error(f"--arms mirror_untuned: the {args.game} recipe was never tuned, so its mirror arm is the untuned one")
+        arms = [a for a in arms if a != "mirror_untuned"]
     args.env_steps = game.env_steps if args.env_steps is None else args.env_steps
     args.every = game.every if args.every is None else args.every
     if args.env_steps < 1 or args.every < 1:
