@@ -15,7 +15,7 @@ response; `spade_rllib.games.exploitability`) of:
                 the Nash equilibrium of the members' payoff matrix), league arms only.
 
 Arms:
-    mirror          mirror self-play (main plays itself), league off;
+    mirror          mirror self-play (main plays itself) with the recipe's PPO (Leduc: tuned), league off;
     mirror_average  not trained: the mirror units' `average` curve (the snapshot average of the mirror run,
                     the control for "averaging alone"), paired with mirror by seed;
     league_uniform  fictitious play's league: a snapshot every `--every` iterations, main's opponents drawn
