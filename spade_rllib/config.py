@@ -103,6 +103,9 @@ class AgentConfig:
     clip: float = setting(0.2, help="PPO policy clip parameter.", gt=0.0, max=1.0)
     vf_clip: float = setting(10.0, help="PPO value-function clip parameter.", gt=0.0)
     entropy: float = setting(0.01, help="Entropy bonus coefficient.", min=0.0)
+    entropy_schedule: Optional[list] = setting(None, help="Entropy coefficient over lifetime env steps, "
+                                               "[[0, c0], [steps, c1], ...], linear between points and c_last after "
+                                               "(RLlib's schedule format); replaces `entropy` when set.")
     vf_coeff: float = setting(0.5, help="Value loss coefficient.", min=0.0)
     kl_coeff: float = setting(0.0, help="Initial KL penalty coefficient; 0 turns the KL loss off.", min=0.0)
     grad_clip: Optional[float] = setting(0.5, help="Global gradient-norm clip; null for none.", gt=0.0)

@@ -45,6 +45,30 @@ def check_config(cfg) -> None:
     check_final_heldout(cfg.evaluation, cfg.env.id)
     check_stop_metric(cfg.training.stop.metric)
     check_exploitability(cfg)
+    check_schedule("agent.entropy_schedule", cfg.agent.entropy_schedule)
+
+
+def check_schedule(key: str, schedule: Optional[list]) -> None:
+    """A piecewise-linear schedule as RLlib takes it: [[0, v0], [t1, v1], ...], env steps integers >= 0 rising
+    strictly from 0, values finite and >= 0 (None: no schedule)."""
+    if schedule is None:
+        return
+    shape = "a list of [env_steps, value] pairs starting at [0, value], e.g. [[0, 0.1], [10000000, 0.01]]"
+    if not isinstance(schedule, (list, tuple)) or not schedule:
+        raise ConfigError(f"{key} = {schedule!r}: wrong type, expected {shape}")
+    last = -1
+    for i, point in enumerate(schedule):
+        if not isinstance(point, (list, tuple)) or len(point) != 2 or any(isinstance(x, bool) for x in point):
+            raise ConfigError(f"{key}[{i}] = {point!r}: wrong type, expected {shape}")
+        step, value = point
+        if not isinstance(step, int) or isinstance(value, str) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}[{i}] = {point!r}: wrong type, expected [integer env steps, number]")
+        if value != value or value in (float("inf"), float("-inf")) or value < 0:
+            raise ConfigError(f"{key}[{i}] = {point!r}: value {value!r} out of range, allowed a finite number >= 0")
+        if (i == 0 and step != 0) or step <= last:
+            raise ConfigError(f"{key}[{i}] = {point!r}: env steps must start at 0 and rise strictly "
+                              f"(got {step} after {last if i else 'the start'})")
+        last = step
 
 
 def check_exploitability(cfg) -> None:
@@ -700,7 +724,7 @@ def model_config_value(key: str, value: Any) -> Any:
 
 __all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels", "check_final_heldout",
            "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
-           "check_resources", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
+           "check_resources", "check_schedule", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
            "required_resources", "check_model_memory", "effective_model_config", "machine_memory", "model_config_key", "model_config_value",
            "model_differences",
            "parameter_count"]

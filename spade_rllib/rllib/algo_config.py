@@ -118,7 +118,8 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             lambda_=a.lambda_,
             clip_param=a.clip,
             vf_clip_param=a.vf_clip,
-            entropy_coeff=a.entropy,
+            entropy_coeff=([[int(t), float(v)] for t, v in a.entropy_schedule] if a.entropy_schedule
+                           else a.entropy),
             vf_loss_coeff=a.vf_coeff,
             use_kl_loss=a.kl_coeff > 0,
             kl_coeff=a.kl_coeff,
