@@ -20,13 +20,14 @@ Two pre-Ray steps need the trainer's own code and stand in rllib/, named for wha
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from pathlib import Path
 from typing import Any, Optional
 
 from spade_rllib.games import EnvIdError
 from spade_rllib.games.resolved_env import ResolvedEnv, as_resolved, read_env_id
-from spade_rllib.validation import ConfigError, did_you_mean
+from spade_rllib.validation import ConfigError, did_you_mean, out_of_range, wrong_type
 
 
 # ----------------------------------------------------------------------------------------------
@@ -55,18 +56,19 @@ def check_schedule(key: str, schedule: Optional[list]) -> None:
         return
     shape = "a list of [env_steps, value] pairs starting at [0, value], e.g. [[0, 0.1], [10000000, 0.01]]"
     if not isinstance(schedule, (list, tuple)) or not schedule:
-        raise ConfigError(f"{key} = {schedule!r}: wrong type, expected {shape}")
+        raise wrong_type(key, schedule, shape)
     last = -1
     for i, point in enumerate(schedule):
+        at = f"{key}[{i}]"
         if not isinstance(point, (list, tuple)) or len(point) != 2 or any(isinstance(x, bool) for x in point):
-            raise ConfigError(f"{key}[{i}] = {point!r}: wrong type, expected {shape}")
+            raise wrong_type(at, point, shape)
         step, value = point
-        if not isinstance(step, int) or isinstance(value, str) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key}[{i}] = {point!r}: wrong type, expected [integer env steps, number]")
-        if value != value or value in (float("inf"), float("-inf")) or value < 0:
-            raise ConfigError(f"{key}[{i}] = {point!r}: value {value!r} out of range, allowed a finite number >= 0")
+        if not isinstance(step, int) or not isinstance(value, (int, float)):
+            raise wrong_type(at, point, "[integer env steps, number]")
+        if not math.isfinite(value) or value < 0:
+            raise out_of_range(at, point, "a value that is a finite number >= 0")
         if (i == 0 and step != 0) or step <= last:
-            raise ConfigError(f"{key}[{i}] = {point!r}: env steps must start at 0 and rise strictly "
+            raise ConfigError(f"{at} = {point!r}: env steps must start at 0 and rise strictly "
                               f"(got {step} after {last if i else 'the start'})")
         last = step
 
