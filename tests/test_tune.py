@@ -84,6 +84,12 @@ def _write(tmp_path: Path, text: str) -> str:
     ("base: nope.yaml\n", "base = 'nope.yaml': file not found"),
     ("base: base.yaml\nsmoke: {bugdet: {}}\n", "smoke.bugdet: unknown key (did you mean 'budget'?)"),
     ("base: base.yaml\nspace: {agent.lr: {grid: [1.0e-3]}}\nreport: {heatmap: [agent.lr, agent.gama]}\n", "report.heatmap[1] = 'agent.gama': not a space key"),
+    ("base: base.yaml\noverrides: {agent.entropy_schedule: [[0, 0.1], [1000, 0.01]]}\n"
+     "space: {agent.entropy: {grid: [0.01, 0.05]}}\n",
+     "space.agent.entropy: has no effect, the base config sets agent.entropy_schedule = [[0, 0.1], [1000, 0.01]]"),
+    ("base: base.yaml\noverrides: {agent.entropy_schedule: [[0, 0.1], [1000, 0.01]]}\n"
+     "scheduler: {type: pbt, mutations: {agent.entropy: {uniform: [0.01, 0.1]}}}\n",
+     "scheduler.mutations.agent.entropy: has no effect"),
 ])
 def test_spec_validation_one_line_errors(tmp_path, text, needle):
     from spade_rllib.sweeps.sweep_spec import load_sweep

@@ -504,6 +504,7 @@ def validate_against_base(spec: SweepSpec, base: dict) -> RunConfig:
                 parse_config(_set_path(base, key, value))
             except ConfigError as e:
                 raise ConfigError(f"space.{key} = {value!r}: {e}") from e
+    _refuse_shadowed_keys(spec, base)
     combos = trial_combinations(spec)
     if len(spec.space) + len(spec.mutations()) > 1:
         full = len(combos) <= FULL_CHECK_COMBINATIONS
@@ -513,6 +514,26 @@ def validate_against_base(spec: SweepSpec, base: dict) -> RunConfig:
             except ConfigError as e:
                 raise ConfigError(f"space: the trial with {describe_trial(params)} is invalid: {e}") from e
     return cfg
+
+
+SHADOWED_BY = {"agent.entropy": "agent.entropy_schedule"}
+"""A training-config key that has no effect while another is set (the learner reads the schedule, not the
+constant): sampling or mutating it would give trials that differ in name only."""
+
+
+def _refuse_shadowed_keys(spec: SweepSpec, base: dict) -> None:
+    """A space or PBT mutation key that the trials' config ignores (SHADOWED_BY) is refused in one line."""
+    for section, keys in (("scheduler.mutations", spec.mutations()), ("space", spec.space)):
+        for key in keys:
+            shadow = SHADOWED_BY.get(key)
+            if shadow is None or shadow in spec.space or shadow in spec.mutations():
+                continue
+            node: Any = base
+            for part in shadow.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is not None:
+                raise ConfigError(f"{section}.{key}: has no effect, the base config sets {shadow} = {node!r}, "
+                                  f"which replaces it; search {shadow} instead, or set it to null with --set")
 
 
 def trial_run_config(base: dict, params: dict, resolve: bool = True) -> RunConfig:
