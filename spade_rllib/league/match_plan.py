@@ -11,12 +11,14 @@ plays both seats equally, independently of which opponent was drawn.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
 import numpy as np
 
+from spade_rllib.keyed_random import keyed_uniform
 from spade_rllib.league.member_ids import MemberId
 
 NUM_SEATS = 2
@@ -74,8 +76,8 @@ class MatchPlan:
                                  f"{entry.opponent}")
 
     @cached_property
-    def _cumulative(self) -> np.ndarray:
-        cumulative = np.cumsum([entry.probability for entry in self.entries])
+    def _cumulative(self) -> list[float]:
+        cumulative = np.cumsum([entry.probability for entry in self.entries]).tolist()
         cumulative[-1] = 1.0  # guard the last bin against rounding
         return cumulative
 
@@ -86,8 +88,8 @@ class MatchPlan:
         """
         if episode_index < 0 or stream < 0:
             raise ValueError(f"episode_index = {episode_index!r} and stream = {stream!r} must be >= 0")
-        draw = np.random.default_rng([self.seed, stream, episode_index]).random()
-        entry = self.entries[int(np.searchsorted(self._cumulative, draw, side="right"))]
+        draw = keyed_uniform(self.seed, stream, episode_index)
+        entry = self.entries[bisect.bisect_right(self._cumulative, draw)]
         return Matchup(entry.learner, entry.opponent, entry.opponent_slot, (episode_index + stream) % NUM_SEATS)
 
     def probabilities(self) -> dict[tuple[MemberId, MemberId], float]:

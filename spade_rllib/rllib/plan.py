@@ -31,6 +31,7 @@ from typing import Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
+from spade_rllib.keyed_random import keyed_uniform
 from spade_rllib.outcome import BOT_PREFIX, LIVE_PREFIX, MAIN, MIRROR, RANDOM, SLOT_PREFIX  # noqa: F401 - the ids (outcome.py)
 
 EpisodeKey = tuple  # (worker_index, env_index, episode_number)
@@ -125,7 +126,7 @@ class OpponentPlan:
 
     def pick_matchup(self, key: EpisodeKey) -> tuple[str, str]:
         """(learner module id, opponent id) of the episode with this key (pure function of plan and key)."""
-        u = np.random.default_rng([int(self.seed) & 0xFFFFFFFF, *(int(k) for k in key)]).random()
+        u = keyed_uniform(self.seed, *key)
         acc = 0.0
         for learner, opp, p in self.entries:
             acc += p
