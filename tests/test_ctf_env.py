@@ -100,6 +100,31 @@ def test_tag_only_in_the_taggers_half_and_sends_back_to_spawn():
     assert env.positions[P0] == (1, 3) and env.tags == [0, 1]
 
 
+def test_tag_reward_is_zero_sum_per_tag_and_off_by_default():
+    for kw, bonus in (({}, 0.0), ({"tag_reward": 0.2}, 0.2)):
+        env = env_for(**kw)
+        place(env, player_0=(2, 2), player_1=(2, 4))
+        _, rew, _, _, _ = env.step({P0: TAG, P1: LEFT})  # A tags the intruder in its half
+        assert env.tags == [1, 0] and rew == {P0: bonus, P1: -bonus}
+        _, rew, _, _, _ = env.step({P0: NOOP, P1: NOOP})  # nothing happens: nothing paid
+        assert rew == {P0: 0.0, P1: 0.0}
+    env = env_for(tag_reward=0.2)
+    place(env, player_0=(2, 5), player_1=(2, 6))  # a miss (B in its own half) pays nothing
+    _, rew, _, _, _ = env.step({P0: TAG, P1: NOOP})
+    assert env.tags == [0, 0] and rew == {P0: 0.0, P1: 0.0}
+    for bad in (-0.1, 1.5, True, "0.1", float("nan")):
+        with pytest.raises(ValueError, match="tag_reward must be a number in"):
+            CaptureTheFlag(level=Level.from_ascii(MAP), tag_reward=bad)
+
+
+def test_training_only_kwargs_are_dropped_from_every_env_evaluation_builds():
+    from spade_rllib.games.catalog import evaluation_kwargs, recorded_game_kwargs
+
+    kwargs = {"draw_reward": -0.1, "tag_reward": 0.1, "trail": False}
+    assert evaluation_kwargs(kwargs) == {"draw_reward": -0.1, "trail": False}
+    assert recorded_game_kwargs({"kwargs": {**kwargs, "difficulty": 3}}) == {"draw_reward": -0.1, "trail": False}
+
+
 def test_tag_reaches_the_four_neighbours_only():
     env = env_for()
     place(env, player_0=(2, 2), player_1=(2, 2))  # same cell: out of reach

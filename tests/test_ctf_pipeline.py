@@ -103,6 +103,20 @@ def test_runner_pool_bots_and_counters():
     assert sum(r.counter("flag_pickups")[1] for r in records if r.opponent == "bot:rusher") >= 1
 
 
+def test_tag_reward_shapes_training_games_only():
+    """`env.kwargs.tag_reward` (a training-only signal) is in the training lanes' envs and in none of the
+    evaluation games: their returns are the game's own win/draw/loss."""
+    _, runner = _runner(tiny(env={"difficulty": 1.0, "kwargs": {"tag_reward": 0.25}}))
+    try:
+        assert {g.raw_env.unwrapped.tag_reward for g in runner.games} == {0.25}
+        assert runner._make_eval_game().raw_env.unwrapped.tag_reward == 0.0
+        records = runner.evaluate_main({"opponents": ["bot:raider"], "games": 6, "greedy": False})
+    finally:
+        runner.stop()
+    for r in records:
+        assert r.learner_return in (-1.0, 0.0, 1.0), r
+
+
 def test_counter_means():
     from spade_rllib.outcome import EpisodeOutcome
     from spade_rllib.rllib.metrics import counter_means

@@ -43,7 +43,8 @@ Rules (one step, all agents at once)
 7. The episode ends for everyone at once (``terminations`` all True on a win by captures,
    ``truncations`` all True on timeout); ``env.agents`` becomes empty; stepping again raises.
    Rewards: +1 to every agent of the winning team, -1 to the other, ``draw_reward`` (default 0) to
-   everyone on a draw; no shaping. A negative ``draw_reward`` makes the safe all-defend draw worse than
+   everyone on a draw; no shaping unless ``tag_reward`` > 0 (a training-only signal, dropped from the env
+   that evaluation builds: per opponent tagged, +tag_reward to the tagging team, -tag_reward to the tagged). A negative ``draw_reward`` makes the safe all-defend draw worse than
    a risked attack (the all-draw collapse of self-play; docs/league.md).
 
 Why these rules (measured with ``bench/ablations/ladder.py``; ``docs/ctf.md``): agents that block each other
@@ -206,7 +207,8 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                  max_steps: int | None = None, tag_cooldown: int = 5, respawn_steps: int = 6,
                  captures_to_win: int = 1, tag_carriers_anywhere: bool = False, stalemate_steps: int = 6,
                  trail: bool = True, trail_decay: float = 0.9, render_mode: str | None = None,
-                 family: str | None = None, draw_reward: float = 0.0, seen_map: int = 0, seen_map_block: int = 3):
+                 family: str | None = None, draw_reward: float = 0.0, seen_map: int = 0, seen_map_block: int = 3,
+                 tag_reward: float = 0.0):
         for name, v in (("tag_carriers_anywhere", tag_carriers_anywhere), ("trail", trail)):
             if not isinstance(v, bool):
                 raise ValueError(f"{name} must be a bool, got {v!r}")
@@ -220,6 +222,9 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if isinstance(draw_reward, bool) or not isinstance(draw_reward, (int, float)) or not -1.0 <= draw_reward <= 0.0:
             raise ValueError(f"draw_reward must be a number in [-1, 0], got {draw_reward!r}")
         self.draw_reward = float(draw_reward)
+        if isinstance(tag_reward, bool) or not isinstance(tag_reward, (int, float)) or not 0.0 <= tag_reward <= 1.0:
+            raise ValueError(f"tag_reward must be a number in [0, 1] (0: off), got {tag_reward!r}")
+        self.tag_reward = float(tag_reward)
         super().__init__(level=level, difficulty=difficulty, knobs=knobs, agents_per_team=agents_per_team, seed=seed,
                          view_radius=view_radius, max_steps=max_steps, render_mode=render_mode, family=family,
                          int_params=(("tag_cooldown", tag_cooldown, 0, 1000), ("respawn_steps", respawn_steps, 0, 1000),
@@ -321,6 +326,7 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                         hit = True
                 if hit:
                     self.tags[t] += 1
+        shaping = self._tag_shaping(tagged) if tagged and self.tag_reward else None
         for o in tagged:
             pos[o] = level.spawns[team[o]][self._slot[o]]
             if self.respawn_steps:
@@ -374,12 +380,27 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
             ca, cb = self.captures
             winner = 0 if ca > cb else (1 if cb > ca else None)
         letter = "draw" if winner is None else TEAM_LETTERS[winner]
-        return self._step_result(done, truncated, letter, "capture" if done else "timeout", lambda: {
+        result = self._step_result(done, truncated, letter, "capture" if done else "timeout", lambda: {
             "tags": dict(zip(TEAM_LETTERS, self.tags)),
             "flag_pickups": dict(zip(TEAM_LETTERS, self.flag_pickups)),
             "captures": dict(zip(TEAM_LETTERS, self.captures)),
             "stalemates": self.stalemates,
         })
+        if shaping:
+            rewards = result[1]
+            for a, bonus in shaping.items():
+                rewards[a] += bonus
+        return result
+
+    def _tag_shaping(self, tagged: set[str]) -> dict[str, float]:
+        """``tag_reward`` (a training signal, zero-sum; off by default and in evaluation): per opponent tagged
+        this step, +tag_reward to every agent of the tagging team and -tag_reward to every agent of the tagged one."""
+        team, r = self._team, self.tag_reward
+        out = {a: 0.0 for a in self.possible_agents}
+        for o in tagged:
+            for a in self.possible_agents:
+                out[a] += -r if team[a] == team[o] else r
+        return out
 
     # ------------------------------------------------------------------ memory map
     def _remember(self, agent: str) -> None:

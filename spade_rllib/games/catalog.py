@@ -147,12 +147,22 @@ LEVEL_CHOICE_KWARGS = frozenset({"level", "difficulty", "knobs", "family", "seed
 """A level game's constructor arguments that pick the level or the rendering: an evaluation sets them itself."""
 
 
+TRAINING_ONLY_KWARGS = frozenset({"tag_reward"})
+"""Constructor arguments that only shape training (auxiliary rewards): every env an evaluation builds goes
+without them, so no score or return reported from evaluation carries them."""
+
+
+def evaluation_kwargs(kwargs: Mapping[str, Any] | None) -> dict:
+    """`kwargs` without `TRAINING_ONLY_KWARGS`."""
+    return {k: v for k, v in dict(kwargs or {}).items() if k not in TRAINING_ONLY_KWARGS}
+
+
 def recorded_game_kwargs(setup: Any) -> dict:
     """A catalog game's constructor arguments recorded with a run (`setup["kwargs"]`: its env.kwargs) that
     evaluation and play keep: its rules and observation (view radius, trail, memory map, step limit, ...),
-    not the level choice (`LEVEL_CHOICE_KWARGS`)."""
+    not the level choice (`LEVEL_CHOICE_KWARGS`) nor training-only signals (`TRAINING_ONLY_KWARGS`)."""
     kwargs = (setup or {}).get("kwargs") if isinstance(setup, dict) else None
-    return {k: v for k, v in dict(kwargs or {}).items() if k not in LEVEL_CHOICE_KWARGS}
+    return {k: v for k, v in evaluation_kwargs(kwargs).items() if k not in LEVEL_CHOICE_KWARGS}
 
 
 def bot_names(env_id: str) -> tuple[str, ...]:

@@ -58,6 +58,7 @@ from ray.rllib.utils.metrics import (
 
 from spade_rllib.outcome import MAIN, EpisodeOutcome
 from spade_rllib.games.adapter import Game, game_factory_for
+from spade_rllib.games.catalog import evaluation_kwargs
 from spade_rllib.games.resolved_env import read_env_id
 from spade_rllib.games.roles import role_module_id, role_names
 from spade_rllib.rllib.action_sampling import sample_actions, sample_gaussian, single_torch_thread
@@ -90,7 +91,8 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
         env_section = (spec.run_config or {}).get("env")  # teams, mode, api
         self.resolved_env = env = read_env_id(env_id, strict=False)  # read once: both factories, the level pool
         self._make_game: Callable[[], Game] = game_factory_for(env, env_kwargs, env_section, spec.random_opening_plies)
-        self._make_eval_game: Callable[[], Game] = game_factory_for(env, env_kwargs, env_section,
+        # evaluation games: the same rules without training-only signals (an auxiliary reward)
+        self._make_eval_game: Callable[[], Game] = game_factory_for(env, evaluation_kwargs(env_kwargs), env_section,
                                                                     spec.eval_random_opening_plies)
         self._base_seed = spec.seed * 1_000_003 + 7919 * self.worker_index + (1_000_000 if self.config.in_evaluation else 0)
         self._rng = np.random.default_rng([spec.seed, self.worker_index, 17])
