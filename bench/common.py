@@ -124,7 +124,7 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
     try:
         directory = getattr(args, out_dir, None)
         if directory is not None:
-            from spade_rllib.preflight import check_output_path
+            from spade_rllib.output_paths import check_output_path
 
             check_output_path(str(directory), _option(out_dir), directory=True)
             check_unit_files(Path(directory))

@@ -157,7 +157,7 @@ def validate(cfg: EvalConfig) -> None:
         value = getattr(cfg, name)
         if not lo <= value <= hi:
             raise ValueError(f"--{name.replace('_', '-')} = {value}: out of range, allowed {lo}..{hi}")
-    from spade_rllib.preflight import check_fresh_directory, check_not_in_checkpoint, check_output_path
+    from spade_rllib.output_paths import check_fresh_directory, check_not_in_checkpoint, check_output_path
 
     check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after
     check_not_in_checkpoint(cfg.out, "--out")

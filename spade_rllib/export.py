@@ -313,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not MIN_OPSET <= args.opset <= MAX_OPSET:
         print(f"error: --opset = {args.opset}: out of range, allowed {MIN_OPSET}..{MAX_OPSET}", file=sys.stderr)
         return 2
-    from spade_rllib.preflight import check_fresh_directory, check_not_in_checkpoint, check_output_path, check_overwrite
+    from spade_rllib.output_paths import check_fresh_directory, check_not_in_checkpoint, check_output_path, check_overwrite
 
     try:
         league = league_mode(args.module) is not None

@@ -1,4 +1,4 @@
-"""The one home of the checks that run before Ray starts: beyond the schema, no Ray, one-line `ConfigError`s.
+"""The checks of a run's config and env that run before Ray starts: beyond the schema, no Ray, one-line `ConfigError`s.
 
 * `check_config(cfg)` (called by `config.parse_config`, machine independent; bot names are checked
   per env by `config._check_opponent_id`): the env id resolves, maps parse (`env.level_file`,
@@ -6,14 +6,14 @@
   `final_heldout_max_size`; the message names file, line and column), `env.kwargs` fit the env
   constructor and the env builds and steps, a `training.stop.metric` is a key a run reports.
 * `check_launch(cfg, address=None)` (called by the `train` and `tune` CLIs, about this machine):
-  at least one stop condition, a writable storage path, and CPU/GPU requests this machine can meet
-  (an embedded Ray waits forever for CPUs it does not have).
-* The model: `check_model_memory` (its parameters, with gradients and Adam's moments in every copy,
-  fit in this machine's memory) and `model_differences` (a checkpoint's model config against the
-  config's, defaults filled in).
+  at least one stop condition, a writable storage path (`output_paths.check_storage_path`), and CPU/GPU
+  requests this machine can meet (`resources.check_resources`: an embedded Ray waits forever for CPUs it
+  does not have).
 
-Where a check lives: here when it needs only the config, the pure core (games, levels) and this machine.
-Two pre-Ray steps need the trainer's own code and stand in rllib/, named for what they do:
+The other pre-Ray checks, one concept each: `output_paths` (the experiment name, storage paths and URIs,
+the outputs of `evaluate`/`export`), `resources` (CPUs, GPUs and the model's memory against this machine),
+`model_compat` (a checkpoint's model config against the config's, defaults filled in). Two pre-Ray steps
+need the trainer's own code and stand in rllib/, named for what they do:
 `rllib.env_description.check_env_builds` (the trainer's `describe_env`, its failure a `ConfigError`) and
 `rllib.resume_fit.check_resume` (a checkpoint's modules against the `SpadeModule` the config builds).
 """
@@ -27,6 +27,8 @@ from typing import Any, Optional
 
 from spade_rllib.games import EnvIdError
 from spade_rllib.games.resolved_env import ResolvedEnv, as_resolved, read_env_id
+from spade_rllib.output_paths import check_experiment_name, check_storage_path
+from spade_rllib.resources import check_resources, required_resources
 from spade_rllib.validation import ConfigError, did_you_mean, out_of_range, wrong_type
 
 
@@ -409,324 +411,7 @@ def check_stop_present(cfg) -> None:
                           "time_s, env_steps, iterations, metric+target (e.g. --set training.stop.time_s=300)")
 
 
-def check_experiment_name(name: str, key: str = "experiment.name") -> None:
-    """One path component: the experiment directory is `storage_path/name`, never somewhere else."""
-    if not name or name in (".", "..") or any(c in name for c in "/\\\x00") or name != name.strip():
-        raise ConfigError(f"{key} = {name!r}: not allowed, the name is one directory name (no '/', '\\', "
-                          "'..', NUL or surrounding spaces), e.g. 'quickstart'")
-
-
-STORAGE_SCHEMES = {"file": None, "s3": "S3FileSystem", "gs": "GcsFileSystem", "gcs": "GcsFileSystem"}
-"""URI schemes a storage path may use, with the pyarrow filesystem each needs (Tune writes through pyarrow)."""
-
-
-def check_storage_uri(uri: str, key: str = "experiment.storage_path") -> None:
-    """A storage URI: a known scheme whose pyarrow filesystem is available here (nothing is contacted)."""
-    from urllib.parse import urlparse
-
-    parsed = urlparse(str(uri))
-    scheme = parsed.scheme.lower()
-    if scheme not in STORAGE_SCHEMES:
-        raise ConfigError(f"{key} = {uri!r}: unknown storage scheme {scheme!r}{did_you_mean(scheme, list(STORAGE_SCHEMES))}; "
-                          f"allowed: a local path or {', '.join(s + '://' for s in STORAGE_SCHEMES)}")
-    if scheme == "file":
-        if parsed.netloc not in ("", "localhost"):
-            raise ConfigError(f"{key} = {uri!r}: a file:// URI names a local path (file:///abs/path)")
-        check_storage_path(parsed.path or "/", key)
-        return
-    if not parsed.netloc:
-        raise ConfigError(f"{key} = {uri!r}: no bucket; expected {scheme}://BUCKET/PATH")
-    try:
-        import pyarrow.fs
-
-        getattr(pyarrow.fs, STORAGE_SCHEMES[scheme])
-    except (ImportError, AttributeError) as e:
-        raise ConfigError(f"{key} = {uri!r}: the {scheme}:// filesystem is not available here (pyarrow without "
-                          f"{STORAGE_SCHEMES[scheme]}: {e.__class__.__name__}); use a local path or install pyarrow with it") from e
-
-
-def check_storage_path(path: str, key: str = "experiment.storage_path") -> None:
-    """The storage directory can be created and written: no regular file on the way, no read-only parent.
-    A URI (s3://, gs://, file://) goes to `check_storage_uri`."""
-    if "://" in str(path):
-        check_storage_uri(str(path), key)
-        return
-    if "\x00" in str(path):
-        raise ConfigError(f"{key} = {path!r}: not allowed, a path cannot hold a NUL byte")
-    p = Path(os.path.expanduser(str(path))).absolute()
-    probe = p
-    while not probe.exists():
-        if probe.is_symlink():  # a dangling link: mkdir would fail on it
-            raise ConfigError(f"{key} = {path!r}: {probe} is a broken symbolic link")
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ConfigError(f"{key} = {path!r}: {probe} is a file, not a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{key} = {path!r}: {probe} is not writable")
-
-
-def check_output_path(path: str, key: str, *, directory: bool) -> None:
-    """An output file (or directory) can be written: not under a regular file, not a directory where
-    a file goes (or the reverse), a writable parent. Nothing is created."""
-    p = Path(os.path.expanduser(str(path))).absolute()
-    if p.exists() and directory and not p.is_dir():
-        raise ConfigError(f"{key} = {path!r}: {p} is a file, not a directory")
-    if p.exists() and not directory and p.is_dir():
-        raise ConfigError(f"{key} = {path!r}: {p} is a directory, expected a file name")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise ConfigError(f"{key} = {path!r}: {p} is not writable")
-    check_storage_path(str(p if directory else p.parent), key=key)
-
-
-def check_not_in_checkpoint(path: str, key: str, inputs: tuple = ()) -> None:
-    """An output may not land inside a checkpoint (an algorithm checkpoint, a module directory, or
-    one of the command's `inputs`): writing there would change what the next load reads."""
-    from spade_rllib.checkpoint_layout import CTOR_FILE, is_algorithm_checkpoint
-
-    target = Path(os.path.expanduser(str(path))).resolve()
-    roots = {Path(os.path.expanduser(str(p))).resolve() for p in inputs}
-    for parent in (target, *target.parents):
-        if parent in roots or (parent.is_dir() and (is_algorithm_checkpoint(parent) or (parent / CTOR_FILE).is_file())):
-            raise ConfigError(f"{key} = {path!r}: inside the checkpoint {parent}; refused (it would change the "
-                              "input); write the output elsewhere")
-
-
-def check_overwrite(path: str, key: str, force: bool, ours, what: str) -> None:
-    """Refuse to replace an existing file that `ours(path)` does not recognise as `what` (a previous
-    output of the same command), unless `force`."""
-    p = Path(os.path.expanduser(str(path)))
-    if force or not p.is_file():
-        return
-    if not ours(p):
-        raise ConfigError(f"{key} = {path!r}: the file exists and is not {what}; refused (pass --force to overwrite it)")
-
-
-def check_fresh_directory(path: str, key: str, force: bool) -> None:
-    """An output directory must be new or empty, unless `force`."""
-    p = Path(os.path.expanduser(str(path)))
-    if not force and p.is_dir() and any(p.iterdir()):
-        raise ConfigError(f"{key} = {path!r}: the directory exists and is not empty; refused (give a new "
-                          "directory, or pass --force to write into it)")
-
-
-CPU_OVERCOMMIT = 4
-"""An embedded Ray may declare at most this many CPUs per CPU of the machine."""
-
-
-def required_resources(cfg) -> dict:
-    """{"CPU": n, "GPU": g} a run of `cfg` asks Ray for: the trial's driver (with the local learner),
-    each remote env runner and each remote learner (RLlib's `default_resource_request` bundles)."""
-    r, t = cfg.resources, cfg.training
-    cpu = 1.0 + t.num_env_runners * r.num_cpus_per_env_runner
-    gpu = 0.0
-    if r.num_learners > 0:
-        cpu += r.num_learners * r.num_cpus_per_learner
-        gpu += r.num_learners * r.num_gpus_per_learner
-    else:
-        gpu += r.num_gpus_per_learner  # the local learner takes its GPU in the driver's bundle
-    return {"CPU": cpu, "GPU": gpu}
-
-
-def machine_gpus() -> int:
-    """GPUs this machine shows to torch (0 without CUDA)."""
-    try:
-        import torch
-
-        return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
-    except Exception:
-        return 0
-
-
-def check_resources(cfg, required: dict, cpus: Optional[float] = None, gpus: Optional[float] = None) -> None:
-    """An embedded Ray gets `resources.num_cpus` (or every CPU here) and this machine's GPUs; a run that
-    asks for more never starts (Tune waits silently), so refuse it now."""
-    machine = os.cpu_count() or 1
-    if cpus is None and cfg.resources.num_cpus and cfg.resources.num_cpus > CPU_OVERCOMMIT * machine:
-        raise ConfigError(f"resources.num_cpus = {cfg.resources.num_cpus}: out of range, this machine has {machine} CPUs "
-                          f"(allowed up to {CPU_OVERCOMMIT}x that, {CPU_OVERCOMMIT * machine}, for the embedded Ray)")
-    have_cpu = float(cpus if cpus is not None else (cfg.resources.num_cpus or machine))
-    need_cpu, need_gpu = float(required.get("CPU", 0)), float(required.get("GPU", 0))
-    have_gpu = float(gpus if gpus is not None else (machine_gpus() if need_gpu > 0 else 0))  # torch only when asked
-    r, t = cfg.resources, cfg.training
-    learner_cpu = r.num_learners * r.num_cpus_per_learner
-    if r.num_learners > 1 and need_cpu > have_cpu + 1e-9 and 1.0 + learner_cpu > have_cpu + 1e-9:
-        source = f"resources.num_cpus = {cfg.resources.num_cpus}" if cfg.resources.num_cpus else f"this machine has {have_cpu:g} CPUs"
-        raise ConfigError(
-            f"resources.num_learners = {r.num_learners}: out of range, the learners alone take {learner_cpu:g} CPUs "
-            f"({r.num_learners} x resources.num_cpus_per_learner {r.num_cpus_per_learner:g}) plus 1 for the driver, but {source}; "
-            f"lower num_learners or num_cpus_per_learner (fractions allowed, e.g. 0.5)")
-    if need_cpu > have_cpu + 1e-9:
-        source = f"resources.num_cpus = {cfg.resources.num_cpus}" if cfg.resources.num_cpus else f"this machine has {have_cpu:g} CPUs"
-        raise ConfigError(
-            f"training.num_env_runners = {t.num_env_runners}: out of range, the run needs {need_cpu:g} CPUs "
-            f"(1 driver + {t.num_env_runners} env runners x {r.num_cpus_per_env_runner:g}"
-            + (f" + {r.num_learners} learners x {r.num_cpus_per_learner:g}" if r.num_learners else "")
-            + f") but {source}; lower num_env_runners or resources.num_cpus_per_env_runner")
-    if need_gpu > have_gpu + 1e-9 and have_gpu == 0 and gpus is None:
-        raise ConfigError(
-            f"resources.num_gpus_per_learner = {r.num_gpus_per_learner:g}: out of range, this machine has no GPU "
-            f"(torch.cuda.is_available() is False); set it to 0, or attach to a cluster with GPUs (--address)")
-    if need_gpu > have_gpu + 1e-9:
-        raise ConfigError(
-            f"resources.num_gpus_per_learner = {r.num_gpus_per_learner:g}: out of range, the run needs {need_gpu:g} GPU(s) "
-            f"but this machine has {have_gpu:g}; set it to 0 or attach to a cluster with GPUs (--address)")
-
-
-# ----------------------------------------------------------------------------------------------
-# The model: its size against this machine's memory, and the model config a checkpoint was trained with
-# ----------------------------------------------------------------------------------------------
-
-
-BYTES_PER_PARAMETER = 4 * 4
-"""float32 weights, their gradients and Adam's two moments."""
-MEMORY_SHARE = 0.5
-"""A run may plan to use at most this share of the machine's memory for model copies."""
-
-
-def parameter_count(model_config: dict, obs_size: int, num_actions: int) -> int:
-    """Parameters of `SpadeModule` for `model_config` (an MLP trunk per head unless shared; the CNN's
-    convolutions over its window, and over the memory map with `map_channels`; with `use_lstm` one trunk, the
-    LSTM and heads on its cell); an estimate for other kinds, used only to bound memory."""
-    hidden = [int(h) for h in model_config.get("hidden", [128, 128])]
-    feat = obs_size - int(model_config.get("mask_size", 0))
-    size, count = feat, 0
-    convs = []  # (shape, widths) of the window's and the memory map's convolutions
-    if model_config.get("kind") == "cnn" and model_config.get("window_shape"):
-        convs.append((model_config["window_shape"], model_config.get("cnn_channels", [16, 32])))
-    if model_config.get("map_shape") and model_config.get("map_channels"):
-        convs.append((model_config["map_shape"], model_config["map_channels"]))
-    for shape, widths in convs:
-        h, w, c = (int(x) for x in shape)
-        in_c = c
-        for out_c in (int(x) for x in widths):
-            count += in_c * out_c * 9 + out_c
-            in_c = out_c
-        size += in_c * h * w - h * w * c
-    for width in hidden:
-        count += size * width + width
-        size = width
-    if model_config.get("use_lstm"):  # one trunk, then the LSTM (PyTorch's two bias vectors); heads on its cell
-        cell = int(model_config.get("lstm_cell_size", 256))
-        extra = (num_actions if model_config.get("lstm_use_prev_action") else 0) + \
-            (1 if model_config.get("lstm_use_prev_reward") else 0)
-        count += 4 * cell * (size + extra + cell) + 8 * cell
-        return count + cell * num_actions + num_actions + cell + 1
-    trunks = 1 if model_config.get("vf_share_layers") else 2
-    return trunks * count + size * num_actions + num_actions + size + 1
-
-
-def machine_memory() -> Optional[int]:
-    """Bytes of physical memory here (None when unknown)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def memory_cause(model_config: dict, obs_size: int, num_actions: int) -> str:
-    """The `agent.model` key that makes the model large: the one whose removal (convolutions turned
-    off) cuts the parameter count the most, when that cut is most of it; else `hidden`."""
-    total = parameter_count(model_config, obs_size, num_actions)
-    smaller = {"map_channels": {**model_config, "map_channels": []},
-               "cnn_channels": {**model_config, "kind": "mlp"}}
-    cuts = {key: total - parameter_count(mc, obs_size, num_actions) for key, mc in smaller.items()
-            if model_config.get(key) or (key == "cnn_channels" and model_config.get("kind") == "cnn")}
-    best = max(cuts, key=cuts.get, default=None)
-    return best if best is not None and cuts[best] * 2 > total else "hidden"
-
-
-def check_model_memory(cfg, model_config: dict, obs_size: int, num_actions: int, modules: int,
-                       memory: Optional[int] = None) -> None:
-    """The run's model copies fit in this machine's memory: `modules` trained modules of `model_config`
-    (the learner's copy with gradients and Adam's two moments, one per remote learner, and one in each env
-    runner); `ConfigError` naming the `agent.model` key that makes the model large."""
-    memory = memory if memory is not None else machine_memory()
-    if not memory:
-        return
-    params = parameter_count(model_config, obs_size, num_actions)
-    copies = modules * (1 + max(1, cfg.resources.num_learners)) + cfg.training.num_env_runners + 1
-    need = params * BYTES_PER_PARAMETER * copies
-    if need > MEMORY_SHARE * memory:
-        key = memory_cause(model_config, obs_size, num_actions)
-        value = getattr(cfg.agent.model, key)
-        shown = list(value) if isinstance(value, (list, tuple)) else value
-        raise ConfigError(
-            f"agent.model.{key} = {shown}: out of range, {params:,d} parameters need about "
-            f"{need / 2**30:,.1f} GiB ({copies} copies with gradients and optimizer state); this machine has "
-            f"{memory / 2**30:,.1f} GiB (limit: {MEMORY_SHARE:.0%} of it)")
-
-
-def comparable_value(value: Any) -> Any:
-    """`value` with every tuple a list, nested (a saved model config compares equal to the config's)."""
-    if isinstance(value, (list, tuple)):
-        return [comparable_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: comparable_value(v) for k, v in value.items()}
-    return value
-
-
-MODEL_DEFAULTS = {"kind": "mlp", "use_lstm": False, "map_channels": None, "hidden": [128, 128], "activation": "tanh",
-                  "vf_share_layers": False, "cnn_channels": [16, 32], "lstm_cell_size": 256, "max_seq_len": 20,
-                  "lstm_use_prev_action": False, "lstm_use_prev_reward": False, "log_std_init": 0.0, "mask_size": 0,
-                  "window_shape": None, "map_shape": None}
-"""What `SpadeModule.setup` assumes for a key a `model_config` leaves out (keys recorded only when on)."""
-FREE_ON_RESUME = ("train_bf16",)
-"""Keys a resume may change: they change how the learner computes, not which tensors the module holds."""
-DERIVED_KEYS = ("mask_size", "window_shape", "map_shape")
-"""Keys that come from the env (its kwargs or map), not from `agent.model`."""
-MODULE_KEY_SOURCES = {"kind": "encoder", "use_lstm": "memory"}
-"""Module model_config keys (RLlib's DefaultModelConfig naming, as checkpoints store them) whose `agent.model`
-key is spelled otherwise: `kind` holds the encoder, `use_lstm: True` is `memory: lstm`."""
-
-
-def effective_model_config(model_config: dict) -> dict:
-    """`model_config` with `SpadeModule`'s defaults filled in and the keys it ignores dropped (the CNN's
-    keys of an MLP, the memory map's without `map_channels`, the LSTM's without `use_lstm`), so two
-    configs that build the same module compare equal whichever keys each recorded."""
-    out = {**MODEL_DEFAULTS, **comparable_value(dict(model_config))}
-    for key in FREE_ON_RESUME:
-        out.pop(key, None)
-    if out["kind"] != "cnn":
-        out.pop("window_shape"), out.pop("cnn_channels")
-    if not (out["map_shape"] and out["map_channels"]):
-        out["map_shape"] = out["map_channels"] = None
-    if not out["use_lstm"]:
-        for key in ("lstm_cell_size", "max_seq_len", "lstm_use_prev_action", "lstm_use_prev_reward"):
-            out.pop(key)
-    else:
-        out["vf_share_layers"] = None  # the recurrent module always shares its encoder and LSTM
-    return out
-
-
-IMPLIED = {"kind": ("cnn_channels", "window_shape"), "map_channels": ("map_shape",),
-           "use_lstm": ("vf_share_layers", "lstm_cell_size", "max_seq_len", "lstm_use_prev_action", "lstm_use_prev_reward")}
-"""Keys that differ only because the switch before them differs (left out of the message)."""
-
-
-def model_differences(saved: dict, want: dict) -> list[str]:
-    """Keys whose effective values differ (`effective_model_config`), `agent.model` keys first."""
-    a, b = effective_model_config(saved), effective_model_config(want)
-    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
-    implied = {k for switch in keys for k in IMPLIED.get(switch, ())}
-    keys = [k for k in keys if k not in implied]
-    return sorted(keys, key=lambda k: (k in DERIVED_KEYS, list(MODEL_DEFAULTS).index(k) if k in MODEL_DEFAULTS else 99))
-
-
-def model_config_key(key: str) -> str:
-    """The config key a model-config key comes from (`agent.model.<key>`, or the env's for a derived key)."""
-    return key if key in DERIVED_KEYS else f"agent.model.{MODULE_KEY_SOURCES.get(key, key)}"
-
-
-def model_config_value(key: str, value: Any) -> Any:
-    """A module model-config value as `agent.model` spells it (`use_lstm: True` is `memory: "lstm"`)."""
-    if key == "use_lstm":
-        return "lstm" if value else "none"
-    return value
-
-
-__all__ = ["check_config", "check_env", "check_league_teams", "check_env_kwargs", "check_foreign_env", "check_teams", "resolve_env_id", "check_experiment_name", "check_fresh_directory", "check_storage_uri", "check_heldout_levels", "check_final_heldout",
-           "check_launch", "check_not_in_checkpoint", "check_output_path", "check_overwrite",
-           "check_resources", "check_schedule", "check_stop_metric", "check_stop_present", "check_storage_path", "read_level",
-           "required_resources", "check_model_memory", "effective_model_config", "machine_memory", "model_config_key", "model_config_value",
-           "model_differences",
-           "parameter_count"]
+__all__ = ["check_config", "check_env", "check_env_kwargs", "check_exploitability", "check_final_heldout",
+           "check_foreign_env", "check_heldout_levels", "check_launch", "check_league_teams", "check_roles",
+           "check_schedule", "check_stop_metric", "check_stop_present", "check_teams", "env_factory", "read_level",
+           "resolve_env_id"]

@@ -101,7 +101,7 @@ def check_local_gpus(args: argparse.Namespace, base: dict) -> None:
     key, value = ("--gpus-per-trial", args.gpus_per_trial) if args.gpus_per_trial else ("resources.num_gpus_per_learner", per_learner)
     if not value:
         return
-    from spade_rllib.preflight import machine_gpus
+    from spade_rllib.resources import machine_gpus
 
     if machine_gpus() == 0:
         raise ConfigError(f"{key} {value:g}: out of range, this machine has no GPU (torch.cuda.is_available() is False); "
@@ -328,7 +328,7 @@ def main(argv=None) -> int:
         spec, base = resolve(args)
         storage = storage_root(args, base)
         exp_dir = experiment_dir(storage, spec)
-        from spade_rllib.preflight import check_storage_path
+        from spade_rllib.output_paths import check_storage_path
 
         check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune
         template = trial_template(spec, base, args)  # every trial's combination of values is valid

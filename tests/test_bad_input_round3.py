@@ -52,7 +52,7 @@ def test_resume_that_changes_the_model_is_refused_naming_the_key(checkpoints, ga
 
 
 def test_resume_may_switch_bf16_and_keys_the_module_ignores(checkpoints):
-    from spade_rllib.preflight import effective_model_config, model_differences
+    from spade_rllib.model_compat import effective_model_config, model_differences
     from spade_rllib.rllib.resume_fit import check_resume
 
     check_resume(load_config(MAZERACE, TINY + ["agent.model.train_bf16=true"]), str(checkpoints["maze"]))

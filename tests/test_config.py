@@ -33,10 +33,10 @@ def test_shipped_configs_parse_and_round_trip(name):
 @pytest.mark.parametrize("path", sorted((ROOT / "tune_configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_config_fits_a_two_cpu_machine(path):
     """`make demo` and the README's commands run on 2 CPUs: no shipped config may ask an embedded Ray for more."""
-    from spade_rllib import preflight
+    from spade_rllib import resources
 
     cfg = load_config(str(path))
-    preflight.check_resources(cfg, preflight.required_resources(cfg), cpus=2, gpus=0)
+    resources.check_resources(cfg, resources.required_resources(cfg), cpus=2, gpus=0)
 
 
 def test_defaults():

@@ -21,6 +21,7 @@ FLOORS: dict[str, int] = {
     "spade_rllib.curriculum": 4, "spade_rllib.league": 4,
     "spade_rllib.config": 5, "spade_rllib.policy": 5, "spade_rllib.checkpoint_layout": 5, "spade_rllib.league_player": 5, "spade_rllib.league_export": 5, "spade_rllib.exploitability_report": 5,
     "spade_rllib.provenance": 5, "spade_rllib.preflight": 5, "spade_rllib.checkpoint_guard": 5,
+    "spade_rllib.output_paths": 5, "spade_rllib.resources": 5, "spade_rllib.model_compat": 5,
     "spade_rllib.rllib": 6,
     "spade_rllib.train": 7, "spade_rllib.run_summary": 7, "spade_rllib.tuner_inputs": 7, "spade_rllib.tune": 7, "spade_rllib.evaluate": 7, "spade_rllib.export": 7,
     "spade_rllib.play": 7, "spade_rllib.evaluation": 7, "spade_rllib.sweeps": 7,

@@ -386,7 +386,7 @@ def test_config_counts_are_bounded(sets, expect):
 
 
 def test_cli_counts_and_maps_are_bounded(tmp_path):
-    from spade_rllib import preflight
+    from spade_rllib import resources
     from spade_rllib.envs import Level, LevelError
     from spade_rllib.evaluate import parse_args
     from spade_rllib.evaluation.schedule import ScheduleError, parse_levels
@@ -403,7 +403,7 @@ def test_cli_counts_and_maps_are_bounded(tmp_path):
     too_many = min(4096, 4 * (os.cpu_count() or 1) + 1)
     cfg = load_config(MAZERACE, [f"resources.num_cpus={too_many}"])
     with pytest.raises(ConfigError, match=f"resources.num_cpus = {too_many}: out of range, this machine has"):
-        preflight.check_resources(cfg, preflight.required_resources(cfg))
+        resources.check_resources(cfg, resources.required_resources(cfg))
     t0 = time.perf_counter()
     big = "\n".join(["#" * 3000] * 3000)
     with pytest.raises(LevelError, match="at most 256x256"):

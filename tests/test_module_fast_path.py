@@ -61,7 +61,7 @@ def test_the_memory_map_that_ends_the_features_gets_its_own_convolutions(kind):
     """`map_shape` + `map_channels`: the last B*B*C feature entries get conv layers of their own (the CNN's
     window convolutions come first, the vector between them as it is), for either kind; the parameter
     count the preflight estimates is the module's."""
-    from spade_rllib.preflight import parameter_count
+    from spade_rllib.resources import parameter_count
 
     config = {"kind": kind, "hidden": [8], "activation": "relu", "map_shape": [3, 3, 2], "map_channels": [4, 3]}
     if kind == "cnn":
@@ -102,7 +102,7 @@ def test_a_ctf_run_with_the_memory_map_and_map_channels_gives_the_module_its_map
 
 @pytest.mark.parametrize("prev", [False, True])
 def test_the_preflight_parameter_count_is_the_recurrent_modules(prev):
-    from spade_rllib.preflight import parameter_count
+    from spade_rllib.resources import parameter_count
 
     config = {"kind": "mlp", "hidden": [16, 8], "activation": "relu", "use_lstm": True, "lstm_cell_size": 12,
               "max_seq_len": 5, "lstm_use_prev_action": prev, "lstm_use_prev_reward": prev}

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib import preflight
+from spade_rllib import preflight, resources
 from spade_rllib.config import ConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,7 +112,7 @@ def test_bad_multi_learner_combinations_are_one_line_config_errors(monkeypatch):
     preflight.check_launch(load_config(QUICKSTART, ["resources.num_cpus=2", "resources.num_learners=2", learnability,
                                                     "resources.num_cpus_per_learner=0.5", "training.num_env_runners=0"]))
 
-    monkeypatch.setattr(preflight, "machine_gpus", lambda: 0)
+    monkeypatch.setattr(resources, "machine_gpus", lambda: 0)
     cfg = load_config(QUICKSTART, ["resources.num_gpus_per_learner=0.25"])
     with pytest.raises(ConfigError) as e:
         preflight.check_launch(cfg)
@@ -128,7 +128,7 @@ def test_train_and_tune_refuse_gpus_without_cuda_before_ray(tmp_path, monkeypatc
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.setattr(preflight, "machine_gpus", lambda: 0)
+    monkeypatch.setattr(resources, "machine_gpus", lambda: 0)
     monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray was started"))
     assert train.main(["--config", QUICKSTART, "--set", "resources.num_learners=2", "--set", "resources.num_cpus=4",
                        "--set", "curriculum.plr.score=learnability",

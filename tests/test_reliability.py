@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib import preflight
+from spade_rllib import output_paths, preflight, resources
 from spade_rllib.cli import cli_entry, one_line, root_cause
 from spade_rllib.config import ConfigError, load_config, parse_config
 from spade_rllib.rllib.health import NonFiniteError, check_losses, check_weights, non_finite_losses, trained_now
@@ -90,7 +90,7 @@ def test_launch_checks(tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
     with pytest.raises(ConfigError, match="is a file, not a directory"):
-        preflight.check_storage_path(str(afile / "sub" / "deeper"))
+        output_paths.check_storage_path(str(afile / "sub" / "deeper"))
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
@@ -98,26 +98,26 @@ def test_launch_checks(tmp_path):
         if os.access(ro, os.W_OK):
             pytest.skip("running as a user who can write anywhere")
         with pytest.raises(ConfigError, match="not writable"):
-            preflight.check_storage_path(str(ro / "x"))
+            output_paths.check_storage_path(str(ro / "x"))
     finally:
         ro.chmod(0o755)
-    preflight.check_storage_path(str(tmp_path / "new" / "dir"))
+    output_paths.check_storage_path(str(tmp_path / "new" / "dir"))
     assert not (tmp_path / "new").exists()
 
 
 def test_resource_requests_against_the_machine():
     cfg = load_config(QUICKSTART, ["resources.num_cpus=1", "training.num_env_runners=3"])
-    need = preflight.required_resources(cfg)
+    need = resources.required_resources(cfg)
     assert need == {"CPU": 4.0, "GPU": 0.0}
     with pytest.raises(ConfigError, match="needs 4 CPUs"):
-        preflight.check_resources(cfg, need)
+        resources.check_resources(cfg, need)
     cfg = load_config(QUICKSTART, ["resources.num_gpus_per_learner=1"])
     with pytest.raises(ConfigError, match="num_gpus_per_learner = 1: out of range"):
-        preflight.check_resources(cfg, preflight.required_resources(cfg), cpus=2, gpus=0)
-    preflight.check_resources(cfg, preflight.required_resources(cfg), cpus=2, gpus=1)
+        resources.check_resources(cfg, resources.required_resources(cfg), cpus=2, gpus=0)
+    resources.check_resources(cfg, resources.required_resources(cfg), cpus=2, gpus=1)
     cfg = load_config(QUICKSTART, ["resources.num_learners=2", "resources.num_cpus_per_learner=1",
                                  "curriculum.plr.score=learnability"])  # pvl needs the local learner
-    assert preflight.required_resources(cfg) == {"CPU": 4.0, "GPU": 0.0}  # 1 driver + 1 runner + 2 learners
+    assert resources.required_resources(cfg) == {"CPU": 4.0, "GPU": 0.0}  # 1 driver + 1 runner + 2 learners
 
 
 def test_required_resources_match_rllib():
@@ -131,7 +131,7 @@ def test_required_resources_match_rllib():
         cfg = load_config(QUICKSTART, sets)
         pgf = SpadePPO.default_resource_request(build_algo_config(cfg))
         rllib = pgf.required_resources
-        ours = preflight.required_resources(cfg)
+        ours = resources.required_resources(cfg)
         assert rllib.get("CPU", 0) == ours["CPU"] and rllib.get("GPU", 0) == ours["GPU"], (sets, rllib, ours)
 
 
@@ -157,7 +157,7 @@ def test_train_refuses_before_ray_and_creates_nothing(tmp_path, monkeypatch, cap
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("x")
-    monkeypatch.setattr(preflight, "machine_gpus", lambda: 0)
+    monkeypatch.setattr(resources, "machine_gpus", lambda: 0)
     import ray
 
     started = []

@@ -2,7 +2,7 @@
 (`model_config_for`: its architecture from `agent.model`, its mask size and map layout from the env). Used
 by the algorithm's module specs, the checks before Ray and driver components that build a copy of main's
 module (the exploitability component). `check_modules_fit_memory(cfg, info)`: before Ray, the run's modules
-against this machine's memory (`preflight.check_model_memory` over these model configs)."""
+against this machine's memory (`resources.check_model_memory` over these model configs)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -44,8 +44,8 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
 
 
 def check_modules_fit_memory(cfg: RunConfig, info: EnvInfo, memory: Optional[int] = None) -> None:
-    """`preflight.check_model_memory` for the trained modules this run builds (one-line `ConfigError`)."""
-    from spade_rllib.preflight import check_model_memory
+    """`resources.check_model_memory` for the trained modules this run builds (one-line `ConfigError`)."""
+    from spade_rllib.resources import check_model_memory
 
     check_model_memory(cfg, model_config_for(cfg, info), info.obs_size, info.num_actions, len(learner_module_ids(cfg, info)),
                        memory=memory)

@@ -2,18 +2,19 @@
 
 The checkpoint's weights load and fit their modules exactly (`policy.load_module`), its env is the
 config's env, and each trained module's observation size, action count and effective `model_config`
-(defaults filled in: a key recorded only when on counts; `preflight.model_differences`) are what the
+(defaults filled in: a key recorded only when on counts; `model_compat.model_differences`) are what the
 config builds now, and a module built from the config (`SpadeModule`, CPU, no Ray) takes every saved
 tensor by name and shape (a mismatch would otherwise fail inside Ray, or leave the trunk random). Each
 refusal is a one-line `ConfigError`. It stands in rllib/ because it builds the trainer's own module; the
-checks that need only the config, the games and this machine are in `spade_rllib.preflight`.
+checks that need only the config, the games and this machine are in `spade_rllib.preflight`, `resources`
+and `output_paths`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from spade_rllib.preflight import (comparable_value, effective_model_config, model_config_key, model_config_value,
-                                  model_differences)
+from spade_rllib.model_compat import (comparable_value, effective_model_config, model_config_key, model_config_value,
+                                     model_differences)
 from spade_rllib.validation import ConfigError
 
 
