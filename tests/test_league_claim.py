@@ -3,6 +3,7 @@ bad command lines stop before Ray, and a smoke run on Connect Four end to end (u
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -109,6 +110,7 @@ def test_units_without_weights_round_trip(tmp_path):
     (["--game", "c4", "--minutes", "nan"], ["finite"]),
     (["--game", "go"], ["--game", "ctf"]),
     (["--game", "ctf", "--arms", "mirror,pfsp"], ["--arms", "league_exploiters"]),
+    (["--game", "ctf", "--exploit-env-steps", "-1"], ["--exploit-env-steps -1", "0: no best response"]),
 ])
 def test_bad_command_lines_are_one_error_before_ray(argv, words, tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "ablations" / "league_claim.py"), *argv, "--out-dir", str(tmp_path)],
@@ -117,6 +119,19 @@ def test_bad_command_lines_are_one_error_before_ray(argv, words, tmp_path):
     error = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert len(error) == 1 and all(w in error[0] for w in words), proc.stderr
     assert "ray" not in proc.stderr.lower().replace("--arms", "") and not any(tmp_path.iterdir())
+
+
+def test_without_a_best_response_its_measures_are_not_available():
+    """`--exploit-env-steps 0`: the unit records `NO_BEST_RESPONSE`; its exploitability measures are NaN (n/a in
+    the summary, never 0) and every other measure is kept."""
+    record = {"heldout": {"random": 0.75, "rusher": 0.25}, "mixture": {"heldout": {"random": 0.5, "rusher": 0.5}},
+              "exploit": lc.NO_BEST_RESPONSE, "payoff": [[0.5, 0.25], [0.75, 0.5]]}
+    m = lc.measures(record, ["random", "rusher"])
+    assert m["heldout_mean"] == 0.5 and m["mixture_heldout_mean"] == 0.5 and m["payoff/progress"] == 0.75
+    for key in ("exploitability", "exploit_auc", "exploit_plateau", "exploit_match"):
+        assert math.isnan(m[key]), key
+    arms, _ = lc.summarize({"mirror": [{**record, "seed": 0, "env_steps": 10, "train_s": 1.0}]}, ["random", "rusher"])
+    assert arms["mirror"]["exploitability"]["mean"] is None and arms["mirror"]["exploit_env_steps"] == [0]
 
 
 C4_TINY = ["--game", "c4", "--seeds", "2", "--arms", "mirror,league", "--opponents", "random,mcts10",

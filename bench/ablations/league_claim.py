@@ -34,7 +34,8 @@ tune_configs/connect_four.yaml. After each (arm, seed) run, main's final weights
     near 0 = the best response stopped improving) and `exploit_match`, its score in a final match against
     main: on the held-out maps, sampled (CTF), or by argmax from the evaluation openings (Connect Four,
     where an argmax main is a single deterministic line, which a best response refutes every time).
-    Lower is better.
+    Lower is better. `--exploit-env-steps 0` trains no best response (these measures are n/a): the run that
+    scores only the held-out opponents, the league as a player and the payoff matrix.
   * the league as one player (`league:uniform`, fictitious play's mixture: main's snapshots and main, equal
     weights; `spade_rllib.league.mixture`), against the same held-out opponents: one member drawn per game
     (Connect Four: `2 x --games` draws per opponent, each draw plays one game) or, on the held-out maps,
@@ -233,6 +234,11 @@ def best_response(target: Mapping, base: dict, game: ClaimGame, seed: int, args,
             "train_s": br["train_s"]}
 
 
+NO_BEST_RESPONSE = {"score": math.nan, "curve": [], "curve_env_steps": [], "games_last_iteration": 0, "env_steps": 0,
+                    "train_s": 0.0}
+"""A unit's `exploit` record with `--exploit-env-steps 0` (no best response trained: its measures are n/a)."""
+
+
 def snapshot_marks(env_steps: int, k: int) -> list[int]:
     """The env steps at which main is copied for the payoff matrix: k - 1 evenly spaced marks before the end
     (the final main is the k-th)."""
@@ -345,7 +351,7 @@ def run_unit_for(base: dict, game: ClaimGame, args, overrides: Sequence[str]):
         save_mixture(args.out_dir / "units" / f"{arm}_seed{seed}_mixture.pt", mix_weights, members)
         mixture = {"mode": MIXTURE_MODE if run["done"][0] else "copies", "members": mix_weights,
                    "heldout": mixture_scores(run, game, mix_weights, members, args, seed)}
-        br = best_response(run["weights"], base, game, seed, args, overrides)
+        br = best_response(run["weights"], base, game, seed, args, overrides) if args.exploit_env_steps else NO_BEST_RESPONSE
         matrix = payoff_matrix(run, game, [*snaps, run["weights"]], args.payoff_games, args.max_map_size)
         record = {"heldout": run["heldout"], "mixture": mixture, "exploit": br, "payoff": matrix, "snapshot_env_steps": marks,
                   "env_steps": run["env_steps"], "iterations": run["iterations"], "train_s": run["train_s"],
@@ -430,7 +436,7 @@ def parse_args(argv=None):
     ap.add_argument("--game", required=True, choices=sorted(GAMES) + list(POKER),
                     help="ctf (CaptureTheFlag 1v1) or c4 (Connect Four); kuhn / leduc: see bench/ablations/league_claim_poker.py")
     ap.add_argument("--exploit-env-steps", type=int, default=None,
-                    help="env steps of each best response (default per game: ctf 7M, c4 2M)")
+                    help="env steps of each best response (default per game: ctf 7M, c4 2M; 0: none, its measures n/a)")
     ap.add_argument("--address", default=None,
                     help="run on this Ray cluster (`auto` inside `ray job submit`) instead of a local Ray of --cpus")
     ap.add_argument("--opponents", default=None, metavar="A,B,...",
@@ -459,8 +465,8 @@ def parse_args(argv=None):
     args.env_steps = game.env_steps if args.env_steps is None else args.env_steps
     args.exploit_env_steps = game.exploit_env_steps if args.exploit_env_steps is None else args.exploit_env_steps
     args.payoff_games = min(10, args.games) if args.payoff_games is None else args.payoff_games
-    if args.env_steps < 1 or args.exploit_env_steps < 1:
-        ap.error(f"--env-steps {args.env_steps} / --exploit-env-steps {args.exploit_env_steps}: expected >= 1")
+    if args.env_steps < 1 or args.exploit_env_steps < 0:
+        ap.error(f"--env-steps {args.env_steps} (>= 1) / --exploit-env-steps {args.exploit_env_steps} (>= 0; 0: no best response)")
     if args.mixture_draws < 1:
         ap.error(f"--mixture-draws {args.mixture_draws}: expected >= 1")
     if args.snapshots < 2 or args.payoff_games < 1:
