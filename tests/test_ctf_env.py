@@ -117,10 +117,30 @@ def test_tag_reward_is_zero_sum_per_tag_and_off_by_default():
             CaptureTheFlag(level=Level.from_ascii(MAP), tag_reward=bad)
 
 
+def test_new_cell_reward_pays_each_cell_once_per_episode_and_is_off_by_default():
+    env = env_for(new_cell_reward=0.05)
+    place(env, player_0=(2, 2), player_1=(3, 6))  # placed by hand: (2, 2) counts as new when stood on next step
+    _, rew, _, _, _ = env.step({P0: NOOP, P1: NOOP})
+    assert rew == {P0: 0.05, P1: 0.05}
+    _, rew, _, _, _ = env.step({P0: RIGHT, P1: NOOP})  # a new cell for A; B stays
+    assert rew == {P0: 0.05, P1: 0.0}
+    _, rew, _, _, _ = env.step({P0: LEFT, P1: NOOP})  # back to a cell A has stood on: nothing
+    assert rew == {P0: 0.0, P1: 0.0}
+    env.reset(seed=1)  # a new episode forgets the cells
+    assert env._visited[P0].sum() == 1 and env._visited[P0][env.positions[P0]]
+    plain = env_for()
+    place(plain, player_0=(2, 2))
+    _, rew, _, _, _ = plain.step({P0: RIGHT, P1: NOOP})
+    assert rew == {P0: 0.0, P1: 0.0}
+    for bad in (-0.1, 2, False, float("nan")):
+        with pytest.raises(ValueError, match="new_cell_reward must be a number in"):
+            CaptureTheFlag(level=Level.from_ascii(MAP), new_cell_reward=bad)
+
+
 def test_training_only_kwargs_are_dropped_from_every_env_evaluation_builds():
     from spade_rllib.games.catalog import evaluation_kwargs, recorded_game_kwargs
 
-    kwargs = {"draw_reward": -0.1, "tag_reward": 0.1, "trail": False}
+    kwargs = {"draw_reward": -0.1, "tag_reward": 0.1, "new_cell_reward": 0.01, "trail": False}
     assert evaluation_kwargs(kwargs) == {"draw_reward": -0.1, "trail": False}
     assert recorded_game_kwargs({"kwargs": {**kwargs, "difficulty": 3}}) == {"draw_reward": -0.1, "trail": False}
 

@@ -44,7 +44,8 @@ Rules (one step, all agents at once)
    ``truncations`` all True on timeout); ``env.agents`` becomes empty; stepping again raises.
    Rewards: +1 to every agent of the winning team, -1 to the other, ``draw_reward`` (default 0) to
    everyone on a draw; no shaping unless ``tag_reward`` > 0 (a training-only signal, dropped from the env
-   that evaluation builds: per opponent tagged, +tag_reward to the tagging team, -tag_reward to the tagged). A negative ``draw_reward`` makes the safe all-defend draw worse than
+   that evaluation builds: per opponent tagged, +tag_reward to the tagging team, -tag_reward to the tagged) or
+   ``new_cell_reward`` > 0 (the same kind: +new_cell_reward to an agent on a cell it has not stood on this episode). A negative ``draw_reward`` makes the safe all-defend draw worse than
    a risked attack (the all-draw collapse of self-play; docs/league.md).
 
 Why these rules (measured with ``bench/ablations/ladder.py``; ``docs/ctf.md``): agents that block each other
@@ -208,7 +209,7 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                  captures_to_win: int = 1, tag_carriers_anywhere: bool = False, stalemate_steps: int = 6,
                  trail: bool = True, trail_decay: float = 0.9, render_mode: str | None = None,
                  family: str | None = None, draw_reward: float = 0.0, seen_map: int = 0, seen_map_block: int = 3,
-                 tag_reward: float = 0.0):
+                 tag_reward: float = 0.0, new_cell_reward: float = 0.0):
         for name, v in (("tag_carriers_anywhere", tag_carriers_anywhere), ("trail", trail)):
             if not isinstance(v, bool):
                 raise ValueError(f"{name} must be a bool, got {v!r}")
@@ -225,6 +226,9 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if isinstance(tag_reward, bool) or not isinstance(tag_reward, (int, float)) or not 0.0 <= tag_reward <= 1.0:
             raise ValueError(f"tag_reward must be a number in [0, 1] (0: off), got {tag_reward!r}")
         self.tag_reward = float(tag_reward)
+        if isinstance(new_cell_reward, bool) or not isinstance(new_cell_reward, (int, float)) or not 0.0 <= new_cell_reward <= 1.0:
+            raise ValueError(f"new_cell_reward must be a number in [0, 1] (0: off), got {new_cell_reward!r}")
+        self.new_cell_reward = float(new_cell_reward)
         super().__init__(level=level, difficulty=difficulty, knobs=knobs, agents_per_team=agents_per_team, seed=seed,
                          view_radius=view_radius, max_steps=max_steps, render_mode=render_mode, family=family,
                          int_params=(("tag_cooldown", tag_cooldown, 0, 1000), ("respawn_steps", respawn_steps, 0, 1000),
@@ -273,6 +277,10 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         self._both_away = 0
         h, w = level.height, level.width
         self._trail = {a: np.zeros((h + 2 * rad, w + 2 * rad), dtype=np.float32) for a in self.possible_agents}
+        if self.new_cell_reward:  # the cells each agent has stood on this episode (its spawn included)
+            self._visited = {a: np.zeros((h, w), dtype=bool) for a in self.possible_agents}
+            for a, (r, c) in self.positions.items():
+                self._visited[a][r, c] = True
         if self.trail:
             for a, (r, c) in self.positions.items():
                 self._trail[a][r + rad, c + rad] = 1.0
@@ -386,11 +394,25 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
             "captures": dict(zip(TEAM_LETTERS, self.captures)),
             "stalemates": self.stalemates,
         })
+        if self.new_cell_reward:
+            shaping = self._new_cell_shaping(shaping)
         if shaping:
             rewards = result[1]
             for a, bonus in shaping.items():
                 rewards[a] += bonus
         return result
+
+    def _new_cell_shaping(self, shaping: dict[str, float] | None) -> dict[str, float] | None:
+        """``new_cell_reward`` (a training signal for exploration; off by default and in evaluation): +new_cell_reward
+        to every agent that stands on a cell it has not stood on before in this episode, added to ``shaping``."""
+        for a in self.possible_agents:
+            r, c = self.positions[a]
+            seen = self._visited[a]
+            if not seen[r, c]:
+                seen[r, c] = True
+                shaping = shaping or {b: 0.0 for b in self.possible_agents}
+                shaping[a] += self.new_cell_reward
+        return shaping
 
     def _tag_shaping(self, tagged: set[str]) -> dict[str, float]:
         """``tag_reward`` (a training signal, zero-sum; off by default and in evaluation): per opponent tagged

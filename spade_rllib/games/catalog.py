@@ -147,7 +147,7 @@ LEVEL_CHOICE_KWARGS = frozenset({"level", "difficulty", "knobs", "family", "seed
 """A level game's constructor arguments that pick the level or the rendering: an evaluation sets them itself."""
 
 
-TRAINING_ONLY_KWARGS = frozenset({"tag_reward"})
+TRAINING_ONLY_KWARGS = frozenset({"tag_reward", "new_cell_reward"})
 """Constructor arguments that only shape training (auxiliary rewards): every env an evaluation builds goes
 without them, so no score or return reported from evaluation carries them."""
 
