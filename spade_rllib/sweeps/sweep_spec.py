@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import os
 import typing
@@ -504,7 +505,7 @@ def validate_against_base(spec: SweepSpec, base: dict) -> RunConfig:
                 parse_config(_set_path(base, key, value))
             except ConfigError as e:
                 raise ConfigError(f"space.{key} = {value!r}: {e}") from e
-    _refuse_shadowed_keys(spec, base)
+    _refuse_shadowed_keys(spec, cfg)
     combos = trial_combinations(spec)
     if len(spec.space) + len(spec.mutations()) > 1:
         full = len(combos) <= FULL_CHECK_COMBINATIONS
@@ -521,18 +522,18 @@ SHADOWED_BY = {"agent.entropy": "agent.entropy_schedule"}
 constant): sampling or mutating it would give trials that differ in name only."""
 
 
-def _refuse_shadowed_keys(spec: SweepSpec, base: dict) -> None:
-    """A space or PBT mutation key that the trials' config ignores (SHADOWED_BY) is refused in one line."""
-    for section, keys in (("scheduler.mutations", spec.mutations()), ("space", spec.space)):
+def _refuse_shadowed_keys(spec: SweepSpec, cfg: RunConfig) -> None:
+    """A space or PBT mutation key that the trials' config ignores (SHADOWED_BY) is refused in one line;
+    `cfg` is the parsed base config."""
+    mutations = spec.mutations()
+    for section, keys in (("scheduler.mutations", mutations), ("space", spec.space)):
         for key in keys:
             shadow = SHADOWED_BY.get(key)
-            if shadow is None or shadow in spec.space or shadow in spec.mutations():
+            if shadow is None or shadow in spec.space or shadow in mutations:
                 continue
-            node: Any = base
-            for part in shadow.split("."):
-                node = node.get(part) if isinstance(node, dict) else None
-            if node is not None:
-                raise ConfigError(f"{section}.{key}: has no effect, the base config sets {shadow} = {node!r}, "
+            value = functools.reduce(getattr, shadow.split("."), cfg)
+            if value is not None:
+                raise ConfigError(f"{section}.{key}: has no effect, the base config sets {shadow} = {value!r}, "
                                   f"which replaces it; search {shadow} instead, or set it to null with --set")
 
 
