@@ -223,12 +223,10 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if isinstance(draw_reward, bool) or not isinstance(draw_reward, (int, float)) or not -1.0 <= draw_reward <= 0.0:
             raise ValueError(f"draw_reward must be a number in [-1, 0], got {draw_reward!r}")
         self.draw_reward = float(draw_reward)
-        if isinstance(tag_reward, bool) or not isinstance(tag_reward, (int, float)) or not 0.0 <= tag_reward <= 1.0:
-            raise ValueError(f"tag_reward must be a number in [0, 1] (0: off), got {tag_reward!r}")
-        self.tag_reward = float(tag_reward)
-        if isinstance(new_cell_reward, bool) or not isinstance(new_cell_reward, (int, float)) or not 0.0 <= new_cell_reward <= 1.0:
-            raise ValueError(f"new_cell_reward must be a number in [0, 1] (0: off), got {new_cell_reward!r}")
-        self.new_cell_reward = float(new_cell_reward)
+        for name, v in (("tag_reward", tag_reward), ("new_cell_reward", new_cell_reward)):  # training-only signals
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1] (0: off), got {v!r}")
+        self.tag_reward, self.new_cell_reward = float(tag_reward), float(new_cell_reward)
         super().__init__(level=level, difficulty=difficulty, knobs=knobs, agents_per_team=agents_per_team, seed=seed,
                          view_radius=view_radius, max_steps=max_steps, render_mode=render_mode, family=family,
                          int_params=(("tag_cooldown", tag_cooldown, 0, 1000), ("respawn_steps", respawn_steps, 0, 1000),
@@ -334,7 +332,6 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                         hit = True
                 if hit:
                     self.tags[t] += 1
-        shaping = self._tag_shaping(tagged) if tagged and self.tag_reward else None
         for o in tagged:
             pos[o] = level.spawns[team[o]][self._slot[o]]
             if self.respawn_steps:
@@ -394,35 +391,25 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
             "captures": dict(zip(TEAM_LETTERS, self.captures)),
             "stalemates": self.stalemates,
         })
-        if self.new_cell_reward:
-            shaping = self._new_cell_shaping(shaping)
-        if shaping:
-            rewards = result[1]
-            for a, bonus in shaping.items():
-                rewards[a] += bonus
+        if self.tag_reward or self.new_cell_reward:
+            self._add_training_signals(result[1], tagged)
         return result
 
-    def _new_cell_shaping(self, shaping: dict[str, float] | None) -> dict[str, float] | None:
-        """``new_cell_reward`` (a training signal for exploration; off by default and in evaluation): +new_cell_reward
-        to every agent that stands on a cell it has not stood on before in this episode, added to ``shaping``."""
-        for a in self.possible_agents:
-            r, c = self.positions[a]
-            seen = self._visited[a]
-            if not seen[r, c]:
-                seen[r, c] = True
-                shaping = shaping or {b: 0.0 for b in self.possible_agents}
-                shaping[a] += self.new_cell_reward
-        return shaping
-
-    def _tag_shaping(self, tagged: set[str]) -> dict[str, float]:
-        """``tag_reward`` (a training signal, zero-sum; off by default and in evaluation): per opponent tagged
-        this step, +tag_reward to every agent of the tagging team and -tag_reward to every agent of the tagged one."""
-        team, r = self._team, self.tag_reward
-        out = {a: 0.0 for a in self.possible_agents}
-        for o in tagged:
+    def _add_training_signals(self, rewards: dict[str, float], tagged: set[str]) -> None:
+        """The training-only signals (off by default and in evaluation), added to this step's ``rewards``:
+        ``tag_reward`` per opponent tagged, + to every agent of the tagging team and - to every agent of the
+        tagged one (zero-sum); ``new_cell_reward`` to every agent on a cell it has not stood on this episode."""
+        team = self._team
+        for o in tagged if self.tag_reward else ():
             for a in self.possible_agents:
-                out[a] += -r if team[a] == team[o] else r
-        return out
+                rewards[a] += -self.tag_reward if team[a] == team[o] else self.tag_reward
+        if self.new_cell_reward:
+            for a in self.possible_agents:
+                r, c = self.positions[a]
+                seen = self._visited[a]
+                if not seen[r, c]:
+                    seen[r, c] = True
+                    rewards[a] += self.new_cell_reward
 
     # ------------------------------------------------------------------ memory map
     def _remember(self, agent: str) -> None:
