@@ -451,6 +451,8 @@ def parse_ablation_args(ap: argparse.ArgumentParser, argv: Optional[Sequence[str
             ap.error(f"--only-seeds {bad_seeds or 'empty'}: the seeds are 0..{args.seeds - 1} (--seeds {args.seeds})")
     if args.max_units is not None and args.max_units < 0:
         ap.error(f"--max-units {args.max_units}: expected >= 0")
+    if getattr(args, "env_steps", None) is not None and args.env_steps < 1:  # None: the bench's own budget
+        ap.error(f"--env-steps {args.env_steps}: expected >= 1")
     return args, chosen, list(args.overrides)
 
 

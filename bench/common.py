@@ -100,9 +100,10 @@ def parse_counts(name: str, text: Any, least: int = 1) -> list[int]:
 
 def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional[dict] = None,
                      overrides: Sequence[str] = (), env_id: Optional[str] = None, out_dir: str = "out_dir",
-                     config: Optional[str] = None) -> None:
+                     config: Optional[str] = None, least: Mapping[str, int] = {}) -> None:
     """Every option of a bench's parsed `args` that this knows, before Ray starts (exit 2, one line):
-    the counts and durations of `NUMBERS` (NaN and inf refused), the comma lists named in `lists`
+    the counts and durations of `NUMBERS` (NaN and inf refused; `least` lowers a count's floor for a bench
+    that gives it a meaning, e.g. league_claim's `--exploit-env-steps 0`), the comma lists named in `lists`
     (attribute -> least value), `--out-dir` (a directory that can be written, not a file), `--set`
     `overrides` applied to the `base` config (or the YAML file `config`; the whole config validated, as
     `train` does), and
@@ -110,14 +111,15 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
     JSON files a resumable bench reuses from `--out-dir` (`check_unit_files`)."""
     from spade_rllib.validation import ConfigError
 
-    for name, (least, integer) in NUMBERS.items():
+    for name, (floor, integer) in NUMBERS.items():
+        floor = least.get(name, floor)
         value = getattr(args, name, None)
         if value is None or isinstance(value, (list, str)):
             continue
-        ok = (isinstance(value, int) and not isinstance(value, bool) and value >= least) if integer else \
-             (isinstance(value, (int, float)) and math.isfinite(value) and (value > least if least == 0.0 else value >= least))
+        ok = (isinstance(value, int) and not isinstance(value, bool) and value >= floor) if integer else \
+             (isinstance(value, (int, float)) and math.isfinite(value) and (value > floor if floor == 0.0 else value >= floor))
         if not ok:
-            allowed = f">= {least}" if integer else f"a finite number > {least:g}"
+            allowed = f">= {floor}" if integer else f"a finite number > {floor:g}"
             refuse(f"{_option(name)} {value!r}: out of range, allowed {allowed}")
     for name, least in lists.items():
         parse_counts(name, getattr(args, name), least)

@@ -86,3 +86,17 @@ def test_config_hash_reads_the_resolved_config_not_the_text():
     assert config_sha256("# a comment\n" + text) == same
     assert config_sha256(text.replace("encoder: mlp", "kind: mlp")) == same  # the old spelling of the same key
     assert config_sha256(text.replace("hidden: [64, 64]", "hidden: [64, 32]")) != same
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--exploit-env-steps", "0"], ["--exploit-env-steps 0", ">= 1"]),
+    (["--exploit-env-steps", "-5"], ["--exploit-env-steps -5", ">= 1"]),
+    (["--env-steps", "0"], ["--env-steps 0", ">= 1"]),
+])
+def test_step_budgets_below_one_are_one_error(argv, words, tmp_path, capsys):
+    """A budget of 0 or fewer env steps is refused before anything is read or written (it once ran uncapped)."""
+    with pytest.raises(SystemExit) as exc:
+        flagship_ablation.parse_args([*argv, "--out-dir", str(tmp_path)])
+    assert exc.value.code == 2 and not any(tmp_path.iterdir())
+    error = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(error) == 1 and all(w in error[0] for w in words), error

@@ -121,6 +121,17 @@ def test_bad_command_lines_are_one_error_before_ray(argv, words, tmp_path):
     assert "ray" not in proc.stderr.lower().replace("--arms", "") and not any(tmp_path.iterdir())
 
 
+def test_no_best_response_passes_every_command_line_check(tmp_path):
+    """`--exploit-env-steps 0` reaches the units (the shared bench checks once refused it as a count >= 1):
+    with `--max-units 0` nothing trains and the summary says the unit is missing."""
+    argv = ["--game", "ctf", "--exploit-env-steps", "0", "--seeds", "1", "--arms", "league", "--max-units", "0"]
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "ablations" / "league_claim.py"), *argv, "--out-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["exploit_env_steps"] == 0 and summary["units_missing"] == ["league_seed0"]
+
+
 def test_without_a_best_response_its_measures_are_not_available():
     """`--exploit-env-steps 0`: the unit records `NO_BEST_RESPONSE`; its exploitability measures are NaN (n/a in
     the summary, never 0) and every other measure is kept."""

@@ -177,6 +177,8 @@ def parse_args(argv=None):
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="the recipe every arm starts from")
     ap.add_argument("--exploit-env-steps", type=int, default=None, help="also stop each exploiter at this many env steps")
     args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS)
+    if args.exploit_env_steps is not None and args.exploit_env_steps < 1:
+        ap.error(f"--exploit-env-steps {args.exploit_env_steps}: expected >= 1 (leave it out for no env-step cap)")
     if not args.config.is_file():
         ap.error(f"--config {args.config}: no such file")
     from spade_rllib.config import read_yaml
