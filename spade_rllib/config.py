@@ -68,6 +68,7 @@ class ExperimentConfig:
 class EnvConfig:
     id: Optional[str] = setting(None, required=True, help="The game, no default: a level game ('CaptureTheFlag-v0', 'MazeRace-v0'), a PettingZoo registry id ('classic/tictactoe-v3'), a module 'pkg.mod:env_name' or 'pkg.mod.env_name', a class or factory 'pkg.mod:Class', or a Gymnasium id ('CartPole-v1').")
     kwargs: dict = setting(help="Keyword arguments for the env constructor (level games: agents_per_team, view_radius, ...; CTF also trail, captures_to_win, ...).", factory=dict)
+    signal_schedule: dict = setting(help="Training-only signals of the game (CaptureTheFlag: tag_reward, new_cell_reward) over lifetime env steps, {name: [[0, v0], [steps, v1], ...]}, linear between points and the last value after (RLlib's schedule format), e.g. {new_cell_reward: [[0, 0.005], [2000000, 0]]}; the training envs start at v0 and take each iteration's value, evaluation never has them; a name set here is not also set in env.kwargs.", factory=dict)
     level_file: Optional[str] = setting(None, help="Level games only: an ASCII level file (of that game) to play on every episode.", path=True)
     difficulty: Optional[float] = setting(None, help="Level games only: fixed difficulty in [1, 10] when no curriculum runs.", min=1.0, max=10.0)
     level_pool: int = setting(512, help="Level games without curriculum/level_file: each env runner pre-generates this many levels at the difficulty and draws one per training episode (0 = a fresh level every reset; evaluation always uses fresh levels).", min=0, max=100_000)

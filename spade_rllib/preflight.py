@@ -49,6 +49,44 @@ def check_config(cfg) -> None:
     check_stop_metric(cfg.training.stop.metric)
     check_exploitability(cfg)
     check_schedule("agent.entropy_schedule", cfg.agent.entropy_schedule)
+    check_signal_schedule(cfg)
+
+
+def check_signal_schedule(cfg) -> None:
+    """`env.signal_schedule`: each name a training-only signal (`games.catalog.TRAINING_ONLY_KWARGS`) that the
+    env's constructor takes and that is not also in `env.kwargs`, each schedule well formed, and every value one
+    the env accepts (it builds with each)."""
+    from spade_rllib.games.catalog import TRAINING_ONLY_KWARGS
+
+    schedules = cfg.env.signal_schedule
+    if not schedules:
+        return
+    if not isinstance(schedules, dict):
+        raise wrong_type("env.signal_schedule", schedules, "a mapping {signal: [[0, v0], [env_steps, v1], ...]}")
+    allowed = sorted(TRAINING_ONLY_KWARGS)
+    factory = env_factory(as_resolved(cfg.resolved_env or cfg.env.id))
+    for name, points in schedules.items():
+        key = f"env.signal_schedule.{name}"
+        if name not in TRAINING_ONLY_KWARGS:
+            raise ConfigError(f"{key}: not a training-only signal{did_you_mean(str(name), allowed)} "
+                              f"(allowed: {', '.join(allowed)})")
+        if name in cfg.env.kwargs:
+            raise ConfigError(f"{key}: env.kwargs.{name} is set too; keep one (the schedule's first value is "
+                              f"what the training envs start with)")
+        try:
+            check_env_kwargs(cfg.resolved_env or cfg.env.id, {name: 0}, factory, key="env.signal_schedule")
+            if factory is None:
+                raise ConfigError(name)
+        except ConfigError:
+            raise ConfigError(f"{key}: {cfg.env.id} does not take {name} (the training-only signals "
+                              f"{', '.join(allowed)} are CaptureTheFlag-v0's)") from None
+        check_schedule(key, points)
+        for i, (_, value) in enumerate(points):
+            try:
+                factory(**{name: value})
+            except (ValueError, TypeError) as e:
+                raise ConfigError(f"{key}[{i}] = {points[i]!r}: {cfg.env.id} refuses it "
+                                  f"({' '.join(str(e).split())})") from e
 
 
 def check_schedule(key: str, schedule: Optional[list]) -> None:

@@ -146,6 +146,8 @@ SEEN_DENSE = 3  # of them stored per cell (open, wall, visited); the sightings a
 SEEN_DECAY = 0.95
 """Per step, a sighting in the memory map fades by this factor (half of it is gone after 13-14 steps)."""
 DIST_SCALE = 32.0
+TRAINING_SIGNALS = ("tag_reward", "new_cell_reward")
+"""Constructor arguments that only shape training (auxiliary rewards, off in every evaluation env)."""
 TEAM_LETTERS = ("A", "B")
 
 
@@ -223,10 +225,9 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if isinstance(draw_reward, bool) or not isinstance(draw_reward, (int, float)) or not -1.0 <= draw_reward <= 0.0:
             raise ValueError(f"draw_reward must be a number in [-1, 0], got {draw_reward!r}")
         self.draw_reward = float(draw_reward)
-        for name, v in (("tag_reward", tag_reward), ("new_cell_reward", new_cell_reward)):  # training-only signals
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-                raise ValueError(f"{name} must be a number in [0, 1] (0: off), got {v!r}")
-        self.tag_reward, self.new_cell_reward = float(tag_reward), float(new_cell_reward)
+        self.tag_reward = self.new_cell_reward = 0.0
+        self._visited: dict[str, np.ndarray] = {}
+        self.set_training_signals(tag_reward=tag_reward, new_cell_reward=new_cell_reward)
         super().__init__(level=level, difficulty=difficulty, knobs=knobs, agents_per_team=agents_per_team, seed=seed,
                          view_radius=view_radius, max_steps=max_steps, render_mode=render_mode, family=family,
                          int_params=(("tag_cooldown", tag_cooldown, 0, 1000), ("respawn_steps", respawn_steps, 0, 1000),
@@ -275,6 +276,7 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         self._both_away = 0
         h, w = level.height, level.width
         self._trail = {a: np.zeros((h + 2 * rad, w + 2 * rad), dtype=np.float32) for a in self.possible_agents}
+        self._visited = {}
         if self.new_cell_reward:  # the cells each agent has stood on this episode (its spawn included)
             self._visited = {a: np.zeros((h, w), dtype=bool) for a in self.possible_agents}
             for a, (r, c) in self.positions.items():
@@ -395,6 +397,18 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
             self._add_training_signals(result[1], tagged)
         return result
 
+    def set_training_signals(self, **values: float) -> None:
+        """Set training-only signals (``tag_reward``, ``new_cell_reward``: numbers in [0, 1], 0 off), e.g. from
+        ``env.signal_schedule``; they apply from the next step (``new_cell_reward`` switched on mid-episode: from
+        the next episode). Checks every value before setting any."""
+        for name, v in values.items():
+            if name not in TRAINING_SIGNALS:
+                raise TypeError(f"unknown training signal {name!r} (allowed: {', '.join(TRAINING_SIGNALS)})")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1] (0: off), got {v!r}")
+        for name, v in values.items():
+            setattr(self, name, float(v))
+
     def _add_training_signals(self, rewards: dict[str, float], tagged: set[str]) -> None:
         """The training-only signals (off by default and in evaluation), added to this step's ``rewards``:
         ``tag_reward`` per opponent tagged, + to every agent of the tagging team and - to every agent of the
@@ -403,7 +417,7 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         for o in tagged if self.tag_reward else ():
             for a in self.possible_agents:
                 rewards[a] += -self.tag_reward if team[a] == team[o] else self.tag_reward
-        if self.new_cell_reward:
+        if self.new_cell_reward and self._visited:  # switched on mid-episode: counts from the next one
             for a in self.possible_agents:
                 r, c = self.positions[a]
                 seen = self._visited[a]

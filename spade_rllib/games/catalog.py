@@ -25,6 +25,7 @@ import numpy as np
 
 from spade_rllib.bots import c4_bots, ctf_bots, race_bots
 from spade_rllib.envs import CaptureTheFlag, Level, MazeRace
+from spade_rllib.envs.ctf import TRAINING_SIGNALS as CTF_TRAINING_SIGNALS
 from spade_rllib.envs.level_game import ACTION_NAMES, LevelGame
 from spade_rllib.envs.openspiel_env import OPENSPIEL_PREFIX, OpenSpielEnv, load_game, require_pyspiel
 from spade_rllib.outcome import BOT_PREFIX, MIRROR
@@ -147,7 +148,7 @@ LEVEL_CHOICE_KWARGS = frozenset({"level", "difficulty", "knobs", "family", "seed
 """A level game's constructor arguments that pick the level or the rendering: an evaluation sets them itself."""
 
 
-TRAINING_ONLY_KWARGS = frozenset({"tag_reward", "new_cell_reward"})
+TRAINING_ONLY_KWARGS = frozenset(CTF_TRAINING_SIGNALS)
 """Constructor arguments that only shape training (auxiliary rewards): every env an evaluation builds goes
 without them, so no score or return reported from evaluation carries them."""
 

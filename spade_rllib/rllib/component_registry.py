@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from spade_rllib.config import RunConfig
-from spade_rllib.rllib import curriculum_component, draw_watch_component, exploitability_component, league_component
+from spade_rllib.rllib import (curriculum_component, draw_watch_component, exploitability_component, league_component,
+                               signal_schedule_component)
 from spade_rllib.rllib.components import EnvInfo, make_self_play_component
 
 ComponentFactory = Callable[[RunConfig, EnvInfo], Optional[Any]]
@@ -21,6 +22,7 @@ COMPONENT_FACTORIES: dict[str, ComponentFactory] = {
     "draw_watch": draw_watch_component.make_component,  # no config section: on for every two-team game
     # evaluation.exploitability_interval: after the league, which hands it the live League (ctx.extra)
     "exploitability": exploitability_component.make_component,
+    "signal_schedule": signal_schedule_component.make_component,  # env.signal_schedule
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from spade_rllib.signal_schedule import initial_values
 from spade_rllib.config import RunConfig, resolved_env_of
 from spade_rllib.games.adapter import game_factory_for
 from spade_rllib.rllib.components import EnvInfo
@@ -15,8 +16,9 @@ from spade_rllib.validation import ConfigError
 
 
 def env_kwargs_for(cfg: RunConfig) -> dict:
-    """Constructor kwargs for one env copy (level games: level_file and difficulty folded in)."""
-    kwargs = dict(cfg.env.kwargs)
+    """Constructor kwargs for one training env copy (level games: level_file and difficulty folded in; the first
+    value of each `env.signal_schedule`)."""
+    kwargs = {**cfg.env.kwargs, **initial_values(cfg.env.signal_schedule)}
     if resolved_env_of(cfg).is_level_game:
         if cfg.env.level_file:
             from spade_rllib.envs import Level

@@ -186,12 +186,14 @@ class DriverUpdate:
                    or {slot_id: None} to empty a slot. Only changed slots need to be sent, except
                    after a runner restart, when `DriverComponent.runner_update(full=True)` sends all.
     level_source:  a `LevelSource`, or the string "none" to go back to the config's fixed levels.
+    env_signals:   {training-only signal: value} for the runner's training envs (`env.signal_schedule`).
     extra:         free-form values for custom runner code, stored in `runner.driver_extra`.
     """
 
     opponent_plan: Optional[OpponentPlan] = None
     slot_weights: Optional[dict] = None
     level_source: Any = None
+    env_signals: Optional[dict] = None
     extra: dict = field(default_factory=dict)
 
     def merged(self, other: "DriverUpdate") -> "DriverUpdate":
@@ -202,5 +204,6 @@ class DriverUpdate:
             opponent_plan=other.opponent_plan or self.opponent_plan,
             slot_weights=slots or None,
             level_source=other.level_source if other.level_source is not None else self.level_source,
+            env_signals={**(self.env_signals or {}), **(other.env_signals or {})} or None,
             extra={**self.extra, **other.extra},
         )

@@ -190,7 +190,7 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
 
     # ------------------------------------------------------------------ driver hooks
     def apply_driver_update(self, update: DriverUpdate) -> None:
-        """Apply one broadcast from the driver (opponent plan, slot weights, level source)."""
+        """Apply one broadcast from the driver (opponent plan, slot weights, level source, training signals)."""
         if update.opponent_plan is not None:
             self.plan = self._fit_plan(update.opponent_plan)
         for sid, slot in (update.slot_weights or {}).items():
@@ -214,6 +214,9 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
                     lanes.reset_seats_of(sid)  # a new member plays this slot: its memory starts afresh
         if update.level_source is not None:
             self.level_source = None if update.level_source == "none" else update.level_source
+        if update.env_signals:  # training envs only: the evaluation games are built without the signals
+            for game in self.games:
+                game.raw_env.set_training_signals(**update.env_signals)
         self.driver_extra.update(update.extra or {})
 
     def pop_episode_outcomes(self) -> list[EpisodeOutcome]:
