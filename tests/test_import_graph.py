@@ -27,7 +27,7 @@ FLOORS: dict[str, int] = {
     "spade_rllib.play": 7, "spade_rllib.evaluation": 7, "spade_rllib.sweeps": 7,
     "spade_rllib.report": 7, "spade_rllib.reporting": 7, "spade_rllib.console": 7, "spade_rllib.targets": 0, "spade_rllib.result_lookup": 0,
     "spade_rllib.draw_watch": 1, "spade_rllib.trackers": 5,
-    "spade_rllib.atomic_io": 0, "spade_rllib.keyed_random": 0, "spade_rllib.yaml_reader": 0, "spade_rllib.phases": 0, "spade_rllib.testing": 7,
+    "spade_rllib.atomic_io": 0, "spade_rllib.keyed_random": 0, "spade_rllib.signal_schedule": 0, "spade_rllib.yaml_reader": 0, "spade_rllib.phases": 0, "spade_rllib.testing": 7,
 }
 """Module (or package) -> floor. 0-4 are the pure core (3: the game catalog, ids and game-loop adapter);
 5 the config, checks before Ray and the Ray-free loaders; 6 the RLlib glue; 7 entry points (and
