@@ -100,9 +100,9 @@ def parse_counts(name: str, text: Any, least: int = 1) -> list[int]:
 
 def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional[dict] = None,
                      overrides: Sequence[str] = (), env_id: Optional[str] = None, out_dir: str = "out_dir",
-                     config: Optional[str] = None, least: Mapping[str, int] = {}) -> None:
+                     config: Optional[str] = None, floors: Mapping[str, int] = {}) -> None:
     """Every option of a bench's parsed `args` that this knows, before Ray starts (exit 2, one line):
-    the counts and durations of `NUMBERS` (NaN and inf refused; `least` lowers a count's floor for a bench
+    the counts and durations of `NUMBERS` (NaN and inf refused; `floors` lowers a count's floor for a bench
     that gives it a meaning, e.g. league_claim's `--exploit-env-steps 0`), the comma lists named in `lists`
     (attribute -> least value), `--out-dir` (a directory that can be written, not a file), `--set`
     `overrides` applied to the `base` config (or the YAML file `config`; the whole config validated, as
@@ -112,7 +112,7 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
     from spade_rllib.validation import ConfigError
 
     for name, (floor, integer) in NUMBERS.items():
-        floor = least.get(name, floor)
+        floor = floors.get(name, floor)
         value = getattr(args, name, None)
         if value is None or isinstance(value, (list, str)):
             continue

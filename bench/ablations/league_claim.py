@@ -504,7 +504,7 @@ def main(argv=None) -> int:
     from bench.common import check_bench_args  # the command line, before Ray: one line, exit 2
 
     check_bench_args(args, base=base, overrides=overrides, env_id=game.env_id if game.level_game else None,
-                     least={"exploit_env_steps": 0})  # 0: no best response (its measures n/a)
+                     floors={"exploit_env_steps": 0})  # 0: no best response (its measures n/a)
     manifest = unit_manifest(args, game.env_id, game.config.read_text())
     manifest.update({"game": args.game, "opponents": args.opponents, "snapshots": args.snapshots,
                      "payoff_games": args.payoff_games})  # the mixture's measures leave main's unchanged: not in it
