@@ -107,6 +107,13 @@ class AgentConfig:
     entropy_schedule: Optional[list] = setting(None, help="Entropy coefficient over lifetime env steps, "
                                                "[[0, c0], [steps, c1], ...], linear between points and c_last after "
                                                "(RLlib's schedule format); replaces `entropy` when set.")
+    teacher: Optional[str] = setting(None, help="Kickstarting: a scripted bot of the game (e.g. raider) whose action at each "
+                                     "of the learners' own steps is a label; the loss adds teacher_coeff times the "
+                                     "cross-entropy of the policy to it (Schmitt et al. 2018). Training only; null: off.")
+    teacher_coeff: float = setting(1.0, help="Weight of the teacher's cross-entropy (agent.teacher set).", min=0.0)
+    teacher_schedule: Optional[list] = setting(None, help="The teacher's weight over lifetime env steps, "
+                                               "[[0, c0], [steps, c1], ...] (RLlib's schedule format), e.g. "
+                                               "[[0, 1.0], [1500000, 0.0]]; replaces teacher_coeff when set.")
     vf_coeff: float = setting(0.5, help="Value loss coefficient.", min=0.0)
     kl_coeff: float = setting(0.0, help="Initial KL penalty coefficient; 0 turns the KL loss off.", min=0.0)
     grad_clip: Optional[float] = setting(0.5, help="Global gradient-norm clip; null for none.", gt=0.0)
@@ -494,6 +501,7 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
             raise ConfigError(f"evaluation.targets.{opp} = {t!r}: out of range, allowed a score in [0, 1]")
     for i, name in enumerate(cfg.league.bots):
         _check_opponent_id(f"{BOT_PREFIX}{name}", f"league.bots[{i}]", cfg.env.id)
+    _check_teacher(cfg)
     if cfg.agent.minibatch_size > cfg.agent.train_batch_size * 2:
         raise ConfigError(
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
@@ -580,6 +588,28 @@ def _has_memory_map(cfg: RunConfig, kind: str) -> bool:
 def _level_ids() -> str:
     """"'MazeRace-v0' or 'CaptureTheFlag-v0'": the level games, for messages."""
     return " or ".join(repr(i) for i in spade_env_ids())
+
+
+def _check_teacher(cfg) -> None:
+    """`agent.teacher`: a scripted bot of the game, learned through the lean learner (which adds its loss)."""
+    a = cfg.agent
+    if a.teacher is None:
+        if a.teacher_schedule is not None:
+            raise ConfigError("agent.teacher_schedule is set but agent.teacher is null; name a teacher bot or drop the schedule")
+        return
+    bots = list(bot_names(cfg.env.id))
+    if not bots:
+        with_bots = [g for g in game_ids() if bot_names(g)]
+        raise ConfigError(f"agent.teacher = {a.teacher!r}: {cfg.env.id} has no scripted bots to teach "
+                          f"(games with bots: {', '.join(map(repr, with_bots))})")
+    name = a.teacher[len(BOT_PREFIX):] if isinstance(a.teacher, str) and a.teacher.startswith(BOT_PREFIX) else a.teacher
+    if name not in bots:
+        raise ConfigError(f"agent.teacher = {a.teacher!r}: unknown bot{did_you_mean(str(a.teacher), bots)}; "
+                          f"allowed: {', '.join(map(repr, bots))}")
+    a.teacher = name  # 'bot:raider' and 'raider' name the same teacher
+    if not cfg.training.lean_learner:
+        raise ConfigError("agent.teacher: needs training.lean_learner = true (SpadePPOLearner adds the teacher's "
+                          "loss; RLlib's stock PPOTorchLearner has no such term)")
 
 
 def _check_opponent_id(opp: str, key: str, env_id: str) -> None:

@@ -49,6 +49,7 @@ def check_config(cfg) -> None:
     check_stop_metric(cfg.training.stop.metric)
     check_exploitability(cfg)
     check_schedule("agent.entropy_schedule", cfg.agent.entropy_schedule)
+    check_schedule("agent.teacher_schedule", cfg.agent.teacher_schedule)
     check_signal_schedule(cfg)
 
 

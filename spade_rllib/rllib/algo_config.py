@@ -19,6 +19,7 @@ from spade_rllib.config import RunConfig, resolved_env_of
 from spade_rllib.rllib.algorithm import SpadePPO, _make_gae_connector, _policy_mapping_fn, _role_policy_mapping
 from spade_rllib.rllib.components import SelfPlayComponent
 from spade_rllib.rllib.env_description import describe_env, env_kwargs_for
+from spade_rllib.rllib.lean_learner import TEACHER_COEFF_KEY
 from spade_rllib.rllib.model_config import learner_module_ids, model_config_for
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
@@ -90,6 +91,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
         roles=dict(info.roles),
         runinfo=runinfo,
         restore_from=restore_from,
+        teacher=a.teacher or "",
         # Runners start with the config's self-play plan (the driver re-broadcasts it, or the league's).
         opponent_plan=SelfPlayComponent(cfg.self_play.mode, cfg.self_play.opponent_mix, cfg.experiment.seed).plan,
     ).to_dict()
@@ -132,6 +134,10 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             train_batch_size_per_learner=max(1, a.train_batch_size // max(1, num_learners)),
         )
         .learners(num_learners=num_learners, num_gpus_per_learner=r.num_gpus_per_learner,
+                  # RLlib's public channel for a custom learner's settings (lean_learner.TEACHER_COEFF_KEY).
+                  learner_config_dict=({TEACHER_COEFF_KEY: ([[int(t), float(v)] for t, v in a.teacher_schedule]
+                                                            if a.teacher_schedule else float(a.teacher_coeff))}
+                                       if a.teacher else {}),
                   learner_class=_learner_class(t.lean_learner),
                   num_cpus_per_learner=r.num_cpus_per_learner if num_learners else 1,
                   # Local learner: runners ship PackedEpisodes and SpadeGAEConnector is the whole pipeline.

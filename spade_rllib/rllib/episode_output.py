@@ -15,7 +15,7 @@ import numpy as np
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from spade_rllib.rllib.lanes import LearnerTrajectory
-from spade_rllib.rllib.packed import PackedEpisodes
+from spade_rllib.rllib.packed import TEACHER_ACTIONS, PackedEpisodes
 
 
 class SpadeSingleAgentEpisode(SingleAgentEpisode):
@@ -45,7 +45,7 @@ class EpisodeOutput:
         curriculum `level` id for PLR's positive value loss)."""
         if self.packed:
             return module_id, (tr.obs, tr.actions, tr.rewards, tr.logp, tr.logits, terminated, level,
-                               self._recurrent_record(module_id, tr))
+                               self._recurrent_record(module_id, tr), tr.teacher if self.spec.teacher else None)
         extra = {"action_logp": tr.logp, "action_dist_inputs": tr.logits}
         obs, actions, rewards, lookback = tr.obs, tr.actions, tr.rewards, 0
         if tr.states:
@@ -57,8 +57,12 @@ class EpisodeOutput:
             state_out = [{"h": x[:cell], "c": x[cell:]} for x in [tr.states[0]] + outs]
             extra = {"action_logp": [0.0] + list(tr.logp), "action_dist_inputs": [np.zeros_like(tr.logits[0])] + list(tr.logits),
                      "state_out": state_out}
+            if self.spec.teacher:
+                extra[TEACHER_ACTIONS] = [0] + list(tr.teacher)
             dummy = np.zeros_like(tr.actions[0]) if self._continuous else 0
             obs, actions, rewards, lookback = [tr.obs[0]] + list(tr.obs), [dummy] + list(tr.actions), [0.0] + list(tr.rewards), 1
+        if self.spec.teacher and not tr.states:
+            extra[TEACHER_ACTIONS] = tr.teacher
         eps = SpadeSingleAgentEpisode(
             observations=obs,
             actions=actions,

@@ -33,18 +33,20 @@ class LearnerTrajectory:
     states: list = field(default_factory=list)
     prev_actions: list = field(default_factory=list)
     prev_rewards: list = field(default_factory=list)
+    teacher: list = field(default_factory=list)
+    """Kickstarting: the teacher bot's action at each step (empty without a teacher)."""
     boot_state: Optional[np.ndarray] = None
     """The recurrent state after the last step (set when the chunk is emitted)."""
 
     def head(self, n: int) -> "LearnerTrajectory":
         """The first n steps (obs: n + 1 rows when available)."""
         return LearnerTrajectory(self.obs[:n + 1], self.actions[:n], self.logp[:n], self.logits[:n], self.rewards[:n],
-                                 self.states[:n], self.prev_actions[:n], self.prev_rewards[:n])
+                                 self.states[:n], self.prev_actions[:n], self.prev_rewards[:n], self.teacher[:n])
 
     def tail(self, n: int) -> "LearnerTrajectory":
         """The last n steps (with their obs)."""
         return LearnerTrajectory(self.obs[-n:], self.actions[-n:], self.logp[-n:], self.logits[-n:], self.rewards[-n:],
-                                 self.states[-n:], self.prev_actions[-n:], self.prev_rewards[-n:])
+                                 self.states[-n:], self.prev_actions[-n:], self.prev_rewards[-n:], self.teacher[-n:])
 
 
 def _per_lane(n: int, factory) -> list:

@@ -21,6 +21,11 @@ computed:
     to RLlib's own path (zeroing NaN gradients, warnings);
   * Adam with `foreach=True` (torch picks the multi-tensor implementation by default only for CUDA tensors):
     the same update rule in a few kernels instead of ~10 small ops per parameter.
+Kickstarting (`agent.teacher`, Schmitt et al. 2018, "Kickstarting Deep Reinforcement Learning"): when the batch has a
+`teacher_actions` column (a scripted bot's action in each state the learner acted in, recorded by the env runner), the
+loss adds `coeff * cross-entropy(teacher action, policy)` with `coeff` from `learner_config_dict[TEACHER_COEFF_KEY]`
+(a number or a schedule over lifetime env steps, like the entropy coefficient); it logs `teacher_loss`,
+`teacher_agreement` (share of steps whose most likely action is the teacher's) and `curr_teacher_coeff` per module.
 Anything this learner does not cover (a KL term, a Box action space, other clip modes, lr schedulers, grad
 scalers) takes RLlib's stock path. tests/test_learner_numerics.py checks one update against the stock learner:
 same loss terms and gradients, same weights after an update of several minibatches (float tolerance), MLP and LSTM.
@@ -43,10 +48,16 @@ from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.framework import try_import_torch
+from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
+from ray.rllib.utils.schedules.scheduler import Scheduler
 from ray.rllib.utils.torch_utils import explained_variance
 
 torch, nn = try_import_torch()
+from spade_rllib.rllib.packed import TEACHER_ACTIONS  # noqa: E402
+
+TEACHER_COEFF_KEY = "teacher_coeff"
+"""`learner_config_dict` key of the teacher's weight: a number or [[env steps, weight], ...] (`agent.teacher_*`)."""
 
 _NORM_CAP = 10e8  # RLlib's compute_global_norm replaces inf norms by +-1e9 (nan_to_num)
 
@@ -131,6 +142,16 @@ class SpadePPOLearner(PPOTorchLearner):
         self._loss_stats: Dict[str, dict] = {}  # module -> the last minibatch's loss statistics (tensors)
         self._grad_norms: Dict[str, tuple] = {}  # module -> (optimizer name, global norm) of the last minibatch
         self._grads_finite: Dict[str, Optional[bool]] = {}  # module -> all gradients finite (None: not checked)
+        self._teacher_stats: Dict[str, dict] = {}  # module -> the last minibatch's teacher loss and agreement
+        self._teacher_coeff: Dict[str, Scheduler] = {}  # module -> the teacher's weight (kickstarting only)
+
+    def build(self) -> None:
+        super().build()
+        coeff = (self.config.learner_config_dict or {}).get(TEACHER_COEFF_KEY)
+        if coeff is not None:
+            self._teacher_coeff = {module_id: Scheduler(fixed_value_or_schedule=coeff, framework=self.framework,
+                                                        device=self._device)
+                                   for module_id in self.module.keys()}
 
     # ---- optimizer
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
@@ -157,7 +178,9 @@ class SpadePPOLearner(PPOTorchLearner):
     def compute_loss_for_module(self, *, module_id, config, batch: Dict[str, Any], fwd_out: Dict[str, Any]):
         module = self.module[module_id].unwrapped()
         if config.use_kl_loss or getattr(module, "continuous", True) or not config.use_critic:
-            return super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+            total = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+            logits = fwd_out[Columns.ACTION_DIST_INPUTS]
+            return total + self._teacher_loss(module_id, batch, logits - logits.logsumexp(dim=-1, keepdim=True))
         mask = batch.get(Columns.LOSS_MASK)
         if mask is not None:
             num_valid = torch.sum(mask)
@@ -180,10 +203,30 @@ class SpadePPOLearner(PPOTorchLearner):
         vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
         entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
         total = mean(-surrogate + config.vf_loss_coeff * vf_loss_clipped - entropy_coeff * entropy)
+        total = total + self._teacher_loss(module_id, batch, logp_all)
         self._loss_stats[module_id] = {"mean": mean, "surrogate": surrogate.detach(), "vf": vf_loss.detach(),
                                        "vf_clipped": vf_loss_clipped.detach(), "entropy": entropy.detach(),
                                        "values": values.detach(), "targets": batch[Postprocessing.VALUE_TARGETS]}
         return total
+
+    def _teacher_loss(self, module_id, batch: Dict[str, Any], logp_all):
+        """Kickstarting: the teacher's weight times the mean cross-entropy of the policy to the teacher's actions
+        (0 without a teacher column or weight)."""
+        teacher = batch.get(TEACHER_ACTIONS)
+        scheduler = self._teacher_coeff.get(module_id)
+        if teacher is None or scheduler is None:
+            return 0.0
+        teacher = teacher.long()
+        ce = -logp_all.gather(-1, teacher.unsqueeze(-1)).squeeze(-1)
+        agree = (logp_all.argmax(-1) == teacher).float()
+        mask = batch.get(Columns.LOSS_MASK)
+        if mask is not None:
+            n = torch.clamp(torch.sum(mask), min=1)
+            ce_mean, agree_mean = torch.sum(ce[mask]) / n, torch.sum(agree[mask]) / n
+        else:
+            ce_mean, agree_mean = ce.mean(), agree.mean()
+        self._teacher_stats[module_id] = {"loss": ce_mean.detach(), "agreement": agree_mean.detach()}
+        return scheduler.get_current_value() * ce_mean
 
     def _log_loss_stats(self) -> None:
         """The last minibatch's loss statistics, as PPOTorchLearner logs them (window=1) every minibatch."""
@@ -200,12 +243,19 @@ class SpadePPOLearner(PPOTorchLearner):
                 }, key=module_id, window=1)
             for module_id, (name, norm) in self._grad_norms.items():
                 self.metrics.log_value(key=(module_id, f"gradients_{name}_global_norm"), value=norm, window=1)
+            for module_id, t in self._teacher_stats.items():
+                self.metrics.log_dict({"teacher_loss": t["loss"], "teacher_agreement": t["agreement"]},
+                                      key=module_id, window=1)
+        self._teacher_stats = {}
         self._loss_stats = {}
         self._grad_norms = {}
 
     def after_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
         self._log_loss_stats()  # before PPO's hook, which may read the logged values
         super().after_gradient_based_update(timesteps=timesteps)
+        for module_id, scheduler in self._teacher_coeff.items():
+            coeff = scheduler.update(timestep=timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0))
+            self.metrics.log_value((module_id, "curr_teacher_coeff"), coeff, window=1)
 
     # ---- gradients
     def postprocess_gradients_for_module(self, *, module_id, config=None, module_gradients_dict):

@@ -17,6 +17,9 @@ state (bootstrap value 0); otherwise it was truncated (time limit or sample cut)
 bootstrapped from the value of its bootstrap row. `levels[c]`: the curriculum's `level_id` of the
 level chunk c was played on ("" when the curriculum did not choose it).
 
+Kickstarting (`agent.teacher`): `teacher` holds the teacher bot's action at each step row (empty without a
+teacher), handed to the learner as the `teacher_actions` column (`TEACHER_ACTIONS`).
+
 Recurrent modules (`agent.model.memory: lstm`): `states` holds, per chunk, the recurrent state at each training
 sequence start (rows 0, L, 2L, ... of the chunk's step + bootstrap rows, L = the module's
 `max_seq_len`), and `prev_actions` / `prev_rewards` one entry per row (steps and bootstrap rows).
@@ -48,7 +51,9 @@ from ray.rllib.utils.framework import try_import_torch
 torch, _ = try_import_torch()
 from spade_rllib.outcome import MAIN  # noqa: E402
 ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated", "levels",
-                "states", "prev_actions", "prev_rewards")
+                "states", "prev_actions", "prev_rewards", "teacher")
+TEACHER_ACTIONS = "teacher_actions"
+"""The train batch column (and `SingleAgentEpisode` extra model output) of the teacher's action per step."""
 
 
 @dataclass
@@ -65,6 +70,7 @@ class PackedEpisodes:
     states: np.ndarray = None  # (sequence starts, 2 * cell) float32 [h, c]; (0, 0) feed-forward
     prev_actions: np.ndarray = None  # (steps + chunks,) int64 (Box: (steps + chunks, d) float32); (0,) feed-forward
     prev_rewards: np.ndarray = None  # (steps + chunks,) float32; (0,) feed-forward
+    teacher: np.ndarray = None  # (steps,) int64, the teacher's action per step; (0,) without a teacher
     module_id: str = MAIN
 
     def __post_init__(self):
@@ -74,6 +80,10 @@ class PackedEpisodes:
             self.prev_actions = np.zeros(0, np.int64)
         if self.prev_rewards is None:
             self.prev_rewards = np.zeros(0, np.float32)
+        if self.teacher is None:
+            self.teacher = np.zeros(0, np.int64)
+        if self.teacher.shape[0] not in (0, self.actions.shape[0]):
+            raise ValueError(f"{self.teacher.shape[0]} teacher actions for {self.actions.shape[0]} steps")
 
     @property
     def recurrent(self) -> bool:
@@ -95,8 +105,9 @@ class PackedEpisodes:
 
     @staticmethod
     def build(chunks: list, obs_size: int, num_actions: int, module_id: str = MAIN, action_size: int = 0) -> "PackedEpisodes":
-        """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated[, level_id[, recurrent]])
-        tuples; `recurrent` is None or {"states", "prev_actions", "prev_rewards"} of the chunk (runner).
+        """From a list of (obs list (T+1), actions, rewards, logp, logits list, terminated[, level_id[, recurrent[,
+        teacher]]]) tuples; `recurrent` is None or {"states", "prev_actions", "prev_rewards"} of the chunk (runner),
+        `teacher` None or the teacher's action per step (every chunk or none).
         `num_actions`: the width of a logits row; `action_size` d > 0: Box actions, float vectors of d."""
         action_dtype = np.float32 if action_size else np.int64
         if not chunks:
@@ -114,9 +125,14 @@ class PackedEpisodes:
         terminated = np.empty(len(chunks), bool)
         levels = [str(chunk[6]) if len(chunk) > 6 else "" for chunk in chunks]
         rec = [chunk[7] if len(chunk) > 7 else None for chunk in chunks]
-        recurrent = {}
+        optional = {}  # the recurrent and teacher arrays, when the chunks have them
         if rec[0] is not None:
-            recurrent = {k: np.concatenate([r[k] for r in rec]) for k in ("states", "prev_actions", "prev_rewards")}
+            optional = {k: np.concatenate([r[k] for r in rec]) for k in ("states", "prev_actions", "prev_rewards")}
+        teach = [chunk[8] if len(chunk) > 8 else None for chunk in chunks]
+        if any(t is None for t in teach) and not all(t is None for t in teach):
+            raise ValueError("teacher actions in some chunks only")
+        if teach[0] is not None:
+            optional["teacher"] = np.concatenate([np.asarray(t, np.int64) for t in teach])
         for c, (obs, acts, rews, lps, lgs, term, *_) in enumerate(chunks):
             n = len(acts)
             all_obs.extend(obs)
@@ -139,7 +155,7 @@ class PackedEpisodes:
             terminated=terminated,
             levels=np.asarray(levels, str),
             module_id=module_id,
-            **recurrent,
+            **optional,
         )
 
     @staticmethod
@@ -148,6 +164,8 @@ class PackedEpisodes:
         packs = [p for p in packs if len(p)]
         if len({p.module_id for p in packs}) > 1:
             raise ValueError(f"cannot concat packs of modules {sorted({p.module_id for p in packs})}")
+        if len({bool(p.teacher.shape[0]) for p in packs}) > 1:
+            raise ValueError("cannot concat packs with and without teacher actions")
         if len(packs) == 1:
             return packs[0]
         return PackedEpisodes(**{f: np.concatenate([getattr(p, f) for p in packs]) for f in ARRAY_FIELDS},
@@ -161,8 +179,10 @@ class PackedEpisodes:
             if len(e) == 0:
                 continue
             extra = e.get_extra_model_outputs
+            teacher = list(extra(TEACHER_ACTIONS)) if TEACHER_ACTIONS in e.extra_model_outputs else None
             chunks.append((list(e.get_observations()), list(e.get_actions()), list(e.get_rewards()),
-                           list(extra("action_logp")), list(extra("action_dist_inputs")), bool(e.is_terminated)))
+                           list(extra("action_logp")), list(extra("action_dist_inputs")), bool(e.is_terminated),
+                           "", None, teacher))
         if not chunks:
             return None
         o = chunks[0][0][0]
@@ -288,7 +308,8 @@ class SpadeGAEConnector(ConnectorV2):
             merge_level_sums(self.level_positive_advantages, level_positive_advantages(adv, pack))
         adv = (adv - adv.mean()) / max(1e-4, float(adv.std()))
         steps = torch.from_numpy(np.flatnonzero(~pack.is_boot)).to(device)
-        return {
+        teacher = {TEACHER_ACTIONS: torch.from_numpy(pack.teacher).to(device)} if pack.teacher.shape[0] else {}
+        return {**teacher,
             Columns.OBS: obs_t.index_select(0, steps),
             Columns.ACTIONS: torch.from_numpy(pack.actions).to(device),
             Columns.ACTION_LOGP: torch.from_numpy(pack.logp).to(device),
@@ -363,6 +384,8 @@ class SpadeGAEConnector(ConnectorV2):
             Postprocessing.VALUE_TARGETS: padded_steps(targets.astype(np.float32)),
             Columns.LOSS_MASK: padded(~pack.is_boot),
         })
+        if pack.teacher.shape[0]:
+            seq_batch[TEACHER_ACTIONS] = padded_steps(pack.teacher)
         return seq_batch
 
 

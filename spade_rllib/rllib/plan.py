@@ -62,6 +62,8 @@ class RunnerSpec:
     """The plan runners start with (the driver re-broadcasts it)."""
     reset_options: Optional[dict] = None
     """Fixed reset options of every episode (e.g. one level), when no level source overrides them."""
+    teacher: str = ""
+    """Kickstarting: the scripted bot whose action labels each learner step (`agent.teacher`; "" none)."""
     runinfo: Optional[dict] = None
     """Driver only: the run's metadata, written into the trial directory."""
     restore_from: Optional[str] = None

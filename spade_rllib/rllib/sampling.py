@@ -159,13 +159,17 @@ class LaneStepping:
     def _random_action(self, game: Game, obs: np.ndarray, agent: Optional[str] = None):
         return game.random_action(obs, self._rng, agent)
 
-    def _bot(self, name: str):
-        bot = self._bots.get(name)
+    def _bot(self, name: str, lane: int, agent: str, teacher: bool = False):
+        """The scripted bot `name` playing (or, `teacher`, labelling) `agent` in lane `lane`: one instance per
+        seat, as bots keep state across the steps of their episode (the hybrid's guard spell); kept across
+        episodes."""
+        key = (name, lane, agent, teacher)
+        bot = self._bots.get(key)
         if bot is None:
             from spade_rllib.games import make_bot
 
             bot = make_bot(name, seed=int(self._rng.integers(2**31)), env_id=self.spec.env_id)
-            self._bots[name] = bot
+            self._bots[key] = bot
         return bot
 
     def _step_lanes(self, lanes: LaneStates, episodes: Optional[list], greedy: bool, random_actions: bool = False,
@@ -191,9 +195,9 @@ class LaneStepping:
                 for i, agent in members:
                     actions[i][agent] = self._random_action(lanes.games[i], lanes.pending[i][agent], agent)
             elif who.startswith(BOT_PREFIX):
-                bot = self._bot(who[len(BOT_PREFIX):])
+                name = who[len(BOT_PREFIX):]
                 for i, agent in members:
-                    actions[i][agent] = int(bot.act(lanes.games[i].raw_env, agent))
+                    actions[i][agent] = int(self._bot(name, i, agent).act(lanes.games[i].raw_env, agent))
             else:
                 obs = np.stack([lanes.pending[i][agent] for i, agent in members])
                 bad = first_non_finite_row(obs)  # NaN in, NaN loss out: name the env, agent and step instead
@@ -236,6 +240,9 @@ class LaneStepping:
                         tr = trajs[agent] = LearnerTrajectory()  # an agent that joined (or came back) mid-episode
                     if tr is not None:
                         o, a, lp, lg, rec = learner_out[(i, agent)]
+                        if self.spec.teacher:  # kickstarting: the teacher's action in the state the learner acted in
+                            tr.teacher.append(int(self._bot(self.spec.teacher, i, agent, teacher=True)
+                                                  .act(lanes.games[i].raw_env, agent)))
                         tr.obs.append(o)
                         tr.actions.append(a)
                         tr.logp.append(lp)
