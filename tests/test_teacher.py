@@ -159,3 +159,20 @@ def test_a_kickstarted_policy_moves_toward_its_teacher(ray_session):
     assert np.mean(loss[-2:]) < np.mean(loss[:2]) - 0.2, loss
     assert np.mean(agree[-2:]) > max(0.6, np.mean(agree[:2]) + 0.08), agree
     assert learner[0]["curr_teacher_coeff"] == pytest.approx(5.0 - 2.5 * 256 / 2048, abs=1e-6)
+
+
+def test_recurrent_batches_carry_the_labels_on_their_step_rows(monkeypatch):
+    """The LSTM's (B, max_seq_len) train batch: the teacher column holds each step row's label where the loss
+    mask is on, in the same order as the flat pack."""
+    from spade_rllib.rllib.packed import SpadeGAEConnector
+
+    runner = _runner(monkeypatch, packed=True, model={"hidden": [16], "memory": "lstm", "lstm_cell_size": 8,
+                                                        "max_seq_len": 5})
+    try:
+        (pack,) = runner.sample(num_timesteps=80)
+        batch = SpadeGAEConnector(gamma=0.9, lambda_=0.8)._module_batch(runner.module["main"], pack)
+    finally:
+        runner.stop()
+    mask = batch["loss_mask"].numpy().astype(bool)
+    teacher = batch[TEACHER_ACTIONS].numpy()
+    assert teacher.shape == mask.shape and teacher[mask].tolist() == pack.teacher.tolist()
