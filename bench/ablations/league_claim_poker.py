@@ -27,9 +27,11 @@ Arms:
                     0.01, lr 3e-4; `tune_configs/sweeps/leduc_ppo.yaml` chose today's), the untuned baseline;
     ppo_iig         mirror self-play with the IIG-RL-Benchmark's PPO settings (Rudolph et al. 2026's code,
                     `configs/algorithm/ppo.yaml`: lr 2.5e-4, 1024-step batches in 4 minibatches, 4 epochs, clip
-                    0.1, entropy 0.2, value 0.5, grad norm 0.5). Their per-game *tuned* Leduc set is not in the
-                    code we could read (only phantom tic-tac-toe and dark hex sets are), so this is the
-                    benchmark's default PPO, not the tuned one; no annealing, no advantage normalisation here.
+                    0.1, value 0.5, grad norm 0.5) but entropy 0.2 where that file has 0.05 (0.2 is the top of
+                    the range its tuned PPO sets use); the recipe's network (MLP 128x128 relu; theirs 3x512
+                    tanh), no lr annealing. The paper reports no Leduc figure and its code tunes no Leduc set
+                    (`best_hyperparameters/`: phantom tic-tac-toe, dark hex, liar's dice) nor computes Leduc's
+                    exploitability, so this is a PPO configured by another team's defaults, not their tuned one.
 
 Per arm and measure: the final point's mean with a two-sided 95% Student-t interval over seeds (and the
 IQM); paired differences by seed: each arm's main and mixture against mirror's main, its mixture against
