@@ -90,6 +90,9 @@ def _write(tmp_path: Path, text: str) -> str:
     ("base: base.yaml\noverrides: {agent.entropy_schedule: [[0, 0.1], [1000, 0.01]]}\n"
      "scheduler: {type: pbt, mutations: {agent.entropy: {uniform: [0.01, 0.1]}}}\n",
      "scheduler.mutations.agent.entropy: has no effect"),
+    ("base: base.yaml\noverrides: {agent.teacher: raider, agent.teacher_schedule: [[0, 1.0], [1000, 0.0]]}\n"
+     "space: {agent.teacher_coeff: {grid: [0.5, 1.0]}}\n",
+     "space.agent.teacher_coeff: has no effect, the base config sets agent.teacher_schedule"),
 ])
 def test_spec_validation_one_line_errors(tmp_path, text, needle):
     from spade_rllib.sweeps.sweep_spec import load_sweep

@@ -517,7 +517,7 @@ def validate_against_base(spec: SweepSpec, base: dict) -> RunConfig:
     return cfg
 
 
-SHADOWED_BY = {"agent.entropy": "agent.entropy_schedule"}
+SHADOWED_BY = {"agent.entropy": "agent.entropy_schedule", "agent.teacher_coeff": "agent.teacher_schedule"}
 """A training-config key that has no effect while another is set (the learner reads the schedule, not the
 constant): sampling or mutating it would give trials that differ in name only."""
 
