@@ -381,7 +381,7 @@ LEARNER_KEYS = ("total_loss", "policy_loss", "vf_loss", "vf_loss_unclipped", "vf
                 "gradients_default_optimizer_global_norm", "num_module_steps_trained",
                 "num_module_steps_trained_lifetime", "num_trainable_parameters", "num_env_steps_trained",
                 "num_env_steps_trained_lifetime", "weights_seq_no", "module_train_batch_size_mean", "trained_with",
-                "num_non_trainable_parameters")
+                "num_non_trainable_parameters", "teacher_loss", "teacher_agreement", "curr_teacher_coeff")
 GAME_STATS = ("win_rate", "draw_rate", "loss_rate", "games", "mean_length", "score")
 FREE_ROOTS = ("league", "curriculum", "heldout", "timers", "perf", "fault_tolerance", "spade", "env_runner_group",
               "config", "info")

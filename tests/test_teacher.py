@@ -134,8 +134,12 @@ def test_each_seat_has_its_own_bot():
     runner = SpadeEnvRunner(config=build_algo_config(parse_config(raw)), worker_index=0, num_workers=0)
     try:
         runner.sample(num_timesteps=30)
-        seats = {(lane, agent) for (name, lane, agent, teacher) in runner._bots}
+        seats = {(lane, agent) for (name, training, lane, agent, teacher) in runner._bots}
         assert len(seats) == 3 and len({id(b) for b in runner._bots.values()}) == 3
+        training = dict(runner._bots)
+        runner.evaluate_main({"opponents": ["bot:hybrid"], "games": 2})  # evaluation lanes get their own bots
+        assert all(runner._bots[k] is b for k, b in training.items())
+        assert len(runner._bots) == 5 and all(not k[1] for k in set(runner._bots) - set(training))
     finally:
         runner.stop()
 

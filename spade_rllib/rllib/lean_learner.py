@@ -250,6 +250,13 @@ class SpadePPOLearner(PPOTorchLearner):
         self._loss_stats = {}
         self._grad_norms = {}
 
+    def before_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
+        super().before_gradient_based_update(timesteps=timesteps)
+        # The teacher's weight at this update's env steps (also the first update after a restore or a PBT exploit,
+        # which would otherwise use the schedule's first value once).
+        for scheduler in self._teacher_coeff.values():
+            scheduler.update(timestep=timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0))
+
     def after_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
         self._log_loss_stats()  # before PPO's hook, which may read the logged values
         super().after_gradient_based_update(timesteps=timesteps)

@@ -110,7 +110,7 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
         self.slot_modules: dict[str, Any] = {}
         self._slot_arch: dict[str, str] = {}  # slot -> the trained module whose architecture it holds
         self.driver_extra: dict = {}
-        self._bots: dict[tuple, Any] = {}  # (name, lane, agent, teacher) -> the bot of that seat
+        self._bots: dict[tuple, Any] = {}  # (name, training lanes?, lane, agent, teacher) -> the bot of that seat
         self._warned_empty_slots: set = set()
         self._outcomes: deque = deque(maxlen=OUTCOME_BUFFER_MAX)
         self._weights_seq_no = 0

@@ -159,11 +159,12 @@ class LaneStepping:
     def _random_action(self, game: Game, obs: np.ndarray, agent: Optional[str] = None):
         return game.random_action(obs, self._rng, agent)
 
-    def _bot(self, name: str, lane: int, agent: str, teacher: bool = False):
-        """The scripted bot `name` playing (or, `teacher`, labelling) `agent` in lane `lane`: one instance per
-        seat, as bots keep state across the steps of their episode (the hybrid's guard spell); kept across
-        episodes."""
-        key = (name, lane, agent, teacher)
+    def _bot(self, name: str, lanes: LaneStates, lane: int, agent: str, teacher: bool = False):
+        """The scripted bot `name` playing (or, `teacher`, labelling) `agent` in lane `lane` of the training or the
+        evaluation lanes: one instance per seat, as bots keep state across the steps of their episode (the hybrid's
+        guard spell), so evaluation games between two `sample()` calls leave the training games' bots alone; kept
+        across episodes."""
+        key = (name, lanes.record, lane, agent, teacher)
         bot = self._bots.get(key)
         if bot is None:
             from spade_rllib.games import make_bot
@@ -197,7 +198,7 @@ class LaneStepping:
             elif who.startswith(BOT_PREFIX):
                 name = who[len(BOT_PREFIX):]
                 for i, agent in members:
-                    actions[i][agent] = int(self._bot(name, i, agent).act(lanes.games[i].raw_env, agent))
+                    actions[i][agent] = int(self._bot(name, lanes, i, agent).act(lanes.games[i].raw_env, agent))
             else:
                 obs = np.stack([lanes.pending[i][agent] for i, agent in members])
                 bad = first_non_finite_row(obs)  # NaN in, NaN loss out: name the env, agent and step instead
@@ -241,7 +242,7 @@ class LaneStepping:
                     if tr is not None:
                         o, a, lp, lg, rec = learner_out[(i, agent)]
                         if self.spec.teacher:  # kickstarting: the teacher's action in the state the learner acted in
-                            tr.teacher.append(int(self._bot(self.spec.teacher, i, agent, teacher=True)
+                            tr.teacher.append(int(self._bot(self.spec.teacher, lanes, i, agent, teacher=True)
                                                   .act(lanes.games[i].raw_env, agent)))
                         tr.obs.append(o)
                         tr.actions.append(a)
