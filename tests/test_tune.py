@@ -93,6 +93,9 @@ def _write(tmp_path: Path, text: str) -> str:
     ("base: base.yaml\noverrides: {agent.teacher: raider, agent.teacher_schedule: [[0, 1.0], [1000, 0.0]]}\n"
      "space: {agent.teacher_coeff: {grid: [0.5, 1.0]}}\n",
      "space.agent.teacher_coeff: has no effect, the base config sets agent.teacher_schedule"),
+    ("base: base.yaml\noverrides: {env.signal_schedule: {tag_reward: [[0, 0.1], [1000, 0.0]]}}\n"
+     "scheduler: {type: pbt, mutations: {env.kwargs.tag_reward: {uniform: [0.0, 0.2]}}}\n",
+     "env.signal_schedule.tag_reward: env.kwargs.tag_reward is set too"),
 ])
 def test_spec_validation_one_line_errors(tmp_path, text, needle):
     from spade_rllib.sweeps.sweep_spec import load_sweep
