@@ -57,12 +57,10 @@ class EpisodeOutput:
             state_out = [{"h": x[:cell], "c": x[cell:]} for x in [tr.states[0]] + outs]
             extra = {"action_logp": [0.0] + list(tr.logp), "action_dist_inputs": [np.zeros_like(tr.logits[0])] + list(tr.logits),
                      "state_out": state_out}
-            if self.spec.teacher:
-                extra[TEACHER_ACTIONS] = [0] + list(tr.teacher)
             dummy = np.zeros_like(tr.actions[0]) if self._continuous else 0
             obs, actions, rewards, lookback = [tr.obs[0]] + list(tr.obs), [dummy] + list(tr.actions), [0.0] + list(tr.rewards), 1
-        if self.spec.teacher and not tr.states:
-            extra[TEACHER_ACTIONS] = tr.teacher
+        if self.spec.teacher:  # a recurrent chunk's lookback step gets a dummy label, like its action
+            extra[TEACHER_ACTIONS] = [0] * lookback + list(tr.teacher)
         eps = SpadeSingleAgentEpisode(
             observations=obs,
             actions=actions,

@@ -179,8 +179,9 @@ class SpadePPOLearner(PPOTorchLearner):
         module = self.module[module_id].unwrapped()
         if config.use_kl_loss or getattr(module, "continuous", True) or not config.use_critic:
             total = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
-            logits = fwd_out[Columns.ACTION_DIST_INPUTS]
-            return total + self._teacher_loss(module_id, batch, logits - logits.logsumexp(dim=-1, keepdim=True))
+            if not self._teacher_coeff:  # no log-softmax of the logits on this path unless a teacher needs it
+                return total
+            return total + self._teacher_loss(module_id, batch, fwd_out[Columns.ACTION_DIST_INPUTS].log_softmax(-1))
         mask = batch.get(Columns.LOSS_MASK)
         if mask is not None:
             num_valid = torch.sum(mask)
@@ -260,9 +261,8 @@ class SpadePPOLearner(PPOTorchLearner):
     def after_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
         self._log_loss_stats()  # before PPO's hook, which may read the logged values
         super().after_gradient_based_update(timesteps=timesteps)
-        for module_id, scheduler in self._teacher_coeff.items():
-            coeff = scheduler.update(timestep=timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0))
-            self.metrics.log_value((module_id, "curr_teacher_coeff"), coeff, window=1)
+        for module_id, scheduler in self._teacher_coeff.items():  # set for these env steps before the update
+            self.metrics.log_value((module_id, "curr_teacher_coeff"), scheduler.get_current_value(), window=1)
 
     # ---- gradients
     def postprocess_gradients_for_module(self, *, module_id, config=None, module_gradients_dict):
