@@ -3,7 +3,9 @@
     python -m spade_rllib.report results/quickstart/<trial> [eval_out ...] [--out report.html]
 
 Each RUN_DIR is a Tune trial directory, an experiment directory (every trial in it) or an
-`evaluate --out` directory; several overlay in one report. The file embeds its images and opens in
+`evaluate --out` directory; several overlay in one report. Training runs whose configs differ only in
+their seed are also read together: each final score's mean over the seeds with its 95% t-interval, in
+the report's "Across seeds" table and printed (held-out, size-class and final lines). The file embeds its images and opens in
 a browser from disk. Default output: `report.html` inside the only RUN_DIR, else in the current
 directory. `train` and `evaluate` write one at the end of every run.
 """
@@ -18,6 +20,7 @@ from typing import Optional, Sequence
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.reporting import ReportInputError, find_runs, load_run, write_report
 from spade_rllib.reporting.html import REPORT_FILE
+from spade_rllib.reporting.seeds import seed_groups
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -28,13 +31,19 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def report(paths: Sequence[str | Path], out: Optional[str | Path] = None, command: str = "") -> Path:
-    """Load every run under `paths` and write the report; returns its path. Raises ReportInputError."""
+def report(paths: Sequence[str | Path], out: Optional[str | Path] = None, command: str = "",
+           echo_seeds: bool = False) -> Path:
+    """Load every run under `paths` and write the report; returns its path. With `echo_seeds`, runs that differ
+    only in their seed are also printed as one mean and interval per final score. Raises ReportInputError."""
     dirs = [d for p in paths for d in find_runs(p)]
     runs = [load_run(d) for d in dirs]
     if out is None:
         out = Path(paths[0]) / REPORT_FILE if len(paths) == 1 else Path(REPORT_FILE)
-    return write_report(runs, out, command=command)
+    path = write_report(runs, out, command=command)
+    if echo_seeds:
+        for group in seed_groups(runs):
+            print("\n".join(group.summary_lines()))
+    return path
 
 
 def write_quietly(paths: Sequence[str | Path], out: Optional[str | Path] = None, command: str = "") -> Optional[Path]:
@@ -50,7 +59,8 @@ def write_quietly(paths: Sequence[str | Path], out: Optional[str | Path] = None,
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     try:
-        path = report(args.runs, args.out, command="python -m spade_rllib.report " + " ".join(map(shlex.quote, args.runs)))
+        path = report(args.runs, args.out, command="python -m spade_rllib.report " + " ".join(map(shlex.quote, args.runs)),
+                      echo_seeds=True)
     except ReportInputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -371,3 +371,52 @@ def test_ratings_of_a_handful_of_replay_games_are_labelled_not_ranked(tmp_path):
     many = html.unescape(report([str(write_eval(tmp_path / "e2", trial, games_per_player=40))],
                                 out=tmp_path / "r2.html").read_text())
     assert "ratings with 95% bootstrap intervals" in many and "handful of games" not in many
+
+
+def _set_final(trial: Path, **scores: float) -> None:
+    """Overwrite final/<opp>/win_rate (draws 0) for the opponents named (`bot_rusher` for `bot:rusher`)."""
+    final = json.loads((trial / "final_evaluation.json").read_text())
+    for opp, w in scores.items():
+        opp = opp.replace("_", ":")
+        final.update({f"final/{opp}/win_rate": w, f"final/{opp}/draw_rate": 0.0, f"final/{opp}/loss_rate": 1 - w})
+    (trial / "final_evaluation.json").write_text(json.dumps(final))
+
+
+def test_runs_that_differ_only_in_their_seed_are_read_together(tmp_path, capsys):
+    """Seeds of one recipe: each final score's mean and 95% t-interval; another recipe stays out of the group."""
+    from scipy import stats
+
+    from spade_rllib.report import main
+    from spade_rllib.reporting import load_run
+    from spade_rllib.reporting.seeds import final_scores, seed_groups
+
+    wins = [0.4, 0.5, 0.7]
+    trials = []
+    for k, w in enumerate(wins):
+        t = write_run(tmp_path / "exp", f"quickstart_{k:05d}", seed=k)
+        _set_final(t, bot_rusher=w)
+        trials.append(t)
+    other = write_run(tmp_path / "exp", "quickstart_lr", seed=3)  # another recipe: a different learning rate
+    cfg = yaml.safe_load((other / "config.yaml").read_text())
+    cfg["agent"] = {"lr": 0.1}
+    (other / "config.yaml").write_text(yaml.safe_dump(cfg))
+
+    groups = seed_groups([load_run(p) for p in (*trials, other)])
+    assert len(groups) == 1 and groups[0].seeds == [0, 1, 2]
+    rows = {r.key: r for r in groups[0].rows}
+    rusher = rows["final/bot:rusher/score"]
+    assert rusher.values == tuple(wins)
+    half = stats.t.ppf(0.975, 2) * np.std(wins, ddof=1) / np.sqrt(3)
+    assert rusher.interval.mean == pytest.approx(np.mean(wins))
+    assert (rusher.interval.low, rusher.interval.high) == pytest.approx((np.mean(wins) - half, np.mean(wins) + half))
+    assert rows["final_heldout_all/still/score"].values == pytest.approx((0.95, 0.95, 0.95))  # win + draw/2 where no score key
+    assert groups[0].env_steps == [4096 * 8] * 3
+    assert final_scores({"final/x/score": float("nan"), "final/y/win_rate": 0.5}) == {"final/y/score": 0.5}
+
+    assert main([str(tmp_path / "exp"), "--out", str(tmp_path / "r.html")]) == 0
+    out = capsys.readouterr().out
+    assert "across seeds: quickstart: seeds 0, 1, 2 (3 runs, 32,768 env steps)" in out
+    assert f"{np.mean(wins):.3f} [{np.mean(wins) - half:.3f}, {np.mean(wins) + half:.3f}]  (0.40 0.50 0.70)" in out
+    text = (tmp_path / "r.html").read_text()
+    section = text.split("<h2>Across seeds</h2>")[1].split("<h2>")[0]
+    assert "0.40 0.50 0.70" in section and "quickstart_00002" in section and "quickstart_lr" not in section

@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 from spade_rllib.games import is_level_game
 from spade_rllib.reporting import figures as fig
 from spade_rllib.reporting.run_reader import EVAL, TRAIN, RunData, unique_labels
+from spade_rllib.reporting.seeds import SeedGroup, seed_groups
 
 REPORT_FILE = "report.html"
 esc = html.escape
@@ -342,6 +343,27 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
     return [x for x in out if x]
 
 
+def seed_rows(group: SeedGroup) -> list[dict]:
+    """A seed group's scores as table rows: mean, 95% t-interval and each seed's value."""
+    return [{"score of": row.key[:-len("/score")], "mean": f"{row.interval.mean:.3f}",
+             "95% interval": f"[{row.interval.low:.3f}, {row.interval.high:.3f}]",
+             "per seed": " ".join(f"{v:.2f}" for v in row.values)} for row in group.rows]
+
+
+def _seed_sections(trains: Sequence[RunData]) -> list[str]:
+    """One table per group of runs that differ only in their seed (`reporting.seeds`)."""
+    groups = seed_groups(trains)
+    if not groups:
+        return []
+    parts = ["<h2>Across seeds</h2>"]
+    for group in groups:
+        parts.append(f"<p><b>{esc(group.label)}</b>: {len(group.runs)} runs ({esc(', '.join(r.label for r in group.runs))}), "
+                     f"{esc(group.env_steps_text())}. Score = win + draw/2 of the final evaluation; mean over the seeds "
+                     "and its two-sided 95% Student-t interval, clipped to [0, 1].</p>")
+        parts.append(_table(seed_rows(group), ["score of", "mean", "95% interval", "per seed"]))
+    return parts
+
+
 def build_html(runs: Sequence[RunData], command: str = "") -> str:
     """The whole report as one HTML string."""
     runs = list(runs)
@@ -364,6 +386,7 @@ def build_html(runs: Sequence[RunData], command: str = "") -> str:
     parts.append("<h2>Results</h2>")
     for run in runs:
         parts += _run_sections(run, runs)
+    parts += _seed_sections(trains)
     if trains:
         parts.append("<h2>Training curves</h2>")
         parts.append(_figure(fig.score_curves(trains), "main's score per opponent over training (periodic evaluation)",
