@@ -1,5 +1,6 @@
 """Runs of one recipe that differ only in their seed, read together: each final score's mean over the seeds
-and its 95% Student-t interval (`sweeps.stats.seed_interval`, clipped to [0, 1]).
+and its 95% Student-t interval (`sweeps.stats.seed_interval`, clipped to [0, 1]; no bootstrap: only the t
+interval is shown).
 
 Two training runs are seeds of one recipe when their resolved configs (`config.yaml`) are equal once
 `experiment.seed`, `experiment.name` and `experiment.storage_path` are left out. A group of two or more
@@ -20,8 +21,6 @@ from spade_rllib.sweeps.stats import SeedInterval, seed_interval
 
 LEFT_OUT = ("seed", "name", "storage_path")
 """The `experiment` keys that may differ between seeds of one recipe."""
-N_BOOT = 500
-"""Bootstrap resamples for the IQM interval (the table shows the t interval; 500 keep a report quick)."""
 SUMMARY_PREFIXES = ("final/", "final_heldout/", "final_heldout_all/", "final_heldout_size/")
 """Rows the console prints (the per-map rows are in the HTML report only)."""
 
@@ -96,13 +95,10 @@ def final_scores(final: dict) -> dict[str, float]:
 
 
 def _env_steps(run: RunData) -> Optional[int]:
-    """The run's last recorded lifetime env steps (its `series`, read from result.json or progress.csv)."""
-    for key in ("env_runners/num_env_steps_sampled_lifetime", "num_env_steps_sampled_lifetime"):
-        col = run.series.get(key)
-        finite = [] if col is None else [v for v in col if math.isfinite(v)]
-        if finite:
-            return int(finite[-1])
-    return None
+    """The run's last recorded lifetime env steps (the x axis of its curves), None where only iterations are."""
+    xs, unit = run.x_steps()
+    finite = [v for v in xs if math.isfinite(v)] if unit == "env steps" else []
+    return int(finite[-1]) if finite else None
 
 
 def seed_groups(runs: Sequence[RunData], confidence: float = 0.95) -> list[SeedGroup]:
@@ -121,6 +117,6 @@ def seed_groups(runs: Sequence[RunData], confidence: float = 0.95) -> list[SeedG
                           env_steps=[_env_steps(r) for r in members])
         for key in shared:
             values = tuple(s[key] for s in scores)
-            group.rows.append(SeedRow(key, values, seed_interval(values, confidence, bounds=(0.0, 1.0), n_boot=N_BOOT)))
+            group.rows.append(SeedRow(key, values, seed_interval(values, confidence, bounds=(0.0, 1.0), n_boot=0)))
         groups.append(group)
     return groups

@@ -46,9 +46,10 @@ def iqm(values: Sequence[float]) -> float:
 
 def bootstrap_interval(values: Sequence[float], stat: Callable[[np.ndarray], float] = iqm, confidence: float = 0.95,
                        n_boot: int = N_BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
-    """Percentile-bootstrap interval of `stat` over the values (seeds resampled with replacement)."""
+    """Percentile-bootstrap interval of `stat` over the values (seeds resampled with replacement); NaN for fewer
+    than two values or `n_boot` < 1 (no bootstrap)."""
     xs = np.asarray(values, dtype=float)
-    if xs.size < 2:
+    if xs.size < 2 or n_boot < 1:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, xs.size, size=(n_boot, xs.size))
@@ -98,7 +99,8 @@ class SeedInterval:
 def seed_interval(values: Sequence[float], confidence: float = 0.95, bounds: Optional[tuple[float, float]] = None,
                   n_boot: int = N_BOOTSTRAP, seed: int = 0) -> SeedInterval:
     """Mean, sample std and the two-sided t interval of the mean, plus the IQM and its bootstrap
-    interval, over seeds (NaNs dropped); intervals clipped to `bounds` (the metric's range)."""
+    interval, over seeds (NaNs dropped); intervals clipped to `bounds` (the metric's range). `n_boot=0` skips the
+    bootstrap (the IQM's interval is NaN) where only the t interval is shown."""
     xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     n = len(xs)
     if n == 0:
