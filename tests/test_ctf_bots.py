@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from spade_rllib.games import bot_names, game, make_bot
+from spade_rllib.games import bot_names, default_bot_names, game, make_bot
 from spade_rllib.envs import CaptureTheFlag, generate_ctf_level, knobs_for_difficulty
 
 ENV = "CaptureTheFlag-v0"
-NAMES = ("random", "rusher", "defender", "raider", "hybrid")
+LADDER = ("random", "rusher", "defender", "raider", "hybrid")
+NAMES = (*LADDER, "sentry")
 ROOT = Path(__file__).resolve().parent.parent
 ENV_VARS = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
@@ -34,6 +35,7 @@ def play(a: str, b: str, level, seed: int, apt: int = 1):
 
 def test_registered():
     assert bot_names(ENV) == NAMES and set(game(ENV).bots) == set(NAMES)
+    assert default_bot_names(ENV) == LADDER  # the sentry (a teacher) is played only when named
     with pytest.raises(ValueError, match=r"unknown bot 'rushr' for CaptureTheFlag-v0 \(did you mean 'rusher'\?\)"):
         make_bot("rushr", env_id=ENV)
 

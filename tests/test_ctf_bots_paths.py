@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spade_rllib.bots.ctf_bots import DefenderBot, bfs_rows, downhill, guard_post
+from spade_rllib.bots.ctf_bots import GUARD_SIDE, DefenderBot, bfs_rows, downhill, guard_post
 from spade_rllib.curriculum.heldout_maps import load_heldout_levels
 from spade_rllib.envs import CaptureTheFlag, Level, generate_ctf_level, knobs_for_difficulty
 from spade_rllib.envs.ctf import DELTAS, NOOP, TAG
@@ -106,6 +106,33 @@ def test_defender_holds_its_post_against_a_still_team(level_name):
             assert illegal_move(env, me, acts[me]) is None
             env.step(acts)
         assert env.outcome["winner"] == "draw" and env.positions[me] == guard_post(level, team)
+
+
+@pytest.mark.parametrize("level_name", sorted(HELDOUT))
+def test_sentry_races_below_guard_side_and_guards_from_it(level_name):
+    """The sentry is the raider on maps under GUARD_SIDE cells a side and the defender on larger ones: the same
+    game, move for move, as that bot with the same seed (against `rusher` and against a still team)."""
+    level = HELDOUT[level_name]
+    twin = "defender" if max(level.height, level.width) >= GUARD_SIDE else "raider"
+
+    def trace(bots: dict[int, str], seed: int) -> list:
+        env = CaptureTheFlag(level=level)
+        env.reset(seed=seed)
+        players = {a: make_bot(bots[env.team_of(a)], seed=seed + i, env_id=ENV)
+                   for i, a in enumerate(env.possible_agents) if env.team_of(a) in bots}
+        steps = []
+        while env.agents:
+            acts = {a: players[a].act(env, a) if a in players else NOOP for a in env.agents}
+            steps.append(tuple(sorted(acts.items())))
+            env.step(acts)
+        return [*steps, env.outcome]
+
+    for seed in range(2):
+        for team in (0, 1):
+            for other in ({}, {1 - team: "rusher"}):
+                assert trace({team: "sentry", **other}, seed) == trace({team: twin, **other}, seed), \
+                    (level_name, seed, team, other)
+    assert score(play(level, {0: "sentry"}, 0), 0) == (0.5 if twin == "defender" else 1.0)
 
 
 def test_bots_choose_only_legal_moves_against_each_other():

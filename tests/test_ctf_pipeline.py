@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from spade_rllib.games import bot_names
+from spade_rllib.games import bot_names, default_bot_names
 from spade_rllib.config import ConfigError, parse_config
 from spade_rllib.games import heldout_dir
 from spade_rllib.games import CTF_ID, MAZERACE_ID, canonical_env_id, env_kind, is_level_game
@@ -47,7 +47,7 @@ def test_level_game_ids():
     assert env_kind(CTF_ID) == env_kind(MAZERACE_ID) == "level"
     assert canonical_env_id("spade/CaptureTheFlag-v0") == CTF_ID
     assert (heldout_dir(CTF_ID).name, heldout_dir(MAZERACE_ID).name) == ("heldout_ctf", "heldout")
-    assert bot_names(CTF_ID) == LADDER
+    assert default_bot_names(CTF_ID) == LADDER and bot_names(CTF_ID) == (*LADDER, "sentry")
 
 
 def test_config_allows_level_options_and_checks_bots_per_game():

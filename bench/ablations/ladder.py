@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from spade_rllib.games import bot_names, make_bot
+from spade_rllib.games import default_bot_names, make_bot
 from spade_rllib.envs import CaptureTheFlag, generate_ctf_level, knobs_for_difficulty
 
 ENV_ID = "CaptureTheFlag-v0"
@@ -55,7 +55,7 @@ def main() -> None:
     p.add_argument("--levels", type=int, default=200, help="generated levels per pair (each played from both seats)")
     p.add_argument("--agents-per-team", type=int, default=1, choices=(1, 2))
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--bots", default=",".join(bot_names(ENV_ID)), help="comma-separated bot names")
+    p.add_argument("--bots", default=",".join(default_bot_names(ENV_ID)), help="comma-separated bot names (default: the ladder)")
     p.add_argument("--env", default="{}", help="JSON dict of CaptureTheFlag keyword arguments (rule knobs)")
     args = p.parse_args()
     env_kwargs = json.loads(args.env)

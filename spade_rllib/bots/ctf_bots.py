@@ -15,6 +15,9 @@
   to bait their tag; opens 3 episodes in 4 (seeded) guarding its base until it tags an intruder (or
   for twice the base distance), guards again after every stalemate, and counter-attacks while the
   tagged opponent waits to respawn.
+* ``sentry``   - the raider on levels under ``GUARD_SIDE`` cells a side, the defender on larger ones (where a
+  racer that knows less of the map loses the race, and guarding holds a draw against the racers). A teacher
+  for kickstarting (``agent.teacher: sentry``), not a rung of the ladder: played only when named.
 
 Tags land after the moves (see ``spade_rllib/envs/ctf.py``), so taggers aim at the intruder's
 *predicted* next cells: they tag when at least half of them are in reach. Paths come from BFS maps
@@ -30,7 +33,7 @@ from ..envs.ctf import DOWN, LEFT, NOOP, RIGHT, TAG, UP
 from ..envs.level import Level, _bfs
 from .race_bots import RandomBot  # both games have the same 6 actions: one uniform player serves both
 
-__all__ = ["BOTS", "RandomBot", "RusherBot", "DefenderBot", "RaiderBot", "HybridBot"]
+__all__ = ["BOTS", "LADDER", "RandomBot", "RusherBot", "DefenderBot", "RaiderBot", "HybridBot", "SentryBot"]
 
 DEFENDER_EAGER = 0.5
 """The defender tags 1 time in 2 when its prediction says the tag lands, else holds (an always-eager
@@ -41,6 +44,8 @@ twice the base-to-base distance when nobody comes)."""
 BAIT_STEPS = 3
 """The hybrid waits up to this many steps (seeded) out of reach of a ready enemy tagger, to make it
 waste its tag."""
+GUARD_SIDE = 15
+"""The sentry guards on levels whose larger side has at least this many cells (the issue's "15x15 and larger")."""
 
 _MOVES = ((UP, -1, 0), (DOWN, 1, 0), (LEFT, 0, -1), (RIGHT, 0, 1))
 _DELTA = {act: (dr, dc) for act, dr, dc in _MOVES}
@@ -265,5 +270,22 @@ class HybridBot(RusherBot):
         return False
 
 
+class SentryBot:
+    """The raider on levels under ``GUARD_SIDE`` cells a side, the defender on larger ones (two bots, one
+    seed: a level is played by one of them)."""
+
+    name = "sentry"
+
+    def __init__(self, seed: int | None = None):
+        self.race, self.guard = RaiderBot(seed), DefenderBot(seed)
+
+    def act(self, env, agent: str) -> int:
+        level = env.unwrapped.level
+        bot = self.guard if max(level.height, level.width) >= GUARD_SIDE else self.race
+        return bot.act(env, agent)
+
+
 BOTS = {"random": RandomBot, "rusher": RusherBot, "defender": DefenderBot, "raider": RaiderBot,
-        "hybrid": HybridBot}
+        "hybrid": HybridBot, "sentry": SentryBot}
+LADDER = ("random", "rusher", "defender", "raider", "hybrid")
+"""The bots played when none are named (evaluation, the ladder bench); ``sentry`` is two of them by level size."""

@@ -236,12 +236,13 @@ def connect_four_ascii(env: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- the games
-def level_game_spec(cls: type, *, bots: Mapping[str, type] = {}, heldout: Optional[Path] = None,
-                    heldout_opponents: tuple[str, ...] = (), aliases: tuple[str, ...] = ()) -> GameSpec:
+def level_game_spec(cls: type, *, bots: Mapping[str, type] = {}, default_bots: tuple[str, ...] = (),
+                    heldout: Optional[Path] = None, heldout_opponents: tuple[str, ...] = (),
+                    aliases: tuple[str, ...] = ()) -> GameSpec:
     """The `GameSpec` of a `LevelGame` subclass (its id, generator and actions come from the class)."""
     assert issubclass(cls, LevelGame), cls
     return GameSpec(id=cls.metadata["name"], make_env=cls, turns="simultaneous", aliases=aliases,
-                    level_generator=cls.generator, bots=dict(bots), heldout_dir=heldout,
+                    level_generator=cls.generator, bots=dict(bots), default_bots=default_bots, heldout_dir=heldout,
                     heldout_opponents=heldout_opponents, render_ascii=maze_ascii, action_names=ACTION_NAMES,
                     level_class=cls)
 
@@ -254,7 +255,8 @@ def _connect_four(**kwargs: Any) -> Any:
 
 MAZERACE_ID = register(level_game_spec(MazeRace, bots=race_bots.BOTS, heldout=LEVELS_DIR / "heldout",
                                        heldout_opponents=("rusher", "rusher_tagger"))).id
-CTF_ID = register(level_game_spec(CaptureTheFlag, bots=ctf_bots.BOTS, heldout=LEVELS_DIR / "heldout_ctf")).id
+CTF_ID = register(level_game_spec(CaptureTheFlag, bots=ctf_bots.BOTS, default_bots=ctf_bots.LADDER,
+                                  heldout=LEVELS_DIR / "heldout_ctf")).id
 CONNECT_FOUR_ID = register(GameSpec(
     id="connect_four_v3", make_env=_connect_four, turns="alternating",
     aliases=("pettingzoo.classic:connect_four_v3", "pettingzoo.classic.connect_four_v3:env"),
