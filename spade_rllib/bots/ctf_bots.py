@@ -1,4 +1,4 @@
-"""Scripted CaptureTheFlag players that act from the full env state (the ladder's fixed opponents).
+"""Scripted CaptureTheFlag players that act from the full env state: the ladder's fixed opponents, and a teacher.
 
 * ``random``   - uniform over the 6 actions.
 * ``rusher``   - shortest path to the enemy flag, then home (waits on its base while its own flag is
