@@ -45,9 +45,9 @@ def illegal_move(env: CaptureTheFlag, agent: str, act: int) -> str | None:
     return None
 
 
-def play(level: Level, bots: dict[int, str], seed: int, check: bool = True) -> dict:
+def play(level: Level, bots: dict[int, str], seed: int, check: bool = True, moves: list | None = None) -> dict:
     """One game: team t plays bot `bots[t]`, or stands still (noop) when absent. With `check`, every move
-    a bot chooses must be one the rules allow."""
+    a bot chooses must be one the rules allow; `moves`, when given, gets each step's actions."""
     env = CaptureTheFlag(level=level)
     env.reset(seed=seed)
     players = {a: make_bot(bots[env.team_of(a)], seed=seed + i, env_id=ENV)
@@ -57,6 +57,8 @@ def play(level: Level, bots: dict[int, str], seed: int, check: bool = True) -> d
         if check:
             for a, act in acts.items():
                 assert illegal_move(env, a, act) is None, illegal_move(env, a, act)
+        if moves is not None:
+            moves.append(tuple(sorted(acts.items())))
         env.step(acts)
     return env.outcome
 
@@ -116,16 +118,9 @@ def test_sentry_races_below_guard_side_and_guards_from_it(level_name):
     twin = "defender" if max(level.height, level.width) >= GUARD_SIDE else "raider"
 
     def trace(bots: dict[int, str], seed: int) -> list:
-        env = CaptureTheFlag(level=level)
-        env.reset(seed=seed)
-        players = {a: make_bot(bots[env.team_of(a)], seed=seed + i, env_id=ENV)
-                   for i, a in enumerate(env.possible_agents) if env.team_of(a) in bots}
-        steps = []
-        while env.agents:
-            acts = {a: players[a].act(env, a) if a in players else NOOP for a in env.agents}
-            steps.append(tuple(sorted(acts.items())))
-            env.step(acts)
-        return [*steps, env.outcome]
+        moves: list = []
+        outcome = play(level, bots, seed, moves=moves)
+        return [*moves, outcome]
 
     for seed in range(2):
         for team in (0, 1):
