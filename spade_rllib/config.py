@@ -48,6 +48,9 @@ from spade_rllib.yaml_reader import read_yaml as _read_yaml
 
 ENCODERS = ("mlp", "cnn")
 """`agent.model.encoder`: what reads the observation."""
+PLANNER_NONE, PLANNER_VIN = "none", "vin"
+PLANNERS = (PLANNER_NONE, PLANNER_VIN)
+"""`agent.model.planner`: a learned planner over the cell memory ('vin': value-iteration convolutions)."""
 MEMORY_NONE, MEMORY_LSTM = "none", "lstm"
 MEMORIES = (MEMORY_NONE, MEMORY_LSTM)
 """`agent.model.memory`: what follows the encoder ('none': nothing, a feed-forward policy)."""
@@ -87,6 +90,9 @@ class ModelConfig:
     vf_share_layers: bool = setting(False, help="Share the hidden layers between policy and value heads.")
     cnn_channels: list[int] = setting(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1, max=4096)
     map_channels: list[int] = setting(help="Output channels of 3x3 conv layers over the memory map that ends a level game's observation (CaptureTheFlag env.kwargs.seen_map), for either encoder; [] (default): the map enters the MLP flat.", factory=list, min=1, max=4096)
+    planner: str = setting(PLANNER_NONE, help="A learned planner over the cell memory that ends a level game's observation (CaptureTheFlag env.kwargs.cell_memory): 'vin' (value iteration networks, Tamar et al. 2016: a reward map from two 3x3 conv layers, planner_iterations rounds of a 3x3 conv and a max over move channels for two goals, read out at the agent's cell and joined to the other features); 'none' (default): the map enters the MLP flat, or through map_channels.", choices=PLANNERS)
+    planner_iterations: int = setting(40, help="planner: vin only: value-iteration rounds (a value travels one cell a round: about the longest path the plan needs).", min=1, max=1000)
+    planner_channels: int = setting(16, help="planner: vin only: hidden channels of the reward map's first conv layer.", min=1, max=1024)
     memory: str = setting(MEMORY_NONE, help="What the policy remembers between steps: 'none' (a feed-forward policy) or 'lstm' (a recurrent policy: an LSTM after the encoder; policy and value heads share encoder and LSTM, one hidden state per agent, vf_share_layers is then not used). Old spelling: use_lstm: true/false.", choices=MEMORIES)
     lstm_cell_size: int = setting(256, help="memory: lstm only: LSTM hidden size.", min=1, max=8192)
     max_seq_len: int = setting(20, help="memory: lstm only: training sequence length (agent steps; backprop through time over at most this many steps, zero padded, loss masked).", min=1, max=100_000)
@@ -528,6 +534,8 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
         raise ConfigError(f"agent.model.map_channels = {list(cfg.agent.model.map_channels)}: convolutions over a memory map, "
                           f"but this observation has none; turn it on (CaptureTheFlag-v0: env.kwargs.seen_map, e.g. 7) or "
                           f"set map_channels to []")
+    if cfg.agent.model.planner != PLANNER_NONE:
+        _check_planner(cfg, kind)
     if cfg.league.enabled:
         if kind == "gymnasium":
             raise ConfigError(f"league.enabled = true: single-agent env {cfg.env.id!r} has no opponent; turn the league off")
@@ -583,6 +591,18 @@ def _has_memory_map(cfg: RunConfig, kind: str) -> bool:
         return resolved_env_of(cfg).spec.level_class.map_layout(**dict(cfg.env.kwargs)) is not None
     except (TypeError, ValueError):
         return False
+
+
+def _check_planner(cfg: RunConfig, kind: str) -> None:
+    """`agent.model.planner` reads a cell memory (CaptureTheFlag env.kwargs.cell_memory), alone."""
+    model = cfg.agent.model
+    kwargs = dict(cfg.env.kwargs) if isinstance(cfg.env.kwargs, dict) else {}
+    if kind != LEVEL_KIND or not kwargs.get("cell_memory"):
+        raise ConfigError(f"agent.model.planner = {model.planner!r}: plans on a cell memory, but this observation has "
+                          f"none; turn it on (CaptureTheFlag-v0: env.kwargs.cell_memory, e.g. 21) or set planner: none")
+    if model.map_channels:
+        raise ConfigError(f"agent.model.map_channels = {list(model.map_channels)}: the planner ({model.planner!r}) reads "
+                          f"the memory map; pick one (did you mean map_channels: []?)")
 
 
 def _level_ids() -> str:

@@ -23,7 +23,8 @@ def comparable_value(value: Any) -> Any:
 MODEL_DEFAULTS = {"kind": "mlp", "use_lstm": False, "map_channels": None, "hidden": [128, 128], "activation": "tanh",
                   "vf_share_layers": False, "cnn_channels": [16, 32], "lstm_cell_size": 256, "max_seq_len": 20,
                   "lstm_use_prev_action": False, "lstm_use_prev_reward": False, "log_std_init": 0.0, "mask_size": 0,
-                  "window_shape": None, "map_shape": None}
+                  "window_shape": None, "map_shape": None, "planner": "none", "planner_iterations": 40,
+                  "planner_channels": 16}
 """What `SpadeModule.setup` assumes for a key a `model_config` leaves out (keys recorded only when on)."""
 FREE_ON_RESUME = ("train_bf16",)
 """Keys a resume may change: they change how the learner computes, not which tensors the module holds."""
@@ -43,7 +44,9 @@ def effective_model_config(model_config: dict) -> dict:
         out.pop(key, None)
     if out["kind"] != "cnn":
         out.pop("window_shape"), out.pop("cnn_channels")
-    if not (out["map_shape"] and out["map_channels"]):
+    if out["planner"] == "none":
+        out.pop("planner_iterations"), out.pop("planner_channels")
+    if not (out["map_shape"] and (out["map_channels"] or out["planner"] != "none")):
         out["map_shape"] = out["map_channels"] = None
     if not out["use_lstm"]:
         for key in ("lstm_cell_size", "max_seq_len", "lstm_use_prev_action", "lstm_use_prev_reward"):
@@ -54,6 +57,7 @@ def effective_model_config(model_config: dict) -> dict:
 
 
 IMPLIED = {"kind": ("cnn_channels", "window_shape"), "map_channels": ("map_shape",),
+           "planner": ("map_shape", "planner_iterations", "planner_channels"),
            "use_lstm": ("vf_share_layers", "lstm_cell_size", "max_seq_len", "lstm_use_prev_action", "lstm_use_prev_reward")}
 """Keys that differ only because the switch before them differs (left out of the message)."""
 

@@ -46,6 +46,7 @@ def check_config(cfg) -> None:
     check_teams(cfg)
     check_heldout_levels(cfg.evaluation.heldout_levels, cfg.env.id)
     check_final_heldout(cfg.evaluation, cfg.env.id)
+    check_cell_memory_fits(cfg)
     check_stop_metric(cfg.training.stop.metric)
     check_exploitability(cfg)
     check_schedule("agent.entropy_schedule", cfg.agent.entropy_schedule)
@@ -358,6 +359,29 @@ def check_heldout_levels(paths: list, env_id: str, key: str = "evaluation.heldou
                               f"(the smallest is {sizes[0]} cells on its longer side); allowed 0 (every map) or >= {sizes[0]}")
 
 
+def check_cell_memory_fits(cfg) -> None:
+    """A level game's `env.kwargs.cell_memory` (the grid's cells a side) holds every level the run plays: the
+    curriculum's largest size and every held-out map (they are played in full after training)."""
+    side = dict(cfg.env.kwargs).get("cell_memory") if isinstance(cfg.env.kwargs, dict) else None
+    if not side or isinstance(side, bool) or not isinstance(side, int):
+        return
+    largest: list[tuple[int, str]] = []
+    if cfg.curriculum.enabled:
+        largest.append((int(cfg.curriculum.uniform.size[1]), "curriculum.uniform.size"))
+    for key in ("heldout_levels", "final_heldout_levels"):
+        paths = getattr(cfg.evaluation, key)
+        if paths:
+            from spade_rllib.curriculum.heldout_maps import load_heldout_levels
+
+            for name, level in load_heldout_levels(paths).items():
+                largest.append((max(level.height, level.width), f"map {name} of evaluation.{key}"))
+    if largest:
+        size, where = max(largest)
+        if size > side:
+            raise ConfigError(f"env.kwargs.cell_memory = {side}: smaller than the largest level this run plays "
+                              f"({size}x{size}, {where}); allowed >= {size} (did you mean cell_memory: {size}?)")
+
+
 def check_final_heldout(ev, env_id: str) -> None:
     """`evaluation.final_heldout_levels` (with `final_heldout_max_size`) checked now, as the held-out
     line after training will load it (`check_heldout_levels`), not after the whole budget."""
@@ -444,7 +468,7 @@ def check_stop_present(cfg) -> None:
                           "time_s, env_steps, iterations, metric+target (e.g. --set training.stop.time_s=300)")
 
 
-__all__ = ["check_config", "check_env", "check_env_kwargs", "check_exploitability", "check_final_heldout",
+__all__ = ["check_cell_memory_fits", "check_config", "check_env", "check_env_kwargs", "check_exploitability", "check_final_heldout",
            "check_foreign_env", "check_heldout_levels", "check_launch", "check_league_teams", "check_roles",
            "check_schedule", "check_stop_metric", "check_stop_present", "check_teams", "env_factory", "read_level",
            "resolve_env_id"]

@@ -126,6 +126,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from .cell_memory import CHANNELS as CELL_CHANNELS
+from .cell_memory import MAX_SIDE as CELL_MEMORY_MAX
+from .cell_memory import MIN_SIDE as CELL_MEMORY_MIN
+from .cell_memory import PLAN_SIZE, CellMemory
 from .generators import Knobs, ctf_default_max_steps, generate_ctf_level
 from .level import Level
 from .level_game import DOWN, LEFT, NOOP, NUM_ACTIONS, RIGHT, TAG, UP, CellTemplates, LevelGame
@@ -211,13 +215,20 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                  captures_to_win: int = 1, tag_carriers_anywhere: bool = False, stalemate_steps: int = 6,
                  trail: bool = True, trail_decay: float = 0.9, render_mode: str | None = None,
                  family: str | None = None, draw_reward: float = 0.0, seen_map: int = 0, seen_map_block: int = 3,
-                 tag_reward: float = 0.0, new_cell_reward: float = 0.0):
-        for name, v in (("tag_carriers_anywhere", tag_carriers_anywhere), ("trail", trail)):
+                 tag_reward: float = 0.0, new_cell_reward: float = 0.0, cell_memory: int = 0, plan: bool = False):
+        for name, v in (("tag_carriers_anywhere", tag_carriers_anywhere), ("trail", trail), ("plan", plan)):
             if not isinstance(v, bool):
                 raise ValueError(f"{name} must be a bool, got {v!r}")
         if isinstance(seen_map, bool) or not isinstance(seen_map, int) or not (seen_map == 0 or (
                 3 <= seen_map <= 15 and seen_map % 2 == 1)):
             raise ValueError(f"seen_map must be 0 (off) or an odd number of blocks per side in 3..15, got {seen_map!r}")
+        if isinstance(cell_memory, bool) or not isinstance(cell_memory, int) or not (
+                cell_memory == 0 or CELL_MEMORY_MIN <= cell_memory <= CELL_MEMORY_MAX):
+            raise ValueError(f"cell_memory must be 0 (off) or the grid's cells a side in {CELL_MEMORY_MIN}.."
+                             f"{CELL_MEMORY_MAX} (levels up to that size), got {cell_memory!r}")
+        if cell_memory and seen_map:
+            raise ValueError(f"cell_memory={cell_memory} and seen_map={seen_map} are two memory maps; pick one (did you "
+                             "mean seen_map=0?)")
         if isinstance(seen_map_block, bool) or not isinstance(seen_map_block, int) or not 1 <= seen_map_block <= 7:
             raise ValueError(f"seen_map_block must be an int in 1..7 (cells per block side), got {seen_map_block!r}")
         if isinstance(trail_decay, bool) or not isinstance(trail_decay, (int, float)) or not 0.0 <= trail_decay < 1.0:
@@ -241,9 +252,15 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         self.trail = trail
         self.trail_decay = float(trail_decay)
         self.seen_map, self.seen_map_block = int(seen_map), int(seen_map_block)
-        if self.seen_map:  # the memory map follows the vector: a longer observation
-            size = self._k + VECTOR_SIZE + SEEN_CHANNELS * self.seen_map ** 2
-            space = spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
+        self.cell_memory, self.plan = int(cell_memory), plan
+        self._cell_memories: dict[str, CellMemory] = {}
+        if self.cell_memory or plan:  # one memory per agent, built from its own windows (envs/cell_memory.py)
+            self._cell_memories = {a: CellMemory(self.cell_memory, view_radius)
+                                   for a in self.possible_agents}
+        extra = (PLAN_SIZE if plan else 0) + SEEN_CHANNELS * self.seen_map ** 2 + \
+            len(CELL_CHANNELS) * self.cell_memory ** 2
+        if extra:  # the plan, then a memory map, follow the vector: a longer observation
+            space = spaces.Box(-1.0, 1.0, shape=(self._k + VECTOR_SIZE + extra,), dtype=np.float32)
             self.observation_spaces = {a: space for a in self.possible_agents}
         self.frozen: dict[str, int] = {}
         """Steps a tagged agent still waits on its spawn (its actions are ignored meanwhile)."""
@@ -292,6 +309,10 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
             self._last_seen: dict[str, dict[str, tuple[int, int, int]]] = {a: {} for a in self.possible_agents}
             for a in self.possible_agents:
                 self._remember(a)
+        for a, memory in self._cell_memories.items():
+            t = self._team[a]
+            memory.reset((h, w), level.bases[t], level.bases[1 - t])
+            self._see(a)
 
     # ------------------------------------------------------------------ step
     def step(self, actions: dict[str, int]):
@@ -380,6 +401,8 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         if self.seen_map:
             for a in names:
                 self._remember(a)
+        for a in self._cell_memories:
+            self._see(a)
         # outcome
         done = winner is not None
         truncated = not done and self.step_count >= self.max_steps
@@ -449,9 +472,28 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
                 if o == own_flag_carrier:
                     last["flag"] = last[o]
 
+    def _see(self, agent: str) -> None:
+        """`agent`'s cell memory takes in its window now: the wall layer of its own window, the opponents in it and
+        whether one of them carries its flag (``envs/cell_memory.py``)."""
+        r, c = self.positions[agent]
+        t = self._team[agent]
+        rad = self.view_radius
+        seen = {o: self.positions[o] for o in self._opponents[agent]
+                if abs(self.positions[o][0] - r) <= rad and abs(self.positions[o][1] - c) <= rad}
+        carrier = self.carrier[t]
+        self._cell_memories[agent].see((r, c), self._templates[t].window((r, c))[..., CH_WALL], self.step_count,
+                                       seen, flag_home=carrier is None, carrier=carrier)
+
+    def cell_memory_of(self, agent: str) -> CellMemory:
+        """`agent`'s :class:`~spade_rllib.envs.cell_memory.CellMemory` (with ``cell_memory`` or ``plan`` on)."""
+        return self._cell_memories[agent]
+
     @classmethod
-    def map_layout(cls, seen_map: int = 0, **_) -> tuple[int, int, int] | None:
-        """``(B, B, 5)`` with ``seen_map=B``: the memory map at the end of the observation; None without it."""
+    def map_layout(cls, seen_map: int = 0, cell_memory: int = 0, **_) -> tuple[int, int, int] | None:
+        """The memory map at the end of the observation: ``(B, B, 5)`` with ``seen_map=B``, ``(S, S, 9)`` with
+        ``cell_memory=S``; None without either."""
+        if cell_memory:
+            return int(cell_memory), int(cell_memory), len(CELL_CHANNELS)
         return (int(seen_map), int(seen_map), SEEN_CHANNELS) if seen_map else None
 
     def seen_map_of(self, agent: str) -> np.ndarray:
@@ -486,10 +528,17 @@ class CaptureTheFlag(LevelGame, name="CaptureTheFlag-v0", channels=NUM_CHANNELS,
         r, c = pos[agent]
         t = self._team[agent]
         template = self._templates[t][(r, c)]
-        if self.seen_map:  # the memory map after the vector
+        if self.seen_map or self._cell_memories:  # the plan, then the memory map, after the vector
             o = np.empty(self.observation_spaces[agent].shape, dtype=np.float32)
-            o[:template.shape[0]] = template
-            self._fill_seen_map(agent, o[template.shape[0]:].reshape(self.seen_map, self.seen_map, SEEN_CHANNELS))
+            n = template.shape[0]
+            o[:n] = template
+            if self.plan:
+                self._cell_memories[agent].plan(o[n:n + PLAN_SIZE])
+                n += PLAN_SIZE
+            if self.seen_map:
+                self._fill_seen_map(agent, o[n:].reshape(self.seen_map, self.seen_map, SEEN_CHANNELS))
+            elif self.cell_memory:
+                self._cell_memories[agent].grid(o[n:].reshape(self.cell_memory, self.cell_memory, len(CELL_CHANNELS)))
         else:
             o = template.copy()
         k, side, rad = self._k, self._side, self.view_radius

@@ -33,6 +33,9 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
         out["cnn_channels"] = list(m.cnn_channels)
     if m.map_channels and info.map_shape:  # the memory map gets convolutions of its own
         out.update(map_shape=list(info.map_shape), map_channels=list(m.map_channels))
+    if m.planner != "none" and info.map_shape:  # a learned planner reads the cell memory
+        out.update(map_shape=list(info.map_shape), planner=m.planner, planner_iterations=m.planner_iterations,
+                   planner_channels=m.planner_channels)
     if m.train_bf16:
         out["train_bf16"] = True
     if info.action_space is not None and not hasattr(info.action_space, "n"):  # Box: a Gaussian head

@@ -19,6 +19,10 @@ policy never picks an illegal move (neither when sampling nor with argmax).
                   both read its output (one state per agent: {"h": (cell,), "c": (cell,)})
   lstm_cell_size  LSTM hidden size
   max_seq_len     training sequence length (the learner connector cuts sequences of this length)
+  planner         "none" | "vin": with `map_shape` (the cell memory of envs/cell_memory.py ending the features),
+                  value iteration networks over it (`_ValueIteration`), read out at the agent's cell
+  planner_iterations / planner_channels
+                  vin: value-iteration rounds; hidden channels of the reward map
   train_bf16      bool: `forward_train` (the learner) under torch.autocast bfloat16; outputs float32
   lstm_use_prev_action / lstm_use_prev_reward
                   the LSTM also reads the one-hot previous action (Box: the action vector) / the
@@ -43,6 +47,7 @@ Outside Ray: `RLModule.from_checkpoint(<ckpt>/learner_group/learner/rl_module/ma
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -78,12 +83,54 @@ def _convs(in_c: int, channels: list[int], activation: str) -> tuple[nn.Sequenti
     return nn.Sequential(*layers), in_c
 
 
+class _ValueIteration(nn.Module):
+    """A learned planner on the cell memory: value iteration networks (Tamar et al., NeurIPS 2016) in the
+    max-product form of a deterministic grid world, for two goals at once (say, the enemy flag and the way home:
+    the policy picks by what it carries). Two conv layers over the memory's channels give, per goal, a goal map G
+    and a passability map P (sigmoids: which channels mean "goal" and "wall" is learned, nothing is told); then
+    `iterations` rounds of V = max(G, P * GAMMA * max over the 4 neighbours of V), so V ~ GAMMA ** (steps to the
+    goal over passable cells). Read out at the agent's cell (the memory's `self` channel: a masked sum, which ONNX
+    exports as it is): per goal, for each move (up, down, left, right) the change of distance it brings, clipped
+    to [-1, 1], and the distance / 64 (the fixed planner's features, `envs/cell_memory.py`, but learned). A value
+    travels one cell per round: `iterations` bounds the path lengths it can plan. Shifts and maxima only, no
+    convolution per round: on CPU, grouped 3x3 convolutions made each round ~30x slower."""
+
+    GOALS, GAMMA, SCALE = 2, 0.9, 64.0
+
+    def __init__(self, channels: int, hidden: int, iterations: int, self_channel: int):
+        super().__init__()
+        self.iterations, self.self_channel = int(iterations), int(self_channel)
+        self.maps = nn.Sequential(nn.Conv2d(channels, hidden, 3, padding=1), nn.ReLU(),
+                                  nn.Conv2d(hidden, 2 * self.GOALS, 1))
+        self.out_size = self.GOALS * 5
+
+    @staticmethod
+    def _neighbours(v):
+        """(up, down, left, right) neighbour values of (N, G, H, W) `v`, 0 outside the grid."""
+        p = nn.functional.pad(v, (1, 1, 1, 1))
+        return p[:, :, :-2, 1:-1], p[:, :, 2:, 1:-1], p[:, :, 1:-1, :-2], p[:, :, 1:-1, 2:]
+
+    def forward(self, grid):
+        maps = torch.sigmoid(self.maps(grid))
+        goal, passable = maps[:, :self.GOALS], maps[:, self.GOALS:] * self.GAMMA
+        v = goal
+        for _ in range(self.iterations):
+            up, down, left, right = self._neighbours(v)
+            v = torch.maximum(goal, passable * torch.maximum(torch.maximum(up, down), torch.maximum(left, right)))
+        here = grid[:, self.self_channel:self.self_channel + 1]
+        steps = torch.log(v.clamp(min=1e-6)) / math.log(1.0 / self.GAMMA)  # -(steps to the goal)
+        at = (steps * here).sum(dim=(2, 3))
+        moves = [((n * here).sum(dim=(2, 3)) - at).neg().clamp(-1.0, 1.0) for n in self._neighbours(steps)]
+        return torch.stack([*moves, (-at / self.SCALE).clamp(0.0, 1.0)], dim=2).flatten(1)  # per goal: 4 moves, distance
+
+
 class _Encoder(nn.Module):
     """Conv layers over the (H, W, C) window that starts the features (`window`: shape and widths), and/or over
-    the (B, B, C') memory map that ends them (`map`), each flattened; whatever lies between (the vector, and
-    the part given no convolutions) joins them as it is."""
+    the (B, B, C') memory map that ends them (`map`), each flattened, or a planner over that map (`planner`: its
+    read-out); whatever lies between (the vector, the plan, the part given no convolutions) joins them as it is."""
 
-    def __init__(self, feat_size: int, activation: str, window: Optional[tuple] = None, map: Optional[tuple] = None):
+    def __init__(self, feat_size: int, activation: str, window: Optional[tuple] = None, map: Optional[tuple] = None,
+                 planner: Optional[tuple] = None):
         super().__init__()
         self.window_shape = tuple(window[0]) if window else None
         self.window_size = int(np.prod(self.window_shape)) if window else 0
@@ -93,7 +140,12 @@ class _Encoder(nn.Module):
         if window:  # named `convs` as before the memory map existed: checkpoints keep their keys
             self.convs, out_c = _convs(self.window_shape[2], list(window[1]), activation)
             self.out_size += out_c * self.window_shape[0] * self.window_shape[1]
-        if map:
+        if map and planner:
+            from spade_rllib.envs.cell_memory import C_SELF
+
+            self.planner = _ValueIteration(self.map_shape[2], planner[1], planner[0], C_SELF)
+            self.out_size += self.planner.out_size
+        elif map:
             self.map_convs, out_c = _convs(self.map_shape[2], list(map[1]), activation)
             self.out_size += out_c * self.map_shape[0] * self.map_shape[1]
 
@@ -108,7 +160,11 @@ class _Encoder(nn.Module):
         if self.window_shape:
             parts.insert(0, self._conv(self.convs, x[:, : self.window_size], self.window_shape))
         if self.map_shape:
-            parts.append(self._conv(self.map_convs, x[:, end:], self.map_shape))
+            h, w, c = self.map_shape
+            if hasattr(self, "planner"):
+                parts.append(self.planner(x[:, end:].reshape(-1, h, w, c).permute(0, 3, 1, 2)))
+            else:
+                parts.append(self._conv(self.map_convs, x[:, end:], self.map_shape))
         return torch.cat(parts, dim=1)
 
 
@@ -140,9 +196,12 @@ class SpadeModule(TorchRLModule, ValueFunctionAPI):
 
         def trunk() -> tuple[nn.Module, int]:
             window = (mc["window_shape"], mc.get("cnn_channels", [16, 32])) if mc.get("kind", "mlp") == "cnn" else None
-            seen = (mc["map_shape"], mc["map_channels"]) if mc.get("map_shape") and mc.get("map_channels") else None
+            planner = ((int(mc.get("planner_iterations", 40)), int(mc.get("planner_channels", 16)))
+                       if mc.get("planner", "none") == "vin" and mc.get("map_shape") else None)
+            seen = ((mc["map_shape"], mc.get("map_channels") or [])
+                    if mc.get("map_shape") and (mc.get("map_channels") or planner) else None)
             if window or seen:
-                enc = _Encoder(feat_size, act, window=window, map=seen)
+                enc = _Encoder(feat_size, act, window=window, map=seen, planner=planner)
                 head, size = _mlp(enc.out_size, hidden, act)
                 return nn.Sequential(enc, head), size
             return _mlp(feat_size, hidden, act)
