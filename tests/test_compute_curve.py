@@ -1,0 +1,56 @@
+"""bench/ablations/compute_curve.py: its arguments are refused in one line before any run, a stage's overrides
+name the recipe and the budget, units already written are reused (nothing trains), and the curve is drawn from
+the units alone."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from bench.ablations import compute_curve as cc
+
+
+def _unit(out, recipe, seed, millions, score):
+    ev = {f"final_heldout_size/{c}/bot:{b}/score": score for c in cc.SIZE_CLASSES for b in cc.BOTS}
+    ev["final_heldout_all/still/win_rate"] = score
+    path = out / f"{recipe}_seed{seed}" / f"{millions}M.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"recipe": recipe, "seed": seed, "milestone": millions * 1_000_000,
+                                "env_steps": millions * 1_000_000 + 4096, "evaluation": ev}))
+
+
+@pytest.mark.parametrize("argv,message", [(["--recipe", "plan", "--milestones", "10,5"], "rising"),
+                                          (["--recipe", "plan", "--seed", "-1"], "--seed -1"),
+                                          (["--recipe", "plan", "--milestones", "a"], "comma-separated integers")])
+def test_bad_arguments_are_one_line(capsys, argv, message):
+    with pytest.raises(SystemExit) as e:
+        cc.parse_args(argv)
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_stage_overrides_and_cached_units(tmp_path, monkeypatch, capsys):
+    args = cc.parse_args(["--recipe", "plan", "--milestones", "5,10", "--out-dir", str(tmp_path / "units"),
+                          "--run-root", str(tmp_path / "runs")])
+    sets = cc.unit_overrides(args, 5_000_000)
+    assert "env.kwargs={draw_reward: -0.1, plan: true}" in sets
+    assert "training.stop={env_steps: 5000000, time_s: 360000}" in sets
+    assert "evaluation.final_heldout_max_size=0" in sets
+    _unit(tmp_path / "units", "plan", 0, 5, 0.25)
+    _unit(tmp_path / "units", "plan", 0, 10, 0.5)
+    monkeypatch.setattr(cc, "run_stage", lambda *a: pytest.fail("a cached unit trained again"))
+    summary = cc.main(["--recipe", "plan", "--milestones", "5,10", "--out-dir", str(tmp_path / "units"),
+                       "--run-root", str(tmp_path / "runs")])
+    assert [u["large_rusher"] for u in summary["units"]] == [0.25, 0.5] and summary["missing"] == []
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["bench"] == "compute_curve"
+
+
+def test_plot_from_units(tmp_path):
+    for recipe, seed, m, score in (("plan", 0, 5, 0.3), ("plan", 1, 5, 0.5), ("plan", 0, 10, 0.6), ("lstm", 0, 5, 0.1)):
+        _unit(tmp_path, recipe, seed, m, score)
+    points = cc.curve_points(tmp_path)
+    assert points["plan"]["large/rusher"][0][1] == pytest.approx(0.4)  # two seeds averaged
+    assert points["plan"]["large/rusher"][0][2] == [0.3, 0.5]
+    png = cc.plot(tmp_path, tmp_path / "curve.png")
+    assert png.stat().st_size > 5000
+    assert sys.modules["matplotlib"].get_backend().lower() == "agg"
