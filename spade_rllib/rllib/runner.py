@@ -1,7 +1,7 @@
 """`SpadeEnvRunner`: a vectorized multi-agent env runner that returns only the trained modules' experience.
 
 Why: RLlib's stock `MultiAgentEnvRunner` runs its connector pipelines per step and builds a
-`MultiAgentEpisode` per env; measured here it, not the env, sets the pace (docs/training.md).
+`MultiAgentEpisode` per env; measured here it, not the env, sets the pace (docs/internals.md).
 This runner steps `num_envs_per_env_runner` env copies ("lanes")
 in lock-step and makes ONE batched forward pass per policy per step:
 
