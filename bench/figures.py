@@ -37,7 +37,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import refuse  # noqa: E402
 from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
+from spade_rllib.validation import did_you_mean  # noqa: E402
 
 DPI = 100
 
@@ -345,21 +347,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     only = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in only if n not in FIGURES]
     if unknown:
-        import difflib
-
-        hint = difflib.get_close_matches(unknown[0], FIGURES, n=1)
-        print(f"error: --only {unknown[0]!r} is no figure; figures: {', '.join(FIGURES)}"
-              + (f" (did you mean {hint[0]!r}?)" if hint else ""), file=sys.stderr)
-        return 2
+        refuse(f"--only {unknown[0]!r} is no figure{did_you_mean(unknown[0], FIGURES)}; figures: {', '.join(FIGURES)}")
     if not args.data.is_dir():
-        print(f"error: --data {str(args.data)!r} is not a folder (the bench data: bench/data)", file=sys.stderr)
-        return 2
+        refuse(f"--data {str(args.data)!r} is not a folder (the bench data: bench/data)")
     try:
         for path in make_figures(args.data, args.out, only):
             print(path)
     except DataError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        refuse(str(e))
     return 0
 
 
