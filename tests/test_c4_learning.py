@@ -3,7 +3,7 @@ env-step budget (not a time limit, so a slow or loaded machine changes the wall 
 result), must give a main that beats uniform random by masked argmax.
 
 `make test` runs it (the `slow` mark only labels it; nothing deselects slow tests). 400k env steps: about
-half the wall time of the 800k it used to train (49 iterations instead of 98); docs/connect_four.md has the
+half the wall time of the 800k it used to train (49 iterations instead of 98); docs/results.md ("The test budget") has the
 measurements behind the budget and the bar.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 ENV_STEPS = 400_000
 """49 iterations of 8,192 env steps. Measured with this command plus `--set experiment.seed=S`
-(docs/connect_four.md), seeds 0 / 1 / 2: 0.9575 / 0.965 / 0.970 vs random in this test's 400 games (mean 0.964);
+(docs/results.md, "The test budget"), seeds 0 / 1 / 2: 0.9575 / 0.965 / 0.970 vs random in this test's 400 games (mean 0.964);
 the bar of 0.93 is ~3 standard errors of a 400-game score (~0.0095) below that mean (2.8 below seed 0, the
 test's own seed). At 800k env steps seed 0 scored 0.9725: the score creeps up slowly past 400k."""
 GAMES = 400

@@ -138,7 +138,7 @@ def test_tictactoe_checkpoint_evaluates_with_gif_replays(tmp_path, capsys):
 @pytest.mark.ray
 @pytest.mark.timeout(600)
 def test_tictactoe_trains_with_the_board_template_evaluates_and_exports(tmp_path):
-    """The template beats random within 4 iterations of 8,192 env steps (measured: 0.940-0.945 at 41k, docs/training.md)."""
+    """The template beats random within 4 iterations of 8,192 env steps (measured: 0.940-0.945 at 41k, docs/envs.md)."""
     trial, stdout = train_cli(tmp_path, BOARD, "ttt", ["env.id=pettingzoo.classic:tictactoe_v3",
                                                       "training.stop.env_steps=32768", "training.stop.time_s=null",
                                                       "evaluation.interval=0", "training.checkpoint_every=0"])

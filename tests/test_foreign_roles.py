@@ -4,7 +4,7 @@ Fast tests (no Ray): the role mapping (`spade_rllib.games.roles`), its one-line 
 the per-role leagues (`RoleLeaguesComponent`) and the runner's plan for roles. Slow tests train
 MPE's `simple_tag_v3` (3 predators, 1 prey: observations of 16 and 14 values) with a predator and a
 prey main, each with a league; checkpoint, resume, load each role. Whether the predators learn is
-measured over seeds by bench/ablations/roles_learning.py (docs/training.md, "Role games"): one 80k-step run is not
+measured over seeds by bench/ablations/roles_learning.py (docs/envs.md, "Role games"): one 80k-step run is not
 reliable enough for a test.
 """
 from __future__ import annotations

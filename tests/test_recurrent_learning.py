@@ -1,7 +1,7 @@
 """Memory is learned (slow): on RLlib's StatelessCartPole (no velocities in the observation) the LSTM
 config of bench/ablations/memory_envs.py reaches a mean return of 350 within 2M env steps, and the same
 config without the LSTM, trained on the env steps the LSTM needed, stays far below (the bench's
-MLP row trains the whole 2M: best mean return 56-58 on 3 seeds, docs/training.md; full CartPole,
+MLP row trains the whole 2M: best mean return 56-58 on 3 seeds, docs/results.md; full CartPole,
 velocities included, passes 175 at 33k env steps with this config, seed 0). Judged in env steps, so
 machine load does not change the verdict; the bench reports wall-clock against stock RLlib."""
 from __future__ import annotations

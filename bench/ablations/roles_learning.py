@@ -2,7 +2,7 @@
 
 Per seed: the predator main's mean return against a uniformly random prey (`--games` games) before any
 training (the baseline: the same config, untrained) and after `--iterations` x 2000 env steps of
-self-play with a league per role (docs/training.md, "Role games"). Ends with
+self-play with a league per role (docs/envs.md, "Role games"). Ends with
 one JSON line: per seed (before, after), the mean rise and its 95% t-interval over seeds.
 
     python bench/ablations/roles_learning.py --seeds 0 1 2 3 --iterations 40 --games 256

@@ -10,7 +10,7 @@ import time
 
 # The league-on row: same config, plus a league that snapshots main every 2 iterations.
 LEAGUE_ON = ("league.enabled=true", "league.every_n_iterations=2", "league.min_iterations_between=1")
-# The throughput layout for 2 CPUs (docs/performance.md): 2 env runners x 128 envs each.
+# The throughput layout for 2 CPUs (docs/results.md, "A quiet machine"): 2 env runners x 128 envs each.
 FAST_LAYOUT = ("training.num_env_runners=2", "training.num_envs_per_runner=128")
 MLP_MODEL = ("agent.model.memory=none", "agent.model.hidden=[128,128]")  # the rows' model (quickstart ships an LSTM)
 # The quickstart's layout with the MLP [128, 128] (stock RLlib's row is configured alike; quickstart's own LSTM

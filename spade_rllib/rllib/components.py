@@ -38,7 +38,15 @@ set by the curriculum's update before the league's (registry order); the league 
 
 @dataclass
 class EnvInfo:
-    """What components may need to know about the env (computed once on the driver)."""
+    """What components may need to know about the env: what one built copy reports (`describe_env`, once on the
+    driver).
+
+    Not merged into `spade_rllib.games.resolved_env.ResolvedEnv`, which it overlaps in `env_id` and `kind` only
+    (both copied from it by `describe_env`): a `ResolvedEnv` is what an id names, read without building the env
+    (pure, before Ray, so the config checks can refuse a bad id in one line, and it pickles as its id), while
+    everything else here (teams, spaces, mask and window sizes, roles) exists only once an env copy is built,
+    which may import optional packages and fail. One record holding both would be half empty before the build.
+    """
 
     env_id: str
     kind: str  # "level" | "pettingzoo" | "gymnasium" (spade_rllib.games.EnvKind)

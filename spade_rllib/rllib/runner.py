@@ -1,7 +1,7 @@
 """`SpadeEnvRunner`: a vectorized multi-agent env runner that returns only the trained modules' experience.
 
 Why: RLlib's stock `MultiAgentEnvRunner` runs its connector pipelines per step and builds a
-`MultiAgentEpisode` per env; measured here it, not the env, sets the pace (docs/training.md).
+`MultiAgentEpisode` per env; measured here it, not the env, sets the pace (docs/internals.md).
 This runner steps `num_envs_per_env_runner` env copies ("lanes")
 in lock-step and makes ONE batched forward pass per policy per step:
 
@@ -113,6 +113,7 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
         self._bots: dict[tuple, Any] = {}  # (name, training lanes?, lane, agent, teacher) -> the bot of that seat
         self._warned_empty_slots: set = set()
         self._outcomes: deque = deque(maxlen=OUTCOME_BUFFER_MAX)
+        self._episode_metric_buffer: dict = {}  # key -> deque of main's per-episode values (sampling.flush_episode_metrics)
         self._weights_seq_no = 0
         self._eval_lanes: Optional[LaneStates] = None
         self.env = None
@@ -289,6 +290,7 @@ class SpadeEnvRunner(LaneStepping, EpisodeOutput, RunnerEvaluation, EnvRunner, C
         self.num_env_steps_sampled_lifetime += env_steps
 
     def get_metrics(self):
+        self.flush_episode_metrics()
         return self.metrics.reduce()
 
     # ------------------------------------------------------------------ state (Checkpointable)
