@@ -33,6 +33,17 @@ def test_navigation_line_on_every_map():
     # a score just under the target never rounds up to it on the line
     close = {**final, f"{ALL_PREFIX}/still/win_rate": 0.7916, f"{ALL_PREFIX}/still/draw_rate": 0.0084}
     assert navigation_line(close, 0.8).endswith("0.796 BELOW TARGET (>= 0.8)")
+    # per map (the final evaluation writes final_heldout_map/<map>/still/score): the worst is named
+    per_map = {**final, "final_heldout_map/crossroads/still/score": 0.5, "final_heldout_map/open_field/still/score": 1.0}
+    assert navigation_line(per_map, 0.8).endswith("0.75, worst crossroads 0.50 BELOW TARGET (>= 0.8)")
+
+
+def test_still_results_per_map():
+    from spade_rllib.rllib.final_heldout_eval import _still_per_map
+
+    out = _still_per_map(["win", "draw", "loss", "loss", "win", "win", "win", "win"], ["a", "b"])
+    assert out == {"final_heldout_map/a/still/score": 0.375, "final_heldout_map/a/still/games": 4,
+                   "final_heldout_map/b/still/score": 1.0, "final_heldout_map/b/still/games": 4}
 
 
 def test_score_text_keeps_two_decimals_unless_they_cross_the_target():

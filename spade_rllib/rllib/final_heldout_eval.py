@@ -150,6 +150,17 @@ def _still_rates(results: Sequence[str], prefix: str) -> dict:
     return out
 
 
+def _still_per_map(results: Sequence[str], names: Sequence[str]) -> dict:
+    """`final_heldout_map/<map>/still/{score, games}` from `still_team_results` over `names` (map by map, in order)."""
+    per = len(results) // max(1, len(names))
+    out: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        games = results[i * per:(i + 1) * per]
+        out[f"{MAP_PREFIX}/{name}/{STILL}/score"] = (games.count("win") + 0.5 * games.count("draw")) / max(1, len(games))
+        out[f"{MAP_PREFIX}/{name}/{STILL}/games"] = len(games)
+    return out
+
+
 def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths: Sequence[str], max_size: int,
                              opponents: Sequence[str], games: int, greedy: bool = False, seed: int = 0,
                              navigation_all: bool = False, size_opponents: Sequence[str] = (),
@@ -197,6 +208,7 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
                 still = still_team_results(runner, every, games, greedy, rng) if every else None
             if still is not None:
                 out.update(_still_rates(still, ALL_PREFIX))
+                out.update(_still_per_map(still, [o["heldout_level"] for o in every]))
         return out
     finally:
         runner.stop()
@@ -211,8 +223,11 @@ def navigation_line(final: Mapping[str, Any], target: float) -> Optional[str]:
         return None
     (v,) = verdicts
     names = final.get(f"{ALL_PREFIX}/levels") or []
+    per_map = {n: final.get(f"{MAP_PREFIX}/{n}/{STILL}/score") for n in names}
+    per_map = {n: x for n, x in per_map.items() if x is not None}
+    worst = f", worst {min(per_map, key=per_map.get)} {min(per_map.values()):.2f}" if per_map else ""
     return (f"every held-out map ({', '.join(names)}): main's navigation (the other team never moves) "
-            f"{score_text(v.value, v.target)} {'PASS' if v.met else 'BELOW TARGET'} (>= {v.target:g})")
+            f"{score_text(v.value, v.target)}{worst} {'PASS' if v.met else 'BELOW TARGET'} (>= {v.target:g})")
 
 
 def heldout_line(final: Mapping[str, Any], opponents: Sequence[str], targets: Mapping[str, float],
