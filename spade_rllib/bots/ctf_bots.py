@@ -37,7 +37,7 @@ __all__ = ["BOTS", "LADDER", "RandomBot", "RusherBot", "DefenderBot", "RaiderBot
 
 DEFENDER_EAGER = 0.5
 """The defender tags 1 time in 2 when its prediction says the tag lands, else holds (an always-eager
-defender is beaten by a baiting hybrid; the measured ladder is in docs/ctf.md)."""
+defender is beaten by a baiting hybrid; the measured ladder is in docs/results.md)."""
 GUARD_FIRST = 0.75
 """Probability that the hybrid opens an episode guarding its base (until it tags an intruder, or for
 twice the base-to-base distance when nobody comes)."""

@@ -48,7 +48,7 @@ Rules (one step, all agents at once)
    ``new_cell_reward`` > 0 (the same kind: +new_cell_reward to an agent on a cell it has not stood on this episode). A negative ``draw_reward`` makes the safe all-defend draw worse than
    a risked attack (the all-draw collapse of self-play; docs/league.md).
 
-Why these rules (measured with ``bench/ablations/ladder.py``; ``docs/ctf.md``): agents that block each other
+Why these rules (measured with ``bench/ablations/ladder.py``; ``docs/results.md``): agents that block each other
 let a defender seal a 1-wide corridor; standing on the own flag makes it unreachable; tags from
 start-of-step positions make an adjacent ready defender a sure hit (tags after the moves reward
 anticipation and baiting instead); the respawn wait turns a successful defence into tempo for a
