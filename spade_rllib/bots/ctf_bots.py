@@ -13,8 +13,9 @@
   is in its half and it can still get between it and its flag (while carrying: only the thief of its
   flag, on the thief's way home through its half); stops short of ready enemy taggers
   to bait their tag; opens 3 episodes in 4 (seeded) guarding its base until it tags an intruder (or
-  for twice the base distance), guards again after every stalemate, and counter-attacks while the
-  tagged opponent waits to respawn.
+  for twice the base distance, or until the steps left fit no more than ``RACE_SLACK`` races there and
+  home), guards again after every stalemate (the same limits), and counter-attacks while the tagged
+  opponent waits to respawn.
 * ``sentry``   - the raider on levels under ``GUARD_SIDE`` cells a side, the defender on larger ones (where a
   racer that knows less of the map loses the race, and guarding holds a draw against the racers). A teacher
   for kickstarting (``agent.teacher: sentry``), not a rung of the ladder: played only when named.
@@ -40,7 +41,12 @@ DEFENDER_EAGER = 0.5
 defender is beaten by a baiting hybrid; the measured ladder is in docs/results.md)."""
 GUARD_FIRST = 0.75
 """Probability that the hybrid opens an episode guarding its base (until it tags an intruder, or for
-twice the base-to-base distance when nobody comes)."""
+twice the base-to-base distance when nobody comes, or until only ``RACE_SLACK`` races fit in the steps left)."""
+RACE_SLACK = 1.5
+"""The hybrid's guard spell ends once the steps left are no more than this many times a race from where it
+stands (to the enemy base and home): on long maps (four base distances past the step limit: low-braid mazes of
+15x15 and larger) guarding for twice the base distance left no time to score, and the hybrid drew against a team
+that never moves."""
 BAIT_STEPS = 3
 """The hybrid waits up to this many steps (seeded) out of reach of a ready enemy tagger, to make it
 waste its tag."""
@@ -227,10 +233,12 @@ class HybridBot(RusherBot):
         if tags > self.seen[2]:  # we tagged someone: counter-attack while it waits on its spawn
             self.guard_from = None
         self.seen = (step, stalemates, tags)
-        # nobody came for a while (the opponent defends too): attack
-        (br, bc) = e.level.bases[1]
-        base_distance = bfs_rows(e.level, e.level.bases[0])[br][bc]
-        self.guard = self.guard_from is not None and step - self.guard_from < 2 * base_distance
+        # nobody came for a while (the opponent defends too), or a race there and home would not fit in the
+        # steps left: attack (and stay attacking: the spell ends for good, it does not resume as the race eats time)
+        if self.guard_from is not None and (step - self.guard_from >= 2 * self.base_distance(e)
+                                            or not self.race_fits(e, agent)):
+            self.guard_from = None
+        self.guard = self.guard_from is not None
         if self.tag_now(e, agent):
             return TAG
         carrying = e.carrying(agent)
@@ -250,6 +258,20 @@ class HybridBot(RusherBot):
         if self.bait(e, agent, move):
             return NOOP
         return move
+
+    @staticmethod
+    def base_distance(e) -> int:
+        """Path length between the two bases (walls only)."""
+        (br, bc) = e.level.bases[1]
+        return bfs_rows(e.level, e.level.bases[0])[br][bc]
+
+    def race_fits(self, e, agent: str) -> bool:
+        """Whether the steps left exceed ``RACE_SLACK`` times a race from here: to the enemy base (around the own
+        base) and home from there. Guarding longer would leave no time to score before the timeout."""
+        r, c = e.positions[agent]
+        (er, ec) = e.level.bases[1 - e.team_of(agent)]
+        there = bfs_rows(e.level, (er, ec), closed_cell(e, agent))[r][c]
+        return e.max_steps - e.step_count > RACE_SLACK * (max(there, 0) + self.base_distance(e))
 
     def bait(self, e, agent: str, move: int) -> bool:
         """Hold instead of stepping into the reach of a ready enemy tagger, for up to ``BAIT_STEPS``
