@@ -449,7 +449,7 @@ def parse_args(argv=None):
                          "the held-out maps, each like main (board games draw a member per game)")
     ap.add_argument("--payoff-games", type=int, default=None,
                     help="games per seat (and map) for each pair of the payoff matrix (default: --games, at most 10)")
-    args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS)
+    args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS, floors={"exploit_env_steps": 0})
     game = GAMES[args.game]
     args.games = game.games if args.games is None else args.games
     if args.opponents is None:
