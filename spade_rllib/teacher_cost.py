@@ -78,17 +78,19 @@ def measure_teacher(cfg, steps: int = PROBE_STEPS, clock: Callable[[], float] = 
     return TeacherCost(name, len(times), 1000.0 * float(np.median(times)) if times else 0.0)
 
 
-def check_teacher_cost(cfg, out=sys.stdout, steps: int = PROBE_STEPS) -> Optional[TeacherCost]:
-    """With `agent.teacher`: measure it, print its cost per learner step, refuse past `agent.teacher_max_ms`."""
+def check_teacher_cost(cfg, out=None, steps: int = PROBE_STEPS,
+                       clock: Callable[[], float] = time.perf_counter) -> Optional[TeacherCost]:
+    """With `agent.teacher`: measure it, print its cost per learner step (to `out`, default stdout), refuse past
+    `agent.teacher_max_ms`."""
     if not cfg.agent.teacher:
         return None
-    cost = measure_teacher(cfg, steps)
+    cost = measure_teacher(cfg, steps, clock)
     limit = cfg.agent.teacher_max_ms
     if limit is not None and cost.ms_per_step > limit:
         raise ConfigError(f"agent.teacher = {cost.teacher!r}: {cost.ms_per_step:.3f} ms per learner step (median of "
                           f"{cost.calls} calls), past agent.teacher_max_ms = {limit:g}; raise the limit, or choose a "
                           "cheaper teacher")
-    print(cost.line(cfg.training.stop.env_steps), file=out, flush=True)
+    print(cost.line(cfg.training.stop.env_steps), file=out or sys.stdout, flush=True)
     return cost
 
 
