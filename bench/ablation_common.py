@@ -427,7 +427,7 @@ def ablation_parser(doc: str, *, kind: str, names: Sequence[str], seeds: int, mi
 
 
 def parse_ablation_args(ap: argparse.ArgumentParser, argv: Optional[Sequence[str]], kind: str,
-                        names: Sequence[str], floors: Optional[Mapping[str, int]] = None
+                        names: Sequence[str], floors: Optional[Mapping[str, Any]] = None
                         ) -> tuple[argparse.Namespace, list[str], list[str]]:
     """(args, the chosen setups or arms, the `--set` overrides); one argparse error for a bad choice or count,
     then the shared check of `bench.common.check_bench_args` (`--cpus`, `--out-dir` writable and its unit files;
