@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import pickle
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,7 +115,28 @@ def _is_module_dir(path: Path) -> bool:
 def checkpoint_problem(path: str | Path) -> str | None:
     """None when `path` is a whole algorithm checkpoint whose symlinks stay inside it, else why not
     (`checkpoint_guard`: every file the restore reads, found from the checkpoint's own metadata; nothing is
-    unpickled). The one completeness rule of resume, evaluate, export and play."""
+    unpickled). The one completeness rule of resume, evaluate, export and play. Remembered per process while no
+    entry under `path` changes (its name, type, size, mtime or link target), so a command that resolves one
+    checkpoint several times scans its pickles once."""
+    return _checkpoint_problem(str(path), _tree_stamp(Path(path)))
+
+
+def _tree_stamp(root: Path) -> tuple:
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in sorted(dirnames + filenames):
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+                link = os.readlink(full) if stat.S_ISLNK(st.st_mode) else ""
+            except OSError:
+                continue
+            entries.append((os.path.relpath(full, root), st.st_mode, st.st_size, st.st_mtime_ns, link))
+    return tuple(entries)
+
+
+@functools.lru_cache(maxsize=64)
+def _checkpoint_problem(path: str, stamp: tuple) -> str | None:
     return _guard.checkpoint_problem(path, Path(ALGORITHM_STATE_FILE).stem, RL_MODULE_SUBPATH)
 
 
