@@ -151,6 +151,7 @@ def seed_groups(runs: Sequence[RunData], confidence: float = 0.95) -> list[SeedG
     for run in runs:
         unique.setdefault(run.path, run)  # the same directory given twice is one run
     runs, joined = distinct_runs(list(unique.values()))
+    order = {id(r): i for i, r in enumerate(runs)}
     by_recipe: dict[str, dict[Any, list[RunData]]] = {}
     for run in runs:
         if run.kind == TRAIN and run.config and run.final:
@@ -169,7 +170,7 @@ def seed_groups(runs: Sequence[RunData], confidence: float = 0.95) -> list[SeedG
                              f"({best.label}, the most env steps)")
         if len(members) < 2:
             continue
-        members.sort(key=lambda r: runs.index(r))
+        members.sort(key=lambda r: order[id(r)])
         labels = {r.label for r in members}
         notes = [n for n in joined if n.split(" resumes ")[0] in labels] + notes
         scores = [final_scores(r.final or {}) for r in members]
