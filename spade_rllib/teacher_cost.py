@@ -63,7 +63,11 @@ def measure_teacher(cfg, steps: int = PROBE_STEPS, clock: Callable[[], float] = 
             if bot is None:
                 bot = bots[agent] = make_bot(name, seed=len(bots), env_id=cfg.env.id)
             t0 = clock()
-            bot.act(game.raw_env, agent)
+            try:
+                bot.act(game.raw_env, agent)
+            except Exception as e:  # training would ask it the same at its first step
+                raise ConfigError(f"agent.teacher = {name!r}: the bot fails on {cfg.env.id} before training "
+                                  f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from e
             took = clock() - t0
             spent += took
             if warm:
