@@ -235,6 +235,15 @@ def test_a_teacher_is_measured_before_training_and_refused_past_its_limit(capsys
     assert check_teacher_cost(load_config(CONNECT_FOUR)) is None  # no teacher: nothing measured
 
 
+def test_a_sweep_measures_its_teacher_before_ray(tmp_path, capsys):
+    from spade_rllib.tune import main
+
+    argv = ["--sweep", "lr_gamma", "--dry-run", "--storage", str(tmp_path / "sw"), "--set", "agent.teacher=raider"]
+    assert main([*argv, "--set", "agent.teacher_max_ms=0.00001"]) == 2
+    assert "past agent.teacher_max_ms = 1e-05" in capsys.readouterr().err
+    assert main(argv) == 0 and "teacher 'raider': " in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------------------
 # d. every bench path through the one shared check, before Ray
 # ------------------------------------------------------------------------------------------------
