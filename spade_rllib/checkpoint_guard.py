@@ -133,7 +133,7 @@ def file_problem(path: Path) -> Optional[str]:
         except ValueError as e:
             return f"is damaged ({e.__class__.__name__})"
     elif path.suffix == ".msgpack" and not data:
-        return "empty file"
+        return "is an empty file"
     return None
 
 
