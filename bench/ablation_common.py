@@ -427,8 +427,11 @@ def ablation_parser(doc: str, *, kind: str, names: Sequence[str], seeds: int, mi
 
 
 def parse_ablation_args(ap: argparse.ArgumentParser, argv: Optional[Sequence[str]], kind: str,
-                        names: Sequence[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
-    """(args, the chosen setups or arms, the `--set` overrides); one argparse error for a bad choice or count."""
+                        names: Sequence[str], floors: Optional[Mapping[str, Any]] = None
+                        ) -> tuple[argparse.Namespace, list[str], list[str]]:
+    """(args, the chosen setups or arms, the `--set` overrides); one argparse error for a bad choice or count,
+    then the shared check of `bench.common.check_bench_args` (`--cpus`, `--out-dir` writable and its unit files;
+    `floors` as there), all before Ray."""
     args = ap.parse_args(argv)
     chosen = [s.strip() for s in getattr(args, kind).split(",") if s.strip()]
     bad = [s for s in chosen if s not in names]
@@ -453,6 +456,9 @@ def parse_ablation_args(ap: argparse.ArgumentParser, argv: Optional[Sequence[str
         ap.error(f"--max-units {args.max_units}: expected >= 0")
     if getattr(args, "env_steps", None) is not None and args.env_steps < 1:  # None: the bench's own budget
         ap.error(f"--env-steps {args.env_steps}: expected >= 1")
+    from bench.common import check_bench_args
+
+    check_bench_args(args, floors=floors or {})
     return args, chosen, list(args.overrides)
 
 

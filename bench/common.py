@@ -14,7 +14,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NoReturn, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, NoReturn, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "tune_configs"
@@ -100,19 +100,24 @@ def parse_counts(name: str, text: Any, least: int = 1) -> list[int]:
 
 def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional[dict] = None,
                      overrides: Sequence[str] = (), env_id: Optional[str] = None, out_dir: str = "out_dir",
-                     config: Optional[str] = None, floors: Mapping[str, int] = {}) -> None:
+                     config: Optional[str] = None, floors: Mapping[str, Any] = {},
+                     configs: Sequence[tuple[str, Callable[[], dict]]] = ()) -> None:
     """Every option of a bench's parsed `args` that this knows, before Ray starts (exit 2, one line):
-    the counts and durations of `NUMBERS` (NaN and inf refused; `floors` lowers a count's floor for a bench
-    that gives it a meaning, e.g. league_claim's `--exploit-env-steps 0`), the comma lists named in `lists`
-    (attribute -> least value), `--out-dir` (a directory that can be written, not a file), `--set`
-    `overrides` applied to the `base` config (or the YAML file `config`; the whole config validated, as
-    `train` does), and
+    the counts and durations of `NUMBERS` (NaN and inf refused, `--cpus 0` too: its tasks would wait for ever;
+    `floors` lowers a count's floor for a bench that gives it a meaning, an int or (int, meaning), e.g.
+    league_claim's `--exploit-env-steps 0`, "0: no best response"), the comma lists named in `lists` (attribute -> least value), `--out-dir` (a
+    directory that can be written, not a file), `--set` `overrides` applied to the `base` config (or the YAML
+    file `config`; the whole config validated, as `train` does), each of `configs` ((label, a function making
+    the whole raw config of one unit, e.g. one arm's): made and validated, a refusal prefixed by its label), and
     `--max-map-size` against `env_id`'s shipped held-out maps (at least one map left), and the unit
-    JSON files a resumable bench reuses from `--out-dir` (`check_unit_files`)."""
+    JSON files a resumable bench reuses from `--out-dir` (`check_unit_files`). The one check every bench path
+    goes through (`ablation_common.parse_ablation_args` calls it for the ablation benches)."""
     from spade_rllib.validation import ConfigError
 
     for name, (floor, integer) in NUMBERS.items():
-        floor = floors.get(name, floor)
+        floor, meaning = floors.get(name, floor), ""
+        if isinstance(floor, tuple):  # (floor, what the floor value means)
+            floor, meaning = floor[0], f" ({floor[1]})"
         value = getattr(args, name, None)
         if value is None or isinstance(value, (list, str)):
             continue
@@ -120,7 +125,7 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
              (isinstance(value, (int, float)) and math.isfinite(value) and (value > floor if floor == 0.0 else value >= floor))
         if not ok:
             allowed = f">= {floor}" if integer else f"a finite number > {floor:g}"
-            refuse(f"{_option(name)} {value!r}: out of range, allowed {allowed}")
+            refuse(f"{_option(name)} {value!r}: out of range, allowed {allowed}{meaning}")
     for name, least in lists.items():
         parse_counts(name, getattr(args, name), least)
     try:
@@ -141,6 +146,13 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
             from spade_rllib.config import apply_overrides, parse_config
 
             parse_config(apply_overrides(copy.deepcopy(base), list(overrides)))
+        for label, make in configs:
+            from spade_rllib.config import parse_config
+
+            try:  # the label names the unit whose config is refused
+                parse_config(make())
+            except ConfigError as e:
+                raise ConfigError(f"{label}: {e}") from e
         max_size = getattr(args, "max_map_size", 0)
         if env_id is not None and max_size:
             from spade_rllib.curriculum.heldout_maps import heldout_dir

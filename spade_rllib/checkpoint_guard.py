@@ -3,9 +3,15 @@
 Checkpoints are pickles: load only checkpoints you trust (docs/reliability.md). These checks do not
 make an untrusted pickle safe; they catch accidents and one cheap escape:
 
-* `checkpoint_problem(path)`: the files a `SpadePPO` checkpoint needs are there, every `*.pkl` is a
+* `checkpoint_problem(path)`: every file the restore reads is there and readable, every `*.pkl` is a
   complete pickle stream (read with `pickletools`, which executes nothing) and every `*.json` parses.
-  A checkpoint cut short by a killed driver or a full disk is never taken as the latest.
+  Which files the restore reads is taken from the checkpoint itself (`restore_reads`), the way RLlib's
+  `Checkpointable.restore_from_path` walks it: each component directory's metadata file
+  (`rllib_checkpoint.json` at the top, `metadata.json` below) names its state file (`<state_file>.pkl`
+  or `.msgpack`, which the restore unpickles) and its `class_and_ctor_args.pkl`; the restore recurses
+  into every component directory present. RLlib writes a component's metadata first, so a directory
+  holding files but no metadata was cut short too. A checkpoint cut short by a killed driver, a full disk
+  or a lost file is never taken as the latest; the reason names the file.
 * `symlink_escape(path)`: a path under the checkpoint that, through a symbolic link, resolves outside
   the checkpoint directory (so a copied checkpoint cannot make the loader read, say, `~/.ssh`).
 * `state_problem(own, saved)`: a saved module state against the module's own state dict (the module
@@ -58,16 +64,90 @@ def symlink_escape(root: str | Path) -> Optional[Path]:
     return None
 
 
-def checkpoint_problem(path: str | Path, required_files: tuple[str, ...], module_subpath: Path) -> Optional[str]:
-    """None when `path` is a whole algorithm checkpoint that stays inside itself, else a one-line reason.
-    The layout (`required_files`, `module_subpath`) comes from `checkpoint_layout.checkpoint_problem`."""
+METADATA_FILES = ("rllib_checkpoint.json", "metadata.json")
+"""RLlib's metadata file of a checkpoint's top directory (`Algorithm.METADATA_FILE_NAME`) and of every component below."""
+STATE_SUFFIXES = (".msgpack", ".pkl")
+"""The state file's endings, in the order `Checkpointable.restore_from_path` tries them."""
+
+
+def _component_reads(root: Path, directory: Path, default_state: Optional[str]) -> tuple[list[Path], Optional[str]]:
+    """(files the restore of the component at `directory` reads, a problem) for one directory: its state file
+    and class_and_ctor_args file as its metadata names them (`default_state` where the top one names none)."""
+    rel = directory.relative_to(root)
+    meta = next((directory / m for m in METADATA_FILES if (directory / m).is_file()), None)
+    if meta is None:
+        files = sorted(f.name for f in directory.iterdir() if f.is_file())
+        if directory == root:
+            return [], f"{METADATA_FILES[0]} is missing (the checkpoint was not written completely)"
+        if files:  # RLlib writes a component's metadata before anything else in it
+            return [], f"{rel / METADATA_FILES[1]} is missing beside {files[0]} (the checkpoint was not written completely)"
+        return [], None
+    try:
+        data = json.loads(meta.read_text())
+    except (ValueError, OSError) as e:
+        return [], f"{meta.relative_to(root)} is damaged ({e.__class__.__name__})"
+    if not isinstance(data, dict):
+        return [], f"{meta.relative_to(root)} holds a {type(data).__name__}, not RLlib's metadata"
+    reads = []
+    state = data.get("state_file") or (default_state if directory == root else None)
+    if isinstance(state, str) and state:
+        found = [directory / (state + s) for s in STATE_SUFFIXES if (directory / (state + s)).is_file()]
+        if not found:
+            return [], f"{rel / (state + '.pkl')} is missing (the checkpoint was not written completely)"
+        reads.append(found[0])
+    ctor = data.get("class_and_ctor_args_file")
+    if isinstance(ctor, str) and ctor:
+        if not (directory / ctor).is_file():
+            return [], f"{rel / ctor} is missing (the checkpoint was not written completely)"
+        reads.append(directory / ctor)
+    return reads, None
+
+
+def restore_reads(path: str | Path, default_state: Optional[str] = None) -> tuple[list[Path], Optional[str]]:
+    """(every file restoring the checkpoint at `path` reads, the first problem or None): a walk of the
+    checkpoint's component directories as the module docstring says; `default_state` is the top state file's
+    stem where its metadata names none (a checkpoint written by hand, e.g. `testing.tiny_checkpoints`)."""
+    root = Path(path)
+    reads: list[Path] = []
+    for dirpath, dirnames, _ in os.walk(root, followlinks=False):
+        dirnames.sort()
+        found, problem = _component_reads(root, Path(dirpath), default_state)
+        if problem:
+            return reads, problem
+        reads += found
+    return reads, None
+
+
+def file_problem(path: Path) -> Optional[str]:
+    """None when `path` can be read whole (a pickle: one complete stream; JSON: parses), else why not."""
+    if path.suffix == ".pkl":
+        return pickle_problem(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read() if path.suffix == ".json" else f.read(1)
+    except OSError as e:
+        return f"cannot be read ({e.__class__.__name__}: {' '.join(str(e).split())})"
+    if path.suffix == ".json":
+        try:
+            json.loads(data)
+        except ValueError as e:
+            return f"is damaged ({e.__class__.__name__})"
+    elif path.suffix == ".msgpack" and not data:
+        return "is an empty file"
+    return None
+
+
+def checkpoint_problem(path: str | Path, default_state: str, module_subpath: Path) -> Optional[str]:
+    """None when `path` is a whole algorithm checkpoint that stays inside itself, else a one-line reason naming
+    the file. `default_state` (the algorithm's state file stem) and `module_subpath` (where the loaders find the
+    modules) come from `checkpoint_layout.checkpoint_problem`."""
     p = Path(path)
     escape = symlink_escape(p)
     if escape is not None:
         return f"{escape} is a symbolic link to {os.path.realpath(escape)}, outside the checkpoint; refused"
-    for name in required_files:
-        if not (p / name).is_file():
-            return f"{name} is missing (the checkpoint was not written completely)"
+    _, problem = restore_reads(p, default_state)
+    if problem:
+        return problem
     modules = p / module_subpath
     if not modules.is_dir() or not any(d.is_dir() for d in modules.iterdir()):
         return f"{module_subpath} holds no module"
@@ -75,15 +155,10 @@ def checkpoint_problem(path: str | Path, required_files: tuple[str, ...], module
         if d.is_dir() and not any(d.glob("module_state.*")):
             return f"{module_subpath / d.name} has no module_state (the checkpoint was not written completely)"
     for f in sorted(p.rglob("*")):
-        if f.suffix == ".pkl":
-            reason = pickle_problem(f)
+        if f.is_file():
+            reason = file_problem(f)
             if reason:
-                return f"{f.relative_to(p)}: {reason}"
-        elif f.suffix == ".json":
-            try:
-                json.loads(f.read_text())
-            except (ValueError, OSError) as e:
-                return f"{f.relative_to(p)} is damaged ({e.__class__.__name__})"
+                return f"{f.relative_to(p)}: {reason}" if f.suffix == ".pkl" else f"{f.relative_to(p)} {reason}"
     return None
 
 
@@ -113,4 +188,5 @@ def state_problem(own: Mapping[str, Any], saved: Any, optional: Callable[[str], 
     return None
 
 
-__all__ = ["checkpoint_problem", "pickle_problem", "state_problem", "symlink_escape"]
+__all__ = ["METADATA_FILES", "checkpoint_problem", "file_problem", "pickle_problem", "restore_reads", "state_problem",
+           "symlink_escape"]

@@ -9,7 +9,8 @@
 
 `resolve_checkpoint` accepts a checkpoint, a trial directory or one module directory. Which checkpoint
 of a trial (or experiment) is "the latest" has one rule, `newest_checkpoint`: the highest number among
-the whole ones (never the mtime, which `cp -r` changes); a damaged newer one is skipped with a note. League members are read from the league component's exact entry (`league_member_states`);
+the whole ones (never the mtime, which `cp -r` changes); a damaged newer one is skipped with a note naming its
+file, and a checkpoint named directly that is not whole is refused the same way (`checkpoint_problem`). League members are read from the league component's exact entry (`league_member_states`);
 the env a run trained on from its metadata (`checkpoint_env_id`). No Ray import; the league's and
 the trainer's writers (`rllib/algorithm.py`, `rllib/league_component.py`) use these names.
 """
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import pickle
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,8 +114,30 @@ def _is_module_dir(path: Path) -> bool:
 
 def checkpoint_problem(path: str | Path) -> str | None:
     """None when `path` is a whole algorithm checkpoint whose symlinks stay inside it, else why not
-    (`checkpoint_guard`; nothing is unpickled)."""
-    return _guard.checkpoint_problem(path, (ALGORITHM_STATE_FILE, "rllib_checkpoint.json"), RL_MODULE_SUBPATH)
+    (`checkpoint_guard`: every file the restore reads, found from the checkpoint's own metadata; nothing is
+    unpickled). The one completeness rule of resume, evaluate, export and play. Remembered per process while no
+    entry under `path` changes (its name, type, size, mtime or link target), so a command that resolves one
+    checkpoint several times scans its pickles once."""
+    return _checkpoint_problem(str(path), _tree_stamp(Path(path)))
+
+
+def _tree_stamp(root: Path) -> tuple:
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in sorted(dirnames + filenames):
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+                link = os.readlink(full) if stat.S_ISLNK(st.st_mode) else ""
+            except OSError:
+                continue
+            entries.append((os.path.relpath(full, root), st.st_mode, st.st_size, st.st_mtime_ns, link))
+    return tuple(entries)
+
+
+@functools.lru_cache(maxsize=64)
+def _checkpoint_problem(path: str, stamp: tuple) -> str | None:
+    return _guard.checkpoint_problem(path, Path(ALGORITHM_STATE_FILE).stem, RL_MODULE_SUBPATH)
 
 
 def checkpoint_number(path: Path) -> int:
@@ -140,6 +165,24 @@ def newest_checkpoint(root: str | Path, recursive: bool = False, note: bool = Tr
         if note:
             print(f"note: skipping incomplete checkpoint {c}: {problem}", file=sys.stderr)
     return None
+
+
+def restorable_checkpoint(path: str | Path) -> Path:
+    """`path` when it is whole, else the newest whole checkpoint beside it with a lower number, with a `note:`
+    line naming the missing or damaged file (what a trial retry under `training.max_failures` restores, so no
+    retry repeats a restore that is certain to fail). `CheckpointError` when there is none."""
+    path = Path(path)
+    problem = checkpoint_problem(path)
+    if problem is None:
+        return path
+    number = checkpoint_number(path)
+    older = [c for c in path.parent.glob("checkpoint_*") if c.is_dir() and c != path and checkpoint_number(c) < number]
+    for c in sorted(older, key=lambda c: (checkpoint_number(c), c.stat().st_mtime), reverse=True):
+        if checkpoint_problem(c) is None:
+            print(f"note: checkpoint {path} cannot be restored: {problem}; restoring {c.name}, the newest whole one "
+                  "before it", file=sys.stderr, flush=True)
+            return c
+    raise CheckpointError(f"checkpoint {path} cannot be restored: {problem}; no whole checkpoint before it")
 
 
 def _find_trial_dir(ckpt: Path) -> Path | None:
@@ -174,6 +217,11 @@ def resolve_checkpoint(checkpoint: str | Path) -> CheckpointInfo:
             if newest is None:
                 raise PolicyLoadError(f"every checkpoint in {path} is damaged (see the notes above)")
             path = newest
+    elif is_algorithm_checkpoint(path):  # named directly: the same rule as a trial's newest
+        problem = checkpoint_problem(path)
+        if problem is not None:
+            raise PolicyLoadError(f"{path} is not a whole checkpoint: {problem}; give its trial directory to use "
+                                  "the newest whole one")
     if (path / RL_MODULE_SUBPATH).is_dir():
         root = path / RL_MODULE_SUBPATH
         ids = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and _is_module_dir(p)))

@@ -117,6 +117,9 @@ class AgentConfig:
                                      "of the learners' own steps is a label; the loss adds teacher_coeff times the "
                                      "cross-entropy of the policy to it (Schmitt et al. 2018). Training only; null: off.")
     teacher_coeff: float = setting(1.0, help="Weight of the teacher's cross-entropy (agent.teacher set).", min=0.0)
+    teacher_max_ms: Optional[float] = setting(None, help="Kickstarting: the most milliseconds the teacher may take per "
+                                              "learner step, measured on a few steps before training (the cost is "
+                                              "printed either way); past it the run is refused. null: no limit.", gt=0.0)
     teacher_schedule: Optional[list] = setting(None, help="The teacher's weight over lifetime env steps, "
                                                "[[0, c0], [steps, c1], ...] (RLlib's schedule format), e.g. "
                                                "[[0, 1.0], [1500000, 0.0]]; replaces teacher_coeff when set.")
@@ -611,39 +614,44 @@ def _level_ids() -> str:
 
 
 def _check_teacher(cfg) -> None:
-    """`agent.teacher`: a scripted bot of the game, learned through the lean learner (which adds its loss)."""
+    """`agent.teacher`: a scripted bot of the game (`_check_opponent_id`), learned through the lean learner (which
+    adds its loss); its weight, schedule and cost limit only with a teacher (they would be ignored)."""
     a = cfg.agent
     if a.teacher is None:
         if a.teacher_schedule is not None:
             raise ConfigError("agent.teacher_schedule is set but agent.teacher is null; name a teacher bot or drop the schedule")
+        default = next(f.default for f in dataclasses.fields(AgentConfig) if f.name == "teacher_coeff")
+        if a.teacher_coeff != default:
+            raise ConfigError(f"agent.teacher_coeff = {a.teacher_coeff!r}: set but agent.teacher is null, so it would be "
+                              "ignored; name a teacher bot or drop teacher_coeff")
+        if a.teacher_max_ms is not None:
+            raise ConfigError(f"agent.teacher_max_ms = {a.teacher_max_ms!r}: set but agent.teacher is null, so it would "
+                              "be ignored; name a teacher bot or drop teacher_max_ms")
         return
-    bots = list(bot_names(cfg.env.id))
-    if not bots:
-        with_bots = [g for g in game_ids() if bot_names(g)]
-        raise ConfigError(f"agent.teacher = {a.teacher!r}: {cfg.env.id} has no scripted bots to teach "
-                          f"(games with bots: {', '.join(map(repr, with_bots))})")
-    name = a.teacher[len(BOT_PREFIX):] if isinstance(a.teacher, str) and a.teacher.startswith(BOT_PREFIX) else a.teacher
-    if name not in bots:
-        raise ConfigError(f"agent.teacher = {a.teacher!r}: unknown bot{did_you_mean(str(a.teacher), bots)}; "
-                          f"allowed: {', '.join(map(repr, bots))}")
-    a.teacher = name  # 'bot:raider' and 'raider' name the same teacher
+    a.teacher = _check_opponent_id(a.teacher, "agent.teacher", cfg.env.id, teacher=True)  # 'bot:raider' -> 'raider'
     if not cfg.training.lean_learner:
         raise ConfigError("agent.teacher: needs training.lean_learner = true (SpadePPOLearner adds the teacher's "
                           "loss; RLlib's stock PPOTorchLearner has no such term)")
 
 
-def _check_opponent_id(opp: str, key: str, env_id: str) -> None:
-    if opp in BUILTIN_OPPONENTS:
-        return
-    bots = [BOT_PREFIX + name for name in bot_names(env_id)]
-    if isinstance(opp, str) and opp.startswith(BOT_PREFIX):
-        if not bots:
-            with_bots = [g for g in game_ids() if bot_names(g)]
-            raise ConfigError(f"{key} = {opp!r}: scripted bots only exist for {', '.join(map(repr, with_bots))}")
-        if opp in bots:
-            return
-    allowed = [*BUILTIN_OPPONENTS, *bots]
-    raise ConfigError(f"{key} = {opp!r}: unknown opponent{did_you_mean(opp, allowed)}; allowed: {', '.join(map(repr, allowed))}")
+def _check_opponent_id(opp: Any, key: str, env_id: str, teacher: bool = False) -> str:
+    """`opp` names an opponent of `env_id`: a built-in one or one of the game's scripted bots (``bot:<name>``); with
+    `teacher`, a scripted bot only, by its name or ``bot:<name>``. Returns `opp` (a teacher: the bot's bare name);
+    else a one-line `ConfigError` with the key, "did you mean" and what is allowed."""
+    if not teacher and opp in BUILTIN_OPPONENTS:
+        return opp
+    names = list(bot_names(env_id))
+    is_bot_id = isinstance(opp, str) and opp.startswith(BOT_PREFIX)
+    bare = opp[len(BOT_PREFIX):] if is_bot_id else opp if teacher else None
+    if bare is not None and not names:
+        with_bots = [g for g in game_ids() if bot_names(g)]
+        raise ConfigError(f"{key} = {opp!r}: {env_id} has no scripted bots; scripted bots only exist for "
+                          f"{', '.join(map(repr, with_bots))}")
+    if bare is not None and bare in names:
+        return bare if teacher else opp
+    allowed = names if teacher else [*BUILTIN_OPPONENTS, *(BOT_PREFIX + n for n in names)]
+    raise ConfigError(f"{key} = {opp!r}: unknown {'bot' if teacher else 'opponent'}{did_you_mean(str(opp), allowed)}; "
+                      f"allowed: {', '.join(map(repr, allowed))}")
 
 
 # ----------------------------------------------------------------------------------------------

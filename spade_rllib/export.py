@@ -22,7 +22,9 @@ Use it without Ray or RLlib: see docs/evaluation.md.
 
 The file is written atomically (an interrupted export leaves the previous file whole). `--out` may
 not lie inside a checkpoint, and an existing file is replaced only when it is an export of this
-command (its metadata says so) or with `--force`.
+command (its metadata says so) or with `--force`. A league export's folder belongs to one run: another run's league
+is written into it only with `--replace`, and the earlier export's member files are then removed
+(`spade_rllib.league_export`).
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ import numpy as np
 from spade_rllib.atomic_io import atomic_path, write_text
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.league_player import league_mode
+from spade_rllib.checkpoint_layout import resolve_checkpoint
 from spade_rllib.policy import DEFAULT_MODULE_ID, Policy, PolicyLoadError, load_policy
 
 OPSET = 17
@@ -252,11 +255,13 @@ def export_league(policy, out_dir: str | Path, opset: int = OPSET, check: bool =
     """Write the league as one player (a `MixturePolicy`) into the directory `out_dir` (`spade_rllib.league_export` says
     what each file holds); returns its `LeagueExport`."""
     from spade_rllib.league_export import (
-        AVERAGE_POLICY_FILE, FORMAT, HOW_TO_PLAY, MIXTURE_FILE, VERSION, LeagueExport, member_file, write_average_policy,
+        AVERAGE_POLICY_FILE, FORMAT, HOW_TO_PLAY, MIXTURE_FILE, VERSION, LeagueExport, export_files, member_file, read_manifest,
+        run_of, write_average_policy,
     )
     from spade_rllib.league_player import openspiel_game
 
     out = Path(out_dir)
+    earlier = read_manifest(out)  # its files not written again are removed once the new manifest is in place
     out.mkdir(parents=True, exist_ok=True)
     members = []
     for m in policy.members:
@@ -271,9 +276,13 @@ def export_league(policy, out_dir: str | Path, opset: int = OPSET, check: bool =
     if policy.table is not None:
         average = write_average_policy(openspiel_game(policy.env_id), policy.table, out / AVERAGE_POLICY_FILE)
     manifest = {"format": FORMAT, "version": VERSION, "module": policy.module_id, "mode": policy.mode,
-                "env_id": policy.env_id, "checkpoint": str(policy.checkpoint or ""), "members": members,
-                "average_policy": average.name if average is not None else None, "how_to_play": HOW_TO_PLAY}
+                "env_id": policy.env_id, "checkpoint": str(policy.checkpoint or ""), "run": run_of(policy.checkpoint),
+                "members": members, "average_policy": average.name if average is not None else None,
+                "how_to_play": HOW_TO_PLAY}
     write_text(out / MIXTURE_FILE, json.dumps(manifest, indent=1) + "\n")  # last: its presence means whole
+    if earlier is not None:
+        for name in sorted(export_files(earlier) - export_files(manifest)):
+            (out / name).unlink(missing_ok=True)
     return LeagueExport(out, tuple(members), average)
 
 
@@ -306,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "average_policy.json on OpenSpiel games)")
     p.add_argument("--opset", type=int, default=OPSET)
     p.add_argument("--force", action="store_true", help="overwrite --out even when it is not an earlier export")
+    p.add_argument("--replace", action="store_true",
+                   help="league:<mode>: write over an export of another run in --out (its member files are removed)")
     p.add_argument("--no-check", action="store_false", dest="check",
                    help="skip comparing onnxruntime's logits with torch's")
     add_debug_flag(p)
@@ -323,10 +334,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_output_path(args.out, "--out", directory=league)  # before loading anything
     check_not_in_checkpoint(args.out, "--out")
     if league:
-        from spade_rllib.league_export import is_league_export
+        from spade_rllib.league_export import export_run, read_manifest, run_of
 
-        if not is_league_export(args.out):
+        earlier = read_manifest(args.out)
+        if earlier is None:
             check_fresh_directory(args.out, "--out", args.force)
+        elif not args.replace:  # an export folder belongs to one run
+            try:
+                run = run_of(resolve_checkpoint(args.checkpoint).path)
+            except PolicyLoadError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            if export_run(earlier) != run:
+                print(f"error: --out = {args.out!r} holds the league export of another run ({export_run(earlier) or 'unknown'}); "
+                      f"this checkpoint is of {run}; pass --replace to replace it (its member files are removed), "
+                      "or give another --out", file=sys.stderr)
+                return 2
     else:
         check_overwrite(args.out, "--out", args.force, is_export, "an ONNX export of this command")
     try:

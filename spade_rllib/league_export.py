@@ -16,6 +16,12 @@ A mixture is not one network, so its export is a directory:
   This is the mixture as one behaviour strategy: load it into ``pyspiel`` / ``open_spiel.python.policy
   .TabularPolicy`` and its exploitability equals the mixture's.
 
+An export folder belongs to one run: ``mixture.json`` records it (``"run"``: the trial directory of the checkpoint).
+`export` refuses to write another run's league into it unless asked to replace it (``--replace``); whenever an
+export is written over an earlier one, the earlier one's files that the new one does not write again (its member
+ONNX files, its average policy) are removed after the new ``mixture.json`` is in place, so no member of another
+export stays beside it.
+
 How the mixture plays (``how_to_play``): draw one member per game with the weights and let it play the whole
 game (on an OpenSpiel game the average policy above is the same player, move by move).
 """
@@ -58,6 +64,35 @@ def is_league_export(path: str | Path) -> bool:
         return False
 
 
+def read_manifest(path: str | Path) -> Optional[dict]:
+    """The `mixture.json` of the export folder `path`, or None where there is none this command wrote."""
+    try:
+        body = json.loads((Path(path) / MIXTURE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) and body.get("format") == FORMAT else None
+
+
+def run_of(checkpoint: str | Path | None) -> str:
+    """The run a checkpoint belongs to: its trial directory (the parent of ``checkpoint_<n>/``), resolved; "" for none."""
+    if not checkpoint:
+        return ""
+    p = Path(checkpoint).expanduser()
+    return str((p.parent if p.name.startswith("checkpoint_") else p).resolve())
+
+
+def export_run(manifest: dict) -> str:
+    """The run an earlier export belongs to: its ``"run"``, else (exports before it was recorded) its checkpoint's."""
+    return str(manifest.get("run") or run_of(manifest.get("checkpoint")))
+
+
+def export_files(manifest: dict) -> set[str]:
+    """The file names an export wrote into its folder (members' ONNX files, the average policy)."""
+    names = {m.get("onnx") for m in manifest.get("members") or [] if isinstance(m, dict)}
+    names.add(manifest.get("average_policy"))
+    return {n for n in names if isinstance(n, str) and n and Path(n).name == n}
+
+
 def member_file(member: str) -> str:
     """The ONNX file name of a member (member ids are [A-Za-z0-9_:-]; anything else becomes '_')."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", member) + ".onnx"
@@ -83,5 +118,6 @@ def read_average_policy(path: str | Path) -> tuple[str, dict[str, list[float]]]:
     return body["game"], body["policy"]
 
 
-__all__ = ["AVERAGE_POLICY_FILE", "FORMAT", "HOW_TO_PLAY", "LeagueExport", "MIXTURE_FILE", "VERSION", "is_league_export",
-           "member_file", "read_average_policy", "write_average_policy"]
+__all__ = ["AVERAGE_POLICY_FILE", "FORMAT", "HOW_TO_PLAY", "LeagueExport", "MIXTURE_FILE", "VERSION", "export_files",
+           "export_run", "is_league_export", "member_file", "read_average_policy", "read_manifest", "run_of",
+           "write_average_policy"]

@@ -110,12 +110,20 @@ def check_schedule(key: str, schedule: Optional[list]) -> None:
 
 
 def check_exploitability(cfg) -> None:
-    """`evaluation.exploitability_interval` > 0 needs an OpenSpiel game of the catalog (exact best responses)."""
+    """`evaluation.exploitability_interval` > 0 needs an OpenSpiel game of the catalog (exact best responses) small
+    enough to walk: its histories and information states are counted with a cap first
+    (`games.exploitability.game_size_problem`), so a large game is refused in one line naming the cap."""
     every = cfg.evaluation.exploitability_interval
     spec = as_resolved(cfg.resolved_env or cfg.env.id).spec
     if every and (spec is None or spec.openspiel_game is None):
         raise ConfigError(f"evaluation.exploitability_interval = {every}: exact exploitability needs an OpenSpiel "
                           f"game (kuhn_poker, leduc_poker, openspiel:<name>); env.id is {cfg.env.id!r}; set it to 0")
+    if every:
+        from spade_rllib.games.exploitability import game_size_problem
+
+        problem = game_size_problem(spec.openspiel_game)
+        if problem is not None:
+            raise ConfigError(f"evaluation.exploitability_interval = {every}: {problem}; set it to 0")
 
 
 MAX_MAP_BYTES = 1 << 20

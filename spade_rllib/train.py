@@ -301,6 +301,9 @@ def main(argv=None) -> int:
         check_launch(cfg, address=args.address)
         info = check_env_builds(cfg)
         check_modules_fit_memory(cfg, info)
+        from spade_rllib.teacher_cost import check_teacher_cost
+
+        check_teacher_cost(cfg)  # a teacher's cost per learner step, printed (refused past agent.teacher_max_ms)
         if checkpoint is not None:
             check_resume(cfg, checkpoint, info)
     except ConfigError as e:

@@ -334,6 +334,13 @@ def main(argv=None) -> int:
         template = trial_template(spec, base, args)  # every trial's combination of values is valid
         check_local_gpus(args, base)
         check_local_trial_fits(args, spec, base)  # every trial fits this machine (also for --dry-run)
+        if (base.get("agent") or {}).get("teacher"):  # the base config's teacher, timed and printed (train does too)
+            import copy
+
+            from spade_rllib.config import parse_config
+            from spade_rllib.teacher_cost import check_teacher_cost
+
+            check_teacher_cost(parse_config(copy.deepcopy(base)))
         if args.dry_run:
             print_plan(spec, base, template, storage)
             return 0

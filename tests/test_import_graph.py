@@ -23,7 +23,7 @@ FLOORS: dict[str, int] = {
     "spade_rllib.provenance": 5, "spade_rllib.preflight": 5, "spade_rllib.checkpoint_guard": 5,
     "spade_rllib.output_paths": 5, "spade_rllib.resources": 5, "spade_rllib.model_compat": 5,
     "spade_rllib.rllib": 6,
-    "spade_rllib.train": 7, "spade_rllib.run_summary": 7, "spade_rllib.tuner_inputs": 7, "spade_rllib.tune": 7, "spade_rllib.evaluate": 7, "spade_rllib.export": 7,
+    "spade_rllib.train": 7, "spade_rllib.run_summary": 7, "spade_rllib.teacher_cost": 7, "spade_rllib.tuner_inputs": 7, "spade_rllib.tune": 7, "spade_rllib.evaluate": 7, "spade_rllib.export": 7,
     "spade_rllib.play": 7, "spade_rllib.evaluation": 7, "spade_rllib.sweeps": 7,
     "spade_rllib.report": 7, "spade_rllib.reporting": 7, "spade_rllib.console": 7, "spade_rllib.targets": 0, "spade_rllib.result_lookup": 0,
     "spade_rllib.draw_watch": 1, "spade_rllib.trackers": 5,

@@ -425,6 +425,10 @@ def plot_payoff(arms: Mapping[str, dict], path: Path, title: str) -> Optional[Pa
     return path
 
 
+EXPLOIT_FLOOR = {"exploit_env_steps": (0, "0: no best response")}
+"""`--exploit-env-steps 0` means no best response (its measures n/a): the shared check's floor for it."""
+
+
 def parse_args(argv=None):
     """(args, arms, overrides, game, base config); one argparse error for a bad command line."""
     ap = ablation_parser(__doc__, kind="arms", names=ARMS, default_names=DEFAULT_ARMS, seeds=3, minutes=90.0,
@@ -449,7 +453,7 @@ def parse_args(argv=None):
                          "the held-out maps, each like main (board games draw a member per game)")
     ap.add_argument("--payoff-games", type=int, default=None,
                     help="games per seat (and map) for each pair of the payoff matrix (default: --games, at most 10)")
-    args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS)
+    args, arms, overrides = parse_ablation_args(ap, argv, "arms", ARMS, floors=EXPLOIT_FLOOR)
     game = GAMES[args.game]
     args.games = game.games if args.games is None else args.games
     if args.opponents is None:
@@ -504,7 +508,7 @@ def main(argv=None) -> int:
     from bench.common import check_bench_args  # the command line, before Ray: one line, exit 2
 
     check_bench_args(args, base=base, overrides=overrides, env_id=game.env_id if game.level_game else None,
-                     floors={"exploit_env_steps": 0})  # 0: no best response (its measures n/a)
+                     floors=EXPLOIT_FLOOR)
     manifest = unit_manifest(args, game.env_id, game.config.read_text())
     manifest.update({"game": args.game, "opponents": args.opponents, "snapshots": args.snapshots,
                      "payoff_games": args.payoff_games})  # the mixture's measures leave main's unchanged: not in it

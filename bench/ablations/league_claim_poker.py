@@ -47,6 +47,7 @@ n, iqm, iqm_low, iqm_high, values}.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import sys
@@ -256,7 +257,11 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
-    args, arms, overrides, game, base = parse_args(argv)
+    args, arms, overrides, game, base = parse_args(argv)  # the shared numbers, --cpus and --out-dir checks
+    from bench.common import check_bench_args  # every arm's whole config with the --set values, before Ray
+
+    check_bench_args(args, configs=[(f"arm {arm}", functools.partial(arm_config, base, game, arm, 0, args.every, overrides,
+                                                                     args.out_dir)) for arm in arms])
     from spade_rllib.envs.openspiel_env import require_pyspiel
 
     try:

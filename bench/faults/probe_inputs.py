@@ -14,6 +14,11 @@ directory. Ends with one JSON line: {"tried": N, "clean": M, "by_kind": {...}, "
 A third set (`third_probes`): a resume that changes the model, the final held-out line's maps, every
 trial of a sweep, the benches' command lines, types converted before they were validated.
 
+A fourth set (`fourth_probes`, docs/reliability.md "Round four"): a checkpoint that lost a file the restore
+reads (resume falls back, evaluate/export/play name the file), the game-size cap of exact exploitability, a
+teacher's cost limit, a teacher's weight without a teacher, the poker and learner benches' command lines, an
+export folder of another run, damaged run files and one trial given twice in `report`.
+
 A second set of families (`more_probes`) covers loading, resuming, overwriting and sizing: damaged
 or NaN weights, a damaged newest checkpoint, resume against another env or model, outputs aimed
 into a checkpoint or over a foreign file, storage URIs and experiment names, YAML duplicates and
@@ -100,6 +105,7 @@ def make_fixtures(work: Path) -> dict:
     empty_dir.mkdir()
     more = make_more_fixtures(fx, good.name)
     more.update(make_third_fixtures(fx))
+    more.update(make_fourth_fixtures(fx))
     return {**more, "good": str(fx / "trial"), "cut": str(cut), "escape": str(escape), "afile": str(fx / "afile"),
             "ro": str(ro), "no_flag": str(fx / "no_flag.txt"), "binary": str(fx / "binary.txt"),
             "three": str(fx / "three_v_three.txt"), "empty": str(fx / "empty.yaml"), "junk": str(fx / "junk.yaml"),
@@ -187,6 +193,9 @@ class Expect:
     """Text the output must not hold."""
     text: str = ""
     """What the behaviour is, for the report."""
+    one_line: bool = True
+    """An exit 2 must also be one line (a refusal); False where more is written (`report` names each damaged file
+    after writing the report of the rest)."""
 
 
 def more_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
@@ -362,6 +371,76 @@ def third_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
     ]
 
 
+OLD_RUN = ROOT / "tests" / "fixtures" / "checkpoint_before_issue12"
+LOST = "learner_group/learner/state.pkl"
+
+
+def make_fourth_fixtures(fx: Path) -> dict:
+    """Inputs of the fourth set: a real trial whose newest checkpoint lost its learner state file, an export folder
+    of another run, a trial with a result line that is not an object and a clean one."""
+    lost = fx / "lost_trial"
+    shutil.copytree(OLD_RUN, lost)
+    shutil.copytree(lost / "checkpoint_000000", lost / "checkpoint_000001")
+    (lost / "checkpoint_000001" / LOST).unlink()
+    other = fx / "other_export"
+    other.mkdir()
+    (other / "mixture.json").write_text(json.dumps({"format": "spade_rllib.league_mixture", "version": 1,
+                                                    "run": str(fx / "another_run"), "members": []}))
+    damaged = fx / "damaged_run"
+    damaged.mkdir()
+    (damaged / "result.json").write_text('{"training_iteration": 1}\n[1, 2]\n{"training_iteration": 2}\n')
+    clean = fx / "clean_run"
+    clean.mkdir()
+    (clean / "result.json").write_text('{"training_iteration": 1}\n{"training_iteration": 2}\n')
+    return {"lost_trial": str(lost), "lost_ckpt": str(lost / "checkpoint_000001"), "other_export": str(other),
+            "damaged_run": str(damaged), "clean_run": str(clean)}
+
+
+def fourth_probes(f: dict) -> list[tuple[str, str, list[str], Expect | None]]:
+    """(kind, cli, args, expectation) of the fourth set of families (docs/reliability.md "Round four")."""
+    def naming(*text):
+        return Expect(2, tuple(text), text=f"refused in one line naming {' / '.join(text)}")
+
+    kuhn = ["--config", str(ROOT / "tune_configs" / "kuhn_league.yaml")]
+    c4 = ["--config", str(ROOT / "tune_configs" / "connect_four.yaml")]
+    lost = f"{LOST} is missing"
+    return [
+        # one completeness rule: what the restore reads, from the checkpoint's own metadata
+        ("checkpoint lost a file", "train", ["--resume", f["lost_trial"]],
+         Expect(99, ("note: skipping incomplete checkpoint", LOST, "probe: reached ray.init"),
+                text="resumes from the newest whole checkpoint, one note naming the lost file")),
+        ("checkpoint lost a file", "train", ["--resume", f["lost_ckpt"]], naming(lost)),
+        ("checkpoint lost a file", "evaluate", ["--checkpoint", f["lost_ckpt"], "--local", "--out", "ev"], naming(lost)),
+        ("checkpoint lost a file", "export", ["--checkpoint", f["lost_ckpt"], "--out", "m.onnx"], naming(lost)),
+        ("checkpoint lost a file", "play", ["--checkpoint", f["lost_ckpt"]], naming(lost)),
+        # bounds before work
+        ("bounds before work", "train", [*kuhn, "--set", "env.id=openspiel:phantom_ttt"],
+         naming("more than 1,000,000 histories")),
+        ("bounds before work", "train", [*c4, "--set", "agent.teacher=mcts1000", "--set", "agent.teacher_max_ms=1"],
+         naming("past agent.teacher_max_ms = 1")),
+        ("bounds before work", "train", [*c4, "--set", "agent.teacher=tactical"],
+         Expect(99, ("teacher 'tactical':", "ms per learner step", "probe: reached ray.init"),
+                text="prints the teacher's measured cost per step, then starts")),
+        ("teacher", "train", ["--config", MAZERACE, "--set", "agent.teacher_coeff=0.5"], naming("agent.teacher_coeff = 0.5")),
+        # every bench path through the shared check
+        ("bench args", "bench.ablations.league_claim", ["--game", "kuhn", "--cpus", "0", "--out-dir", "claim"], naming("--cpus 0")),
+        ("bench args", "bench.ablations.league_claim", ["--game", "kuhn", "--set", "agent.lrr=1", "--out-dir", "claim"],
+         naming("arm mirror: agent.lrr")),
+        ("bench args", "bench.ablations.league_claim", ["--game", "leduc", "--out-dir", f["afile"]], naming("is a file")),
+        ("bench args", "bench.ablations.curriculum_ablation", ["--cpus", "0", "--out-dir", "abl"], naming("--cpus 0")),
+        ("bench args", "bench.speed.learner_ceiling", ["--set", "agent.lrr=1"], naming("agent.lrr")),
+        # an export folder belongs to one run
+        ("export folder", "export", ["--checkpoint", f["good"], "--module", "league:uniform", "--out", f["other_export"]],
+         naming("holds the league export of another run")),
+        # runs read once, damaged files named
+        ("report", "report", [f["damaged_run"], "--out", "r.html"],
+         Expect(2, ("result.json:2: holds a list",), creates="r.html", one_line=False,
+                text="writes the report of the rest, names the file and line, exit 2")),
+        ("report", "report", [f["clean_run"], f["clean_run"], "--out", "r2.html"],
+         Expect(0, ("is given 2 times; read once",), creates="r2.html", text="reads a trial given twice once, with a note")),
+    ]
+
+
 def probes(f: dict) -> list[tuple[str, str, list[str]]]:
     """(kind, cli, args) for every bad input."""
     q = ["--config", QUICKSTART]
@@ -506,9 +585,10 @@ def judge_expected(rc: int, text: str, expect: Expect) -> tuple[bool, str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="", help="comma-separated CLIs to probe (default: all)")
-    ap.add_argument("--families", default="all", choices=("all", "first", "more", "third"),
+    ap.add_argument("--families", default="all", choices=("all", "first", "more", "third", "fourth"),
                     help="the first set of families, the second (load/resume/overwrite/size), the third (a resume "
-                         "that changes the model, the final held-out maps, sweep trials, benches, types), or all")
+                         "that changes the model, the final held-out maps, sweep trials, benches, types), the fourth "
+                         "(lost checkpoint files, bounds before work, bench paths, export folders, report), or all")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds before a probe counts as a hang")
     ap.add_argument("--verbose", action="store_true", help="print every probe's output line")
     args = ap.parse_args(argv)
@@ -531,6 +611,8 @@ def main(argv=None) -> int:
             listing += more_probes(fx)
         if args.families in ("all", "third"):
             listing += third_probes(fx)
+        if args.families in ("all", "fourth"):
+            listing += fourth_probes(fx)
         try:
             for kind, cli, cli_args, expect in listing:
                 if only and cli not in only:
@@ -544,7 +626,7 @@ def main(argv=None) -> int:
                                          stdin=subprocess.DEVNULL)
                     output = res.stdout + res.stderr
                     ok, why = judge(res.returncode, output) if expect is None else judge_expected(res.returncode, output, expect)
-                    if ok and expect is not None and expect.rc == 2:  # a refusal with a named cause: one line too
+                    if ok and expect is not None and expect.rc == 2 and expect.one_line:  # a refusal: one line too
                         one, how = judge(res.returncode, output)
                         ok, why = (True, why) if one else (False, how)
                     text = output.strip().splitlines()

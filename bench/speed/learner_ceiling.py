@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import math
 import os
@@ -113,6 +114,29 @@ def check_args(args: argparse.Namespace) -> None:
     args.models = models
     if not Path(args.config).is_file():
         bad(f"--config = {args.config}: no such file")
+    from bench.common import check_bench_args  # every row's whole config, before Ray (exit 2, one line)
+
+    check_bench_args(args, config=args.config, overrides=args.overrides)
+    args.row_fixed = {name: row_fixed(name, args) for name in models}
+    args.row_overrides = {name: [*args.row_fixed[name], *ONE_LEARNER, *args.overrides] for name in models}
+    check_bench_args(args, configs=[(f"--models {name} (its overrides {' '.join(args.row_overrides[name]) or 'none'})",
+                                     functools.partial(row_raw, name, args)) for name in models])
+
+
+def row_fixed(name: str, args: argparse.Namespace) -> list[str]:
+    """Row `name`'s fixed-layout overrides, scoped to what `args.config`'s env has: the level size
+    `env.difficulty` only on a level game (a row is then the config, one learner, the command's `--set` after)."""
+    from spade_rllib.config import load_config
+
+    level_game = load_config(args.config, args.overrides).resolved_env.is_level_game
+    return [o for o in MODELS[name] if level_game or not o.startswith("env.difficulty=")]
+
+
+def row_raw(name: str, args: argparse.Namespace) -> dict:
+    """The raw config of row `name`: `args.config` with its overrides (`args.row_overrides`)."""
+    from spade_rllib.config import apply_overrides, load_raw
+
+    return apply_overrides(load_raw(args.config), args.row_overrides[name])
 
 
 # ---------------------------------------------------------------------------- the loops
@@ -321,7 +345,7 @@ def measure_row(name: str, args) -> dict:
     from spade_rllib.config import load_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
-    cfg = load_config(args.config, [*MODELS[name], *ONE_LEARNER, *args.overrides])
+    cfg = load_config(args.config, args.row_overrides[name])
     threads = args.threads or cfg.training.torch_threads or min(4, os.cpu_count() or 1)
     a = cfg.agent
     algo = build_algo_config(cfg).build_algo()
@@ -429,7 +453,7 @@ def train_ab(name: str, args) -> dict:
     from spade_rllib.config import load_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
-    extra = [*MODELS[name], "evaluation.interval=0", *args.overrides]
+    extra = [*args.row_fixed[name], "evaluation.interval=0", *args.overrides]
     algos = {}
     try:
         for kind, lean in (("lean", "true"), ("stock", "false")):

@@ -360,6 +360,7 @@ def _seed_sections(trains: Sequence[RunData]) -> list[str]:
         parts.append(f"<p><b>{esc(group.label)}</b>: {len(group.runs)} runs ({esc(', '.join(r.label for r in group.runs))}), "
                      f"{esc(group.env_steps_text())}. Score = win + draw/2 of the final evaluation; mean over the seeds "
                      "and its two-sided 95% Student-t interval, clipped to [0, 1].</p>")
+        parts += [f"<p>note: {esc(n)}</p>" for n in group.notes]
         parts.append(_table(seed_rows(group), ["score of", "mean", "95% interval", "per seed"]))
     return parts
 

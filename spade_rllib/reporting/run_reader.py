@@ -7,6 +7,11 @@ and `league.csv` when the run wrote them. An *evaluation* is an `evaluate --out`
 `eval_config.json`, `payoff.csv`, `ratings.csv`, `levels.csv`, `games.csv` and `replays/`.
 An experiment directory stands for every trial directory under it; a trial directory brings the
 evaluation directories inside it along (`final_games/` written by `train`, `evaluate --out <trial>/...`).
+
+A damaged file is left out, never trusted: a `result.json` line that is not a JSON object (a last line cut short
+by a killed driver aside), a JSON or YAML file that does not parse to a mapping, a CSV row with the wrong number
+of fields or a non-number in a number column. Each is one line in `RunData.problems` naming the file and the
+line (`report` prints them and exits 2); everything else of the run is read as usual.
 """
 from __future__ import annotations
 
@@ -66,6 +71,8 @@ class RunData:
     """{"gif": Path, "index", "outcome", "opponent", "level_id", "main_seat"} per replay GIF."""
     training: Optional["RunData"] = None
     """For an evaluation: the training run of its first checkpoint, when its trial directory is found."""
+    problems: list[str] = field(default_factory=list)
+    """One line per damaged file or line that was left out: ``<file>:<line>: what``."""
 
     def column(self, key: str) -> Optional[np.ndarray]:
         return self.series.get(key)
@@ -92,57 +99,137 @@ def _series(rows: list[dict[str, float]]) -> dict[str, np.ndarray]:
     return {k: np.array([row.get(k, math.nan) for row in rows], dtype=float) for k in keys}
 
 
-def _read_results(trial: Path) -> tuple[dict[str, np.ndarray], dict]:
+NUMBER_COLUMNS = {
+    "payoff.csv": ("games", "wins", "draws", "losses", "score"),
+    "ratings.csv": ("elo", "elo_low", "elo_high", "games", "wins", "draws", "losses", "score"),
+    "levels.csv": ("games", "wins", "draws", "losses", "score"),
+    "games.csv": ("index",),
+    "league.csv": ("rating", "games"),
+}
+"""Columns of the CSV files read that must hold a number (or nothing) in every row."""
+
+
+def _one_line(e: Exception) -> str:
+    return f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
+
+
+def _read_results(trial: Path, problems: list[str]) -> tuple[dict[str, np.ndarray], dict]:
     path = trial / RESULT_FILE
     rows, last = [], {}
     if path.is_file():
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if not line:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            problems.append(f"{path}: cannot be read ({_one_line(e)})")
+            return {}, {}
+        lines = text.split("\n")
+        for number, line in enumerate(lines, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                result = json.loads(line)
+            except json.JSONDecodeError as e:
+                if number == len(lines):  # the last line, without its newline: cut short by a killed driver
                     continue
-                try:
-                    result = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by a killed driver
-                result.pop("config", None)
-                rows.append(_numeric_leaves(result))
-                last = result
+                problems.append(f"{path}:{number}: not a JSON result ({e.msg}); the line is left out")
+                continue
+            if not isinstance(result, dict):
+                problems.append(f"{path}:{number}: holds a {type(result).__name__}, not a result object; the line is left out")
+                continue
+            result.pop("config", None)
+            rows.append(_numeric_leaves(result))
+            last = result
         return _series(rows), last
     progress = trial / PROGRESS_FILE
     if progress.is_file():
         import pandas as pd
 
-        frame = pd.read_csv(progress)
+        try:
+            frame = pd.read_csv(progress)
+        except Exception as e:  # pandas' ParserError, EmptyDataError, UnicodeDecodeError
+            problems.append(f"{progress}: damaged CSV ({_one_line(e)}); left out")
+            return {}, {}
         series = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float) for c in frame.columns}
         return {k: v for k, v in series.items() if np.isfinite(v).any()}, {}
     return {}, {}
 
 
-def _read_json(path: Path) -> Optional[dict]:
-    try:
-        return json.loads(path.read_text()) if path.is_file() else None
-    except (OSError, json.JSONDecodeError):
+def _read_json(path: Path, problems: list[str]) -> Optional[dict]:
+    if not path.is_file():
         return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        problems.append(f"{path}: cannot be read ({_one_line(e)}); left out")
+        return None
+    except json.JSONDecodeError as e:
+        problems.append(f"{path}:{e.lineno}: damaged JSON ({e.msg}); left out")
+        return None
+    if not isinstance(data, dict):
+        problems.append(f"{path}:1: holds a {type(data).__name__}, not a JSON object; left out")
+        return None
+    return data
 
 
-def _read_yaml(path: Path) -> Optional[dict]:
+def _read_yaml(path: Path, problems: list[str]) -> Optional[dict]:
     if not path.is_file():
         return None
     import yaml
 
     try:
         data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError:
+    except (OSError, UnicodeDecodeError) as e:
+        problems.append(f"{path}: cannot be read ({_one_line(e)}); left out")
         return None
-    return data if isinstance(data, dict) else None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problems.append(f"{path}{line}: damaged YAML ({getattr(e, 'problem', None) or type(e).__name__}); left out")
+        return None
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        problems.append(f"{path}:1: holds a {type(data).__name__}, not a config mapping; left out")
+        return None
+    return data
 
 
-def _read_csv(path: Path) -> list[dict]:
+def _is_number(text: Any) -> bool:
+    if text is None or text == "":
+        return True
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _read_csv(path: Path, problems: list[str]) -> list[dict]:
+    """The rows of a CSV file; a row with the wrong number of fields or a non-number in a `NUMBER_COLUMNS` column
+    is left out with a problem naming its line."""
     if not path.is_file():
         return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    numbers = NUMBER_COLUMNS.get(path.name, ())
+    rows = []
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            for row in reader:
+                line = reader.line_num
+                if None in row or any(v is None for v in row.values()):
+                    fields = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+                    problems.append(f"{path}:{line}: {fields} fields where the header has {len(reader.fieldnames or [])}; "
+                                    "the row is left out")
+                    continue
+                bad = next((c for c in numbers if c in row and not _is_number(row[c])), None)
+                if bad is not None:
+                    problems.append(f"{path}:{line}: {bad} = {row[bad][:40]!r} is not a number; the row is left out")
+                    continue
+                rows.append(row)
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        problems.append(f"{path}: damaged CSV ({_one_line(e)}); the rest of the file is left out")
+    return rows
 
 
 def is_trial_dir(path: Path) -> bool:
@@ -202,12 +289,19 @@ def load_run(path: str | Path, label: Optional[str] = None) -> RunData:
     p = Path(path).expanduser().resolve()
     if is_eval_dir(p):
         run = RunData(label=label or p.name, path=p, kind=EVAL)
-        run.eval_config = _read_json(p / EVAL_CONFIG_FILE) or {}
-        run.payoff, run.ratings = _read_csv(p / "payoff.csv"), _read_csv(p / "ratings.csv")
-        run.levels, run.games = _read_csv(p / "levels.csv"), _read_csv(p / "games.csv")
-        run.reasons = _read_csv(p / "reasons.csv")
-        run.replays = _replays(p, run.games, str(run.eval_config.get("main_id", "main")))
+        problems = run.problems
+        run.eval_config = _read_json(p / EVAL_CONFIG_FILE, problems) or {}
         checkpoints = run.eval_config.get("checkpoints") or []
+        if not isinstance(checkpoints, list) or not all(isinstance(c, str) for c in checkpoints):
+            problems.append(f"{p / EVAL_CONFIG_FILE}: checkpoints = {str(checkpoints)[:60]}, not a list of paths; left out")
+            checkpoints = run.eval_config["checkpoints"] = []
+        if not isinstance(run.eval_config.get("main_id", "main"), str):
+            problems.append(f"{p / EVAL_CONFIG_FILE}: main_id = {run.eval_config['main_id']!r}, not a player id; read as 'main'")
+            run.eval_config["main_id"] = "main"
+        run.payoff, run.ratings = _read_csv(p / "payoff.csv", problems), _read_csv(p / "ratings.csv", problems)
+        run.levels, run.games = _read_csv(p / "levels.csv", problems), _read_csv(p / "games.csv", problems)
+        run.reasons = _read_csv(p / "reasons.csv", problems)
+        run.replays = _replays(p, run.games, str(run.eval_config.get("main_id", "main")))
         trial = _trial_of(checkpoints[0]) if checkpoints else None
         if trial is not None and trial != p:
             run.training = load_run(trial)
@@ -215,12 +309,23 @@ def load_run(path: str | Path, label: Optional[str] = None) -> RunData:
     if not is_trial_dir(p):
         raise ReportInputError(f"{path}: not a trial or evaluation directory")
     run = RunData(label=label or p.name, path=p, kind=TRAIN)
-    run.series, run.last = _read_results(p)
-    run.config = _read_yaml(p / "config.yaml")
-    run.runinfo = _read_json(p / "runinfo.json")
-    run.final = _read_json(p / FINAL_EVAL_FILE)
-    run.league = _read_csv(p / "league.csv")
+    problems = run.problems
+    run.series, run.last = _read_results(p, problems)
+    run.config = _read_yaml(p / "config.yaml", problems)
+    run.runinfo = _read_json(p / "runinfo.json", problems)
+    run.final = _read_json(p / FINAL_EVAL_FILE, problems)
+    run.league = _read_csv(p / "league.csv", problems)
     return run
+
+
+def run_problems(runs: list[RunData]) -> list[str]:
+    """Every run's problems (an evaluation's training run's too), each once, in order."""
+    out: dict[str, None] = {}
+    for run in runs:
+        for r in (run, run.training):
+            if r is not None:
+                out.update(dict.fromkeys(r.problems))
+    return list(out)
 
 
 def unique_labels(runs: list[RunData]) -> None:

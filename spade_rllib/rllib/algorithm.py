@@ -10,6 +10,8 @@
   * checkpoint state: `get_state()` / `set_state()` carry every component's `state_dict()` under
     "spade_components", so `--resume` and `Algorithm.from_checkpoint` bring them back;
   * env runner restarts: restored runners get every component's full state again;
+  * restores (`--resume`, a trial retry under `training.max_failures`): a checkpoint that lost a file the
+    restore reads is replaced by the newest whole one before it, with a note (`checkpoint_layout.restorable_checkpoint`);
   * module resets: a component may ask (`DriverContext.reset_module`) for a trained module to be
     re-initialised (a main exploiter after each of its snapshots): fresh weights from a seeded
     init, a fresh optimizer state, pushed to the runners at once.
@@ -444,6 +446,10 @@ class SpadePPO(PPO):
         return restored
 
     def restore_from_path(self, path, *args, **kwargs):
+        if kwargs.get("component") is None:  # a whole checkpoint: the newest whole one if it lost a file
+            from spade_rllib.checkpoint_layout import restorable_checkpoint
+
+            path = str(restorable_checkpoint(path))
         super().restore_from_path(path, *args, **kwargs)
         # The checkpoint's torch optimizer state carries the lr it was saved with (param_groups) and
         # RLlib re-applies the config's lr only after the next update, so the first iteration after a
