@@ -176,7 +176,7 @@ def test_overrides_are_yaml_parsed():
     assert cfg.training.stop.time_s == 120.0
     assert cfg.agent.model.hidden == [32, 16]
     assert cfg.evaluation.opponents == ["random"]
-    assert cfg.env.kwargs == {"draw_reward": -0.1, "view_radius": 3}  # merged into the file's kwargs
+    assert cfg.env.kwargs == {"draw_reward": -0.1, "plan": True, "view_radius": 3}  # merged into the file's kwargs
 
 
 def test_override_errors():
