@@ -25,7 +25,8 @@ The baselines, in the same run:
   stock_equal      stock RLlib PPO configured like the fixed row (bench/speed/train_speed.py's stock row: the stock
                    multi-agent runner over the same game, same batch, epochs, model), in this process
                    (`--stock-seconds 0` skips it).
-`--variant KEY=VALUE` (repeatable): each config again with that override, right after its row (`variants`).
+`--variant KEY=VALUE` (repeatable): each config again with that override, right after its row (`variants`); several
+overrides in one variant are separated by ";" (e.g. `env.kwargs={plan: true, cell_memory: 21};agent.model.planner=vin`).
 `--stock-learner`: each training row again right after it with RLlib's stock PPO learner
 (`training.lean_learner=false`): `<row>.stock_learner` and `speedup_over_stock_learner` (before/after, one run).
 Ratios per config: over_fixed = sps / fixed sps (overhead of its own settings), over_learner = sps /
@@ -182,7 +183,7 @@ def shipped_rows(configs: list[str], seconds: float, ceiling_seconds: float = 10
             print(f"{name:<26} {row['sps']:9,.0f} env steps/s | x{row['over_fixed']:.2f} of fixed | "
                   f"{_phase_line(row)}", flush=True)
             for i, v in enumerate(variants):
-                var = run_config(name, seconds, tmp_path, extra=(v,), label=f"{name}_variant{i}")
+                var = run_config(name, seconds, tmp_path, extra=tuple(v.split(";")), label=f"{name}_variant{i}")
                 row.setdefault("variants", {})[v] = var
                 print(f"{'  with ' + v:<26} {var['sps']:9,.0f} env steps/s | {_phase_line(var)}", flush=True)
             if stock_learner:
@@ -234,13 +235,13 @@ def main(argv: list[str] | None = None) -> None:
                     help="an extra row of each config with this override, right after it (e.g. training.torch_threads=2)")
     args = ap.parse_args(argv)
     for v in args.variant:
-        if "=" not in v:
+        if any("=" not in part for part in v.split(";")):
             print(f"--variant {v!r}: expected KEY=VALUE, e.g. training.torch_threads=2", file=sys.stderr)
             raise SystemExit(2)
         from spade_rllib.config import ConfigError, load_config
 
         try:  # a bad key or value says so now, not after the first rows have run
-            load_config(ROOT / "tune_configs" / "quickstart.yaml", [v])
+            load_config(ROOT / "tune_configs" / "quickstart.yaml", v.split(";"))
         except ConfigError as e:
             print(f"--variant {v!r}: {e}", file=sys.stderr)
             raise SystemExit(2) from None
