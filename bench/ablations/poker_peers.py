@@ -74,6 +74,9 @@ GRID = {"kuhn": 20_480, "leduc": 81_920}
 ENV_STEPS = {"kuhn": 1_000_000, "leduc": 10_000_000}
 CFR_ITERATIONS = {"kuhn": 1_000, "leduc": 1_000}
 LEAGUE_DIRS = {"kuhn": "league_claim_kuhn", "leduc": "league_claim_leduc_10m"}
+LEAGUE_ARMS = ("league_nash", "league_uniform", "mirror")
+"""The league bench's arms drawn beside the peers: PSRO's Nash mixture (the league's best player), fictitious play's
+uniform mixture, and mirror self-play's main (PPO alone)."""
 
 NFSP_SETTINGS = {
     # examples/nfsp_kuhn_pytorch.py: hidden [128], replay 2e5, reservoir 2e6, anticipatory 0.1, epsilon 0.06 -> 0.001
@@ -278,6 +281,9 @@ def run_nfsp(game: str, seed: int, env_steps: int, minutes: float, grid: int) ->
         play_hand(env, agents)
         if meter.due(env.decisions):
             meter.record(env.decisions, exploitability(game_name, nfsp_table(game_name, agents)))
+            if len(meter.points) % 10 == 0:
+                print(f"  [nfsp {game} seed {seed}] {env.decisions:,d} env steps, exploitability {meter.points[-1][1]:.4f}, "
+                      f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"curve": {"env_steps": [s for s, _ in meter.points], "exploitability": [v for _, v in meter.points]},
             "env_steps": env.decisions, "episodes": env.episodes, "train_s": round(time.perf_counter() - t0, 1),
             "settings": NFSP_SETTINGS[game]}
@@ -497,7 +503,7 @@ def summarize(runs: Mapping[str, Sequence[dict]], grid: int) -> dict:
 
 
 def league_curves(league_dir: Path, grid: int) -> dict[str, tuple[list[int], list[dict]]]:
-    """The league bench's units in `league_dir`: per arm its scored output (league arms: their mixture; mirror and
+    """The league bench's units in `league_dir` (arms `LEAGUE_ARMS`): per arm its scored output (league arms: their mixture; mirror and
     ppo_iig: main) as (env steps, over_seeds per point)."""
     from bench.ablations.league_claim_poker import ARM_MIXTURE
 
@@ -506,6 +512,8 @@ def league_curves(league_dir: Path, grid: int) -> dict[str, tuple[list[int], lis
     for path in units:
         rec = json.loads(path.read_text())
         arm = rec["name"]
+        if arm not in LEAGUE_ARMS:
+            continue
         key = f"mixture_{ARM_MIXTURE[arm]}" if arm in ARM_MIXTURE else "main"
         c = rec["curve"]
         per_arm.setdefault(arm, []).append({int(s): v for s, v in zip(c["env_steps"], c[key]) if v is not None})
@@ -515,13 +523,16 @@ def league_curves(league_dir: Path, grid: int) -> dict[str, tuple[list[int], lis
 def plot(game: str, peers: Mapping[str, Sequence[dict]], league: Mapping[str, tuple], grid: int, path: Path) -> Optional[Path]:
     """Left: exploitability over env steps, mean and 95% t-interval over seeds (peers solid, league dashed);
     right: CFR+ over its iterations."""
+    from bench.ablations.league_claim_poker import ARM_MIXTURE
+
     plt = pyplot(path)
     if plt is None:
         return None
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2.2, 1]})
     series = [(f"{p} (OpenSpiel)", interval_curve([peer_curve(r, grid) for r in rs]), "-")
               for p, rs in peers.items() if p != "cfr_plus" and rs]
-    series += [(f"league {arm}", cv, "--") for arm, cv in league.items()]
+    series += [(f"league bench {arm} ({'mixture' if arm in ARM_MIXTURE else 'main'})", cv, "--")
+               for arm, cv in league.items()]
     for i, (label, (xs, stats), style) in enumerate(series):
         if not xs:
             continue
