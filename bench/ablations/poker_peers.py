@@ -40,11 +40,14 @@ finished by then (the raw per-iteration points are kept as `iterations`).
 
 Units (one peer x seed of one game: its curve and settings) are written to `<out-dir>/units/` as they finish;
 a rerun with the same `--out-dir` reuses them (bench/ablation_common.py). `--figure PNG` draws mean and 95%
-t-interval over seeds of every peer beside the league arms of `--league-dir` (default: the committed
-bench/data/league_claim_<game> data), and CFR+ on its own axis.
+t-interval over seeds of every peer beside the league bench's arms (`LEAGUE_ARMS`: league_nash's Nash mixture,
+league_uniform's mixture, mirror's snapshot average, ppo_iig's main) from `--league-dir` (default: the committed
+bench/data/league_claim_kuhn and league_claim_leduc_10m), and CFR+ on its own axis; the summary lists every one
+at the last env-step point they all share (`beside_league`).
 
 The LAST line is one JSON object: {"bench": "poker_peers", "game", "env_id", "seeds", "env_steps", "grid",
 "peers": {peer: {"final": stat, "curve": [mean per point], "curve_env_steps", "env_steps", "train_s"}},
+"beside_league": {"env_steps", "exploitability": {peer or "league <arm>": stat}} (the last point all share),
 "cfr_plus": {"iterations", "exploitability"}, "complete", "units_done", "units_missing"};
 stat = {mean, low, high, n, iqm, iqm_low, iqm_high, values}.
 """
@@ -74,9 +77,10 @@ GRID = {"kuhn": 20_480, "leduc": 81_920}
 ENV_STEPS = {"kuhn": 1_000_000, "leduc": 10_000_000}
 CFR_ITERATIONS = {"kuhn": 1_000, "leduc": 1_000}
 LEAGUE_DIRS = {"kuhn": "league_claim_kuhn", "leduc": "league_claim_leduc_10m"}
-LEAGUE_ARMS = ("league_nash", "league_uniform", "mirror")
-"""The league bench's arms drawn beside the peers: PSRO's Nash mixture (the league's best player), fictitious play's
-uniform mixture, and mirror self-play's main (PPO alone)."""
+LEAGUE_ARMS = {"league_nash": "mixture_nash", "league_uniform": "mixture_uniform", "mirror": "average", "ppo_iig": "main"}
+"""The league bench's arms drawn beside the peers, each by the curve its docs score it by: PSRO's Nash mixture (the
+league's best player on Leduc), fictitious play's uniform mixture, mirror self-play's snapshot average (averaging
+alone) and the IIG-RL-Benchmark-configured PPO's main (the best arm on Kuhn)."""
 
 NFSP_SETTINGS = {
     # examples/nfsp_kuhn_pytorch.py: hidden [128], replay 2e5, reservoir 2e6, anticipatory 0.1, epsilon 0.06 -> 0.001
@@ -503,10 +507,8 @@ def summarize(runs: Mapping[str, Sequence[dict]], grid: int) -> dict:
 
 
 def league_curves(league_dir: Path, grid: int) -> dict[str, tuple[list[int], list[dict]]]:
-    """The league bench's units in `league_dir` (arms `LEAGUE_ARMS`): per arm its scored output (league arms: their mixture; mirror and
-    ppo_iig: main) as (env steps, over_seeds per point)."""
-    from bench.ablations.league_claim_poker import ARM_MIXTURE
-
+    """The league bench's units in `league_dir` (arms `LEAGUE_ARMS`, each by its curve there) as (env steps,
+    over_seeds per point)."""
     units = sorted((league_dir / "units").glob("*_seed*.json"))
     per_arm: dict[str, list[dict[int, float]]] = {}
     for path in units:
@@ -514,25 +516,34 @@ def league_curves(league_dir: Path, grid: int) -> dict[str, tuple[list[int], lis
         arm = rec["name"]
         if arm not in LEAGUE_ARMS:
             continue
-        key = f"mixture_{ARM_MIXTURE[arm]}" if arm in ARM_MIXTURE else "main"
+        key = LEAGUE_ARMS[arm]
         c = rec["curve"]
         per_arm.setdefault(arm, []).append({int(s): v for s, v in zip(c["env_steps"], c[key]) if v is not None})
     return {arm: interval_curve(cs) for arm, cs in per_arm.items()}
 
 
+def side_by_side(runs: Mapping[str, Sequence[dict]], league: Mapping[str, tuple], grid: int) -> Optional[dict]:
+    """{"env_steps": the last point every peer (all its seeds) and every league arm has, "exploitability": {name:
+    over_seeds}} or None when they share no point."""
+    series = {p: interval_curve([peer_curve(r, grid) for r in rs]) for p, rs in runs.items() if p != "cfr_plus" and rs}
+    series.update({f"league bench {arm} {LEAGUE_ARMS[arm]}": cv for arm, cv in league.items()})
+    shared = set.intersection(*(set(xs) for xs, _ in series.values())) if series else set()
+    if not shared:
+        return None
+    x = max(shared)
+    return {"env_steps": x, "exploitability": {k: stats[xs.index(x)] for k, (xs, stats) in series.items()}}
+
+
 def plot(game: str, peers: Mapping[str, Sequence[dict]], league: Mapping[str, tuple], grid: int, path: Path) -> Optional[Path]:
     """Left: exploitability over env steps, mean and 95% t-interval over seeds (peers solid, league dashed);
     right: CFR+ over its iterations."""
-    from bench.ablations.league_claim_poker import ARM_MIXTURE
-
     plt = pyplot(path)
     if plt is None:
         return None
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2.2, 1]})
     series = [(f"{p} (OpenSpiel)", interval_curve([peer_curve(r, grid) for r in rs]), "-")
               for p, rs in peers.items() if p != "cfr_plus" and rs]
-    series += [(f"league bench {arm} ({'mixture' if arm in ARM_MIXTURE else 'main'})", cv, "--")
-               for arm, cv in league.items()]
+    series += [(f"league bench {arm} ({LEAGUE_ARMS[arm].replace('_', ' ')})", cv, "--") for arm, cv in league.items()]
     for i, (label, (xs, stats), style) in enumerate(series):
         if not xs:
             continue
@@ -675,20 +686,25 @@ def main(argv=None) -> int:
     progress = unit_progress(args, learners, {p: runs[p] for p in learners}, argv)
     summary = summarize(runs, grid)
     cfr = runs.get("cfr_plus") or []
+    league = league_curves(args.league_dir, grid) if (args.league_dir / "units").is_dir() else {}
+    beside = side_by_side(runs, league, grid)
     if args.figure is not None:
-        plot(args.game, runs, league_curves(args.league_dir, grid), grid, args.figure)
+        plot(args.game, runs, league, grid, args.figure)
     print(f"poker peers on {GAMES[args.game]}: {args.seeds} seeds x {args.env_steps:,d} env steps, exact exploitability "
           f"(NashConv/2) every {grid:,d} env steps{'' if progress['complete'] else ' (INCOMPLETE)'}; "
           "last common point, mean [95% t-interval]")
     for peer, s in summary.items():
         last = s["curve_env_steps"][-1] if s["curve_env_steps"] else 0
         print(f"{peer} | {fmt_interval(s['final'])} at {last:,d} env steps | train s {s['train_s']}")
+    if beside:
+        print(f"at {beside['env_steps']:,d} env steps, the last point every peer and league arm has: " + "; ".join(
+            f"{k} {fmt_interval(v)}" for k, v in beside["exploitability"].items()))
     if cfr:
         c = cfr[0]["curve"]
         print("cfr_plus | " + ", ".join(f"{i} it: {v:.4f}" for i, v in zip(c["iterations"], c["exploitability"])))
     out = {"bench": "poker_peers", "game": args.game, "env_id": GAMES[args.game], "seeds": args.seeds,
            "env_steps": args.env_steps, "grid": grid, "peers": summary,
-           "cfr_plus": cfr[0]["curve"] if cfr else None, **progress}
+           "beside_league": beside, "cfr_plus": cfr[0]["curve"] if cfr else None, **progress}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     write_text(args.out_dir / "summary.json", json.dumps(out, indent=1))
     print(json.dumps(out), flush=True)
