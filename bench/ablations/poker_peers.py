@@ -551,8 +551,10 @@ def plot(game: str, peers: Mapping[str, Sequence[dict]], league: Mapping[str, tu
         low = np.array([np.nan if s["low"] is None else s["low"] for s in stats], float)
         high = np.array([np.nan if s["high"] is None else s["high"] for s in stats], float)
         n = min(s["n"] for s in stats)
-        ax.plot(xs, mean, style, color=f"C{i % 10}", label=f"{label}, {n} seeds")
-        ax.fill_between(xs, np.clip(low, 1e-4, None), high, color=f"C{i % 10}", alpha=0.15)
+        steps = "steps-post" if label.startswith("psro") else "default"  # PSRO's output changes once an iteration
+        ax.plot(xs, mean, style, color=f"C{i % 10}", label=f"{label}, {n} seeds", drawstyle=steps)
+        ax.fill_between(xs, np.clip(low, 1e-4, None), high, color=f"C{i % 10}", alpha=0.15,
+                        step="post" if steps == "steps-post" else None)
     ax.set_xlabel("env steps (decisions by either player)")
     ax.set_ylabel("exploitability (NashConv / 2, chips)")
     ax.set_yscale("log")
