@@ -54,6 +54,7 @@ stat = {mean, low, high, n, iqm, iqm_low, iqm_high, values}.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
@@ -295,9 +296,8 @@ def run_nfsp(game: str, seed: int, env_steps: int, minutes: float, grid: int) ->
 
 def _psro_modules():
     """(psro_v2, rl_oracle, policy_gradient) with a stand-in for `algorithms/lp_solver` when cvxpy is missing."""
-    try:
-        import cvxpy  # noqa: F401
-    except ImportError:
+    # find_spec, not import: cvxpy is optional here and not a declared dependency.
+    if importlib.util.find_spec("cvxpy") is None:
         if "open_spiel.python.algorithms.lp_solver" not in sys.modules:
             shim = types.ModuleType("open_spiel.python.algorithms.lp_solver")
             shim.__doc__ = "poker_peers' stand-in: solve_zero_sum_matrix_game by scipy (cvxpy is not installed)"
