@@ -24,7 +24,9 @@ The file is written atomically (an interrupted export leaves the previous file w
 not lie inside a checkpoint, and an existing file is replaced only when it is an export of this
 command (its metadata says so) or with `--force`. A league export's folder belongs to one run: another run's league
 is written into it only with `--replace`, and the earlier export's member files are then removed
-(`spade_rllib.league_export`).
+(`spade_rllib.league_export`). `--module league:average` writes such a folder around ONE network distilled from a
+mixture (`spade_rllib.league_average`; `--average-from`, `--average-steps`, `--average-games`, `--average-seed`,
+checked before anything is loaded).
 """
 from __future__ import annotations
 
@@ -252,8 +254,9 @@ def check_recurrent_episode(policy: Policy, path: str | Path, observations: Sequ
 
 
 def export_league(policy, out_dir: str | Path, opset: int = OPSET, check: bool = True):
-    """Write the league as one player (a `MixturePolicy`) into the directory `out_dir` (`spade_rllib.league_export` says
-    what each file holds); returns its `LeagueExport`."""
+    """Write the league as one player (a `MixturePolicy`, or the `AveragePolicy` of ``league:average``: one member,
+    itself) into the directory `out_dir` (`spade_rllib.league_export` says what each file holds); returns its
+    `LeagueExport`."""
     from spade_rllib.league_export import (
         AVERAGE_POLICY_FILE, FORMAT, HOW_TO_PLAY, MIXTURE_FILE, VERSION, LeagueExport, export_files, member_file, read_manifest,
         run_of, write_average_policy,

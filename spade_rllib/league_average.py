@@ -17,7 +17,9 @@ The targets:
   the run's env setup (each team draws one member per game, by weight, and samples its actions from its
   softmax); every decision records the observation, its legal mask and the acting member's action
   probabilities. Fitting them by cross-entropy, each visit weighted 1, gives at every state the members'
-  probabilities weighted by how often each member reaches it: the reach-weighted average, estimated.
+  probabilities weighted by how often each member reaches it: the reach-weighted average, estimated. Every
+  10th game is held out of the fit: ``distilled["sampled"]["heldout_kl"]`` is the network's mean KL from the
+  members' probabilities on those decisions (``heldout_kl_main``: main's, for scale).
 
 The network is the league's *average strategy*: play it by sampling its softmax (on an OpenSpiel game it
 always samples, as `MixturePolicy` does); its argmax is its most likely action, not the mixture.
@@ -49,12 +51,14 @@ from spade_rllib.league.mixture import MIXTURE_MODES
 AVERAGE_MODE = "average"
 AVERAGE_MODULE_ID = f"league:{AVERAGE_MODE}"
 CACHE_DIR = "league_average"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 EXACT_TOLERANCE = 1e-4
 """Exact distillation stops once no probability of the network is further than this from the table's."""
 HOW_TO_PLAY = ("one network, main's architecture, distilled from the league's mixture: feed it as the single-module "
                "export and sample an action from the softmax of its logits (its argmax is its most likely action, "
                "not the league's average strategy)")
+HELDOUT_EVERY = 10
+"""Sampled distillation: every 10th game's decisions are held out of the fit and score it (`heldout_kl`)."""
 MAX_STEPS_PER_GAME = 10_000
 """A sampled game longer than this many steps is cut (level games end by their own time limit far earlier)."""
 LIMITS = {"steps": (1, 1_000_000), "games": (1, 1_000_000), "batch_size": (1, 1_000_000), "seed": (0, 2**31 - 1)}
@@ -68,7 +72,7 @@ class DistillSettings:
     """The mixture distilled: one of `MIXTURE_MODES` (uniform: fictitious play's average)."""
     steps: int = 3000
     """Optimizer steps (Adam): full-batch on an OpenSpiel game, minibatches of `batch_size` elsewhere."""
-    lr: float = 0.003
+    lr: float = 0.01
     games: int = 256
     """Sampled distillation (not OpenSpiel): games of the mixture against itself whose decisions are the data."""
     batch_size: int = 512
@@ -185,15 +189,28 @@ def _fit(base, features, masks, targets, settings: DistillSettings, full_batch: 
                     "seconds": round(time.perf_counter() - started, 2)}
 
 
+def kl_to(base, module, features: np.ndarray, masks: np.ndarray, targets: np.ndarray) -> float:
+    """Mean KL(targets || module's masked softmax) over the rows (inputs built as `base` builds them)."""
+    import torch
+
+    obs_in, mask_np, _ = base.module_inputs(list(features), list(masks))
+    t = torch.from_numpy(np.asarray(targets, np.float64))
+    with torch.no_grad():
+        logp = _log_probs(module, obs_in, torch.from_numpy(mask_np)).double()
+        kl = torch.where(t > 0, t * (torch.log(t.clamp_min(1e-300)) - logp), torch.zeros_like(t)).sum(-1).mean()
+    return round(float(kl), 6)
+
+
 def sample_mixture_games(mixture, make_game: Callable[[], Any], games: int, seed: int = 0
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """(features [N, F], masks [N, A], targets [N, A], stats): every decision of `games` games of the
     `MixturePolicy` against itself (one member per team per game, drawn by weight; sampled actions), with the
-    acting member's action probabilities (random: uniform over legal actions)."""
+    acting member's action probabilities (random: uniform over legal actions); ``stats["game_of"]`` [N]: the game
+    each decision came from."""
     rng = np.random.default_rng(seed)
     weights = mixture.weights / mixture.weights.sum()
     base = mixture.base
-    feats, masks, targets = [], [], []
+    feats, masks, targets, game_of = [], [], [], []
     steps = 0
     game = make_game()
     try:
@@ -221,6 +238,7 @@ def sample_mixture_games(mixture, make_game: Callable[[], Any], games: int, seed
                     feats.append(f)
                     masks.append(legal)
                     targets.append(probs.astype(np.float32))
+                    game_of.append(g)
                 result = game.step(actions)
                 steps += 1
                 if result.done:
@@ -233,14 +251,20 @@ def sample_mixture_games(mixture, make_game: Callable[[], Any], games: int, seed
     if not feats:
         raise PolicyLoadError("league:average: the mixture's games recorded no decision")
     return (np.stack(feats), np.stack(masks), np.stack(targets),
-            {"games": int(games), "decisions": len(feats), "steps": int(steps)})
+            {"games": int(games), "decisions": len(feats), "steps": int(steps), "game_of": np.asarray(game_of)})
 
 
 # --------------------------------------------------------------------------------------------
 # The player
 # --------------------------------------------------------------------------------------------
-def _policy_class():
-    from spade_rllib.policy import Policy
+_CLASSES: dict = {}
+
+
+def _policy_class(Policy: type):
+    """`AveragePolicy` over the loader's `Policy` class (handed in as main's type: this module does not import
+    `spade_rllib.policy`, which loads it)."""
+    if Policy in _CLASSES:
+        return _CLASSES[Policy]
 
     class AveragePolicy(Policy):
         """``league:average``: one network of main's architecture playing the league's average strategy (see
@@ -272,6 +296,7 @@ def _policy_class():
         def __repr__(self) -> str:
             return f"AveragePolicy({self.module_id}, from league:{self.source}, checkpoint={str(self.checkpoint)!r})"
 
+    _CLASSES[Policy] = AveragePolicy
     return AveragePolicy
 
 
@@ -297,9 +322,10 @@ def _read_cache(path: Optional[Path], module, where: str) -> Optional[dict]:
         with np.load(path, allow_pickle=False) as data:
             report = json.loads(str(data["__report__"]))
             weights = {k: np.asarray(data[k]) for k in data.files if k != "__report__"}
-        from spade_rllib.policy import check_weights_fit
+        from spade_rllib.checkpoint_guard import state_problem
 
-        check_weights_fit(module, weights, where)
+        if state_problem(module.get_state(), weights, lambda key: False):
+            return None
         module.set_state(weights)
         module.__dict__.pop("_fast_layers", None)
         return report
@@ -358,7 +384,7 @@ def load_average_policy(checkpoint: str | Path, load: Callable[..., Any], env_id
     check_distillable(main)
     env_id = env_id or main.env_id
     game_name = openspiel_game(env_id)
-    AveragePolicy = _policy_class()
+    AveragePolicy = _policy_class(type(main))
     path = _cache_file(info, settings) if cache else None
     module = _fresh_module(main)
     module.eval()
@@ -387,7 +413,16 @@ def load_average_policy(checkpoint: str | Path, load: Callable[..., Any], env_id
                 setup = {**setup, "kwargs": recorded_game_kwargs(setup)}
             make = make_game_factory(env_id, setup.pop("kwargs", None), **setup)
             features, masks, targets, sampled = sample_mixture_games(mixture, make, settings.games, settings.seed)
-            module, fitted = fit(main, features, masks, targets, settings, full_batch=False)
+            held = sampled.pop("game_of") % HELDOUT_EVERY == HELDOUT_EVERY - 1  # every 10th game: held out
+            if settings.games < HELDOUT_EVERY or held.all():
+                held[:] = False
+            fit_rows = ~held
+            module, fitted = fit(main, features[fit_rows], masks[fit_rows], targets[fit_rows], settings,
+                                 full_batch=False)
+            if held.any():  # how close each network is to the mixture on games it was not fitted to
+                sampled["heldout_decisions"] = int(held.sum())
+                sampled["heldout_kl"] = kl_to(main, module, features[held], masks[held], targets[held])
+                sampled["heldout_kl_main"] = kl_to(main, main.module, features[held], masks[held], targets[held])
             report.update(targets="sampled", sampled=sampled, fit=fitted)
         policy = AveragePolicy(module, main, settings.source, report, game_name)
         if game_name is not None:
@@ -480,4 +515,4 @@ def settings_from_args(args) -> DistillSettings:
 __all__ = ["AVERAGE_FLAGS", "AVERAGE_MODE", "AVERAGE_MODULE_ID", "DistillSettings", "EXACT_TOLERANCE", "HOW_TO_PLAY",
            "add_arguments", "check_distillable", "check_settings", "fit", "given_flags", "load_average_policy",
            "openspiel_exploitability",
-           "sample_mixture_games", "settings_from_args"]
+           "kl_to", "sample_mixture_games", "settings_from_args"]

@@ -192,14 +192,10 @@ LoadFn = Callable[..., Any]
 
 
 def load_league_policy(checkpoint: str | Path, mode: str, load: LoadFn, env_id: Optional[str] = None,
-                       seed: int = 0):
+                       seed: int = 0) -> MixturePolicy:
     """The league of `checkpoint` as one player (`league:<mode>`), its members loaded by `load(path, module_id,
-    env_id=)`; PolicyLoadError (one line) without a league. ``average``: the one network of
-    `spade_rllib.league_average` (an `AveragePolicy`, default settings), else a `MixturePolicy`."""
-    if mode == AVERAGE_MODE:
-        from spade_rllib.league_average import load_average_policy
-
-        return load_average_policy(checkpoint, load, env_id=env_id)
+    env_id=)`; PolicyLoadError (one line) without a league. (``average``, one network, is
+    `spade_rllib.league_average.load_average_policy`'s.)"""
     check_mode(mode)
     info = resolve_checkpoint(checkpoint)
     league = checkpoint_league(info.path)

@@ -125,12 +125,14 @@ def test_connect_four_average_is_one_onnx_file_that_plays_and_is_scored(c4, tmp_
     from spade_rllib.evaluate import main as evaluate_main
     from spade_rllib.export import check_exported, export_league
 
-    settings = DistillSettings(games=6, steps=150, batch_size=128)
+    settings = DistillSettings(games=10, steps=150, batch_size=128)
     player = load_average_policy(c4.parent, load_policy, settings=settings, cache=False)
     assert player.table is None and player.distilled["targets"] == "sampled"
     sampled, fitted = player.distilled["sampled"], player.distilled["fit"]
-    assert sampled["games"] == 6 and sampled["decisions"] >= 6 * 7 and fitted["rows"] == sampled["decisions"]
+    assert sampled["games"] == 10 and sampled["decisions"] >= 10 * 7
+    assert fitted["rows"] + sampled["heldout_decisions"] == sampled["decisions"]  # the 10th game held out
     assert fitted["cross_entropy"] < fitted["initial_cross_entropy"], fitted  # it learned the members' play
+    assert sampled["heldout_kl"] < sampled["heldout_kl_main"], sampled  # ... and nearer the mixture than main
     written = export_league(player, tmp_path / "c4_export")
     (member,) = written.members
     assert member["onnx"] == "league_average.onnx" and member["max_abs_diff_vs_torch"] < 1e-4
