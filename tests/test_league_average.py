@@ -194,3 +194,14 @@ def test_recurrent_main_and_leagueless_checkpoints_refused(tmp_path):
     plain = save_tiny_checkpoint(tmp_path / "plain", C4)
     with pytest.raises(PolicyLoadError, match="holds no league"):
         load_policy(plain.parent, AVERAGE_MODULE_ID)
+
+
+def test_capture_the_flag_average_is_fitted_from_the_mixtures_games(tmp_path):
+    """A level game (parallel moves, levels drawn by the env): the sampled fit runs and generalises to held-out
+    games better than main alone does."""
+    ckpt = league_checkpoint(tmp_path / "ctf", "CaptureTheFlag-v0")
+    player = load_average_policy(ckpt.parent, load_policy, settings=DistillSettings(games=10, steps=100), cache=False)
+    sampled = player.distilled["sampled"]
+    assert sampled["decisions"] == 2 * sampled["steps"]  # 1v1: both agents decide at every step
+    assert sampled["heldout_kl"] < sampled["heldout_kl_main"], sampled
+    assert player.recurrent is False and player.table is None
