@@ -59,6 +59,9 @@ HOW_TO_PLAY = ("one network, main's architecture, distilled from the league's mi
                "not the league's average strategy)")
 HELDOUT_EVERY = 10
 """Sampled distillation: every 10th game's decisions are held out of the fit and score it (`heldout_kl`)."""
+MAX_DECISIONS = 60_000
+"""Sampled distillation stops starting games once this many decisions are recorded (memory: CaptureTheFlag's 826
+features a decision make it about 200 MB; `distilled["sampled"]["games"]` says how many games were played)."""
 MAX_STEPS_PER_GAME = 10_000
 """A sampled game longer than this many steps is cut (level games end by their own time limit far earlier)."""
 LIMITS = {"steps": (1, 1_000_000), "games": (1, 1_000_000), "batch_size": (1, 1_000_000), "seed": (0, 2**31 - 1)}
@@ -201,20 +204,23 @@ def kl_to(base, module, features: np.ndarray, masks: np.ndarray, targets: np.nda
     return round(float(kl), 6)
 
 
-def sample_mixture_games(mixture, make_game: Callable[[], Any], games: int, seed: int = 0
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+def sample_mixture_games(mixture, make_game: Callable[[], Any], games: int, seed: int = 0,
+                         max_decisions: int = MAX_DECISIONS) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """(features [N, F], masks [N, A], targets [N, A], stats): every decision of `games` games of the
     `MixturePolicy` against itself (one member per team per game, drawn by weight; sampled actions), with the
     acting member's action probabilities (random: uniform over legal actions); ``stats["game_of"]`` [N]: the game
-    each decision came from."""
+    each decision came from. No game starts once `max_decisions` are recorded."""
     rng = np.random.default_rng(seed)
     weights = mixture.weights / mixture.weights.sum()
     base = mixture.base
     feats, masks, targets, game_of = [], [], [], []
-    steps = 0
+    steps = played = 0
     game = make_game()
     try:
         for g in range(games):
+            if len(feats) >= max_decisions:
+                break
+            played += 1
             obs = game.reset(seed=int(rng.integers(2**31)))
             drawn = [int(rng.choice(len(mixture.members), p=weights)) for _ in game.teams]
             team_of = {agent: t for t, team in enumerate(game.teams) for agent in team}
@@ -251,7 +257,7 @@ def sample_mixture_games(mixture, make_game: Callable[[], Any], games: int, seed
     if not feats:
         raise PolicyLoadError("league:average: the mixture's games recorded no decision")
     return (np.stack(feats), np.stack(masks), np.stack(targets),
-            {"games": int(games), "decisions": len(feats), "steps": int(steps), "game_of": np.asarray(game_of)})
+            {"games": int(played), "decisions": len(feats), "steps": int(steps), "game_of": np.asarray(game_of)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -414,7 +420,7 @@ def load_average_policy(checkpoint: str | Path, load: Callable[..., Any], env_id
             make = make_game_factory(env_id, setup.pop("kwargs", None), **setup)
             features, masks, targets, sampled = sample_mixture_games(mixture, make, settings.games, settings.seed)
             held = sampled.pop("game_of") % HELDOUT_EVERY == HELDOUT_EVERY - 1  # every 10th game: held out
-            if settings.games < HELDOUT_EVERY or held.all():
+            if sampled["games"] < HELDOUT_EVERY or held.all():
                 held[:] = False
             fit_rows = ~held
             module, fitted = fit(main, features[fit_rows], masks[fit_rows], targets[fit_rows], settings,

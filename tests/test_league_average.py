@@ -205,3 +205,14 @@ def test_capture_the_flag_average_is_fitted_from_the_mixtures_games(tmp_path):
     assert sampled["decisions"] == 2 * sampled["steps"]  # 1v1: both agents decide at every step
     assert sampled["heldout_kl"] < sampled["heldout_kl_main"], sampled
     assert player.recurrent is False and player.table is None
+
+
+def test_sampling_stops_starting_games_at_the_decision_cap(c4):
+    from spade_rllib.games.adapter import make_game_factory
+    from spade_rllib.league_average import sample_mixture_games
+
+    mixture = load_policy(c4.parent, "league:uniform")
+    feats, masks, targets, stats = sample_mixture_games(mixture, make_game_factory(C4), games=50, max_decisions=30)
+    assert 30 <= stats["decisions"] < 30 + 42 and stats["games"] < 50  # the game that passed the cap is finished
+    assert feats.shape[0] == masks.shape[0] == targets.shape[0] == stats["decisions"]
+    assert np.allclose(targets.sum(axis=1), 1.0, atol=1e-5) and (targets[masks == 0] == 0).all()
