@@ -79,8 +79,8 @@ class EvalConfig:
     top: int = 10
     """Rows of the ratings table printed to the console."""
     league_players: list[str] = field(default_factory=list)
-    """Mixtures of each checkpoint's league that join the pool as one player each: "uniform", "plan", "nash"
-    (player id ``league:<mode>``; `spade_rllib.league_player`)."""
+    """Mixtures of each checkpoint's league that join the pool as one player each: "uniform", "plan", "nash", or
+    "average" (one distilled network) (player id ``league:<mode>``; `spade_rllib.league_player`)."""
     exploitability: bool = False
     """OpenSpiel games: print the exact exploitability of main, every member and each league mixture; no games."""
     # Derived, filled by `build_pool`:
@@ -123,13 +123,15 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
     p.add_argument("--no-progress", action="store_false", dest="progress")
     p.add_argument("--top", type=int, default=10)
     p.add_argument("--league-player", action="append", default=[], dest="league_players", metavar="MODE",
-                   choices=("uniform", "plan", "nash"),
+                   choices=("uniform", "plan", "nash", "average"),
                    help="add the league as one player, league:MODE (repeatable): its members weighted 'uniform'ly "
                         "(fictitious play), by main's matchmaking 'plan', or by the 'nash' equilibrium of their payoff "
-                        "matrix; poker: the exact averaged strategy, other games: a member drawn per game")
+                        "matrix; poker: the exact averaged strategy, other games: a member drawn per game; 'average': "
+                        "one network distilled from the uniform mixture (spade_rllib.league_average; play it with "
+                        "--stochastic)")
     p.add_argument("--exploitability", action="store_true",
                    help="OpenSpiel games (kuhn_poker, leduc_poker, openspiel:<name>): print the exact exploitability "
-                        "(NashConv/2) of main, every league member and league:uniform|plan|nash, then exit (no games)")
+                        "(NashConv/2) of main, every league member and league:uniform|plan|nash|average, then exit (no games)")
     add_debug_flag(p)
     args = p.parse_args(argv)
     bots = None

@@ -24,7 +24,9 @@ The file is written atomically (an interrupted export leaves the previous file w
 not lie inside a checkpoint, and an existing file is replaced only when it is an export of this
 command (its metadata says so) or with `--force`. A league export's folder belongs to one run: another run's league
 is written into it only with `--replace`, and the earlier export's member files are then removed
-(`spade_rllib.league_export`).
+(`spade_rllib.league_export`). `--module league:average` writes such a folder around ONE network distilled from a
+mixture (`spade_rllib.league_average`; `--average-from`, `--average-steps`, `--average-games`, `--average-seed`,
+checked before anything is loaded).
 """
 from __future__ import annotations
 
@@ -252,8 +254,9 @@ def check_recurrent_episode(policy: Policy, path: str | Path, observations: Sequ
 
 
 def export_league(policy, out_dir: str | Path, opset: int = OPSET, check: bool = True):
-    """Write the league as one player (a `MixturePolicy`) into the directory `out_dir` (`spade_rllib.league_export` says
-    what each file holds); returns its `LeagueExport`."""
+    """Write the league as one player (a `MixturePolicy`, or the `AveragePolicy` of ``league:average``: one member,
+    itself) into the directory `out_dir` (`spade_rllib.league_export` says what each file holds); returns its
+    `LeagueExport`."""
     from spade_rllib.league_export import (
         AVERAGE_POLICY_FILE, FORMAT, HOW_TO_PLAY, MIXTURE_FILE, VERSION, LeagueExport, export_files, member_file, read_manifest,
         run_of, write_average_policy,
@@ -278,7 +281,9 @@ def export_league(policy, out_dir: str | Path, opset: int = OPSET, check: bool =
     manifest = {"format": FORMAT, "version": VERSION, "module": policy.module_id, "mode": policy.mode,
                 "env_id": policy.env_id, "checkpoint": str(policy.checkpoint or ""), "run": run_of(policy.checkpoint),
                 "members": members, "average_policy": average.name if average is not None else None,
-                "how_to_play": HOW_TO_PLAY}
+                "how_to_play": getattr(policy, "how_to_play", HOW_TO_PLAY)}
+    if getattr(policy, "distilled", None):  # league:average: how the one network was fitted, and its figures
+        manifest["distilled"] = policy.distilled
     write_text(out / MIXTURE_FILE, json.dumps(manifest, indent=1) + "\n")  # last: its presence means whole
     if earlier is not None:
         for name in sorted(export_files(earlier) - export_files(manifest)):
@@ -308,8 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m spade_rllib.export", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True, help="algorithm checkpoint or trial directory")
     p.add_argument("--module", default=DEFAULT_MODULE_ID,
-                   help="module id, league member, or the league as one player: league:uniform|plan|nash "
-                        "(default: main)")
+                   help="module id, league member, or the league as one player: league:uniform|plan|nash, or "
+                        "league:average (one network distilled from a mixture; --average-*) (default: main)")
     p.add_argument("--out", required=True,
                    help="output .onnx file; for league:<mode> a directory (mixture.json, one .onnx per member, "
                         "average_policy.json on OpenSpiel games)")
@@ -319,6 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="league:<mode>: write over an export of another run in --out (its member files are removed)")
     p.add_argument("--no-check", action="store_false", dest="check",
                    help="skip comparing onnxruntime's logits with torch's")
+    from spade_rllib import league_average
+
+    league_average.add_arguments(p)
     add_debug_flag(p)
     args = p.parse_args(argv)
     if not MIN_OPSET <= args.opset <= MAX_OPSET:
@@ -330,6 +338,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         league = league_mode(args.module) is not None
     except PolicyLoadError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    average = None  # league:average's DistillSettings
+    if args.module == league_average.AVERAGE_MODULE_ID:
+        try:
+            average = league_average.settings_from_args(args)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    elif league_average.given_flags(args):
+        print(f"error: {', '.join(league_average.given_flags(args))}: only for --module league:average, not "
+              f"{args.module!r}", file=sys.stderr)
         return 2
     check_output_path(args.out, "--out", directory=league)  # before loading anything
     check_not_in_checkpoint(args.out, "--out")
@@ -353,14 +372,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         check_overwrite(args.out, "--out", args.force, is_export, "an ONNX export of this command")
     try:
-        policy = load_policy(args.checkpoint, args.module)
+        policy = (load_policy(args.checkpoint, args.module) if average is None
+                  else league_average.load_average_policy(args.checkpoint, load_policy, settings=average))
     except PolicyLoadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if league:
         written = export_league(policy, args.out, opset=args.opset, check=args.check)
         print(json.dumps({"out": str(written.out_dir), "module": policy.module_id, "members": list(written.members),
-                          "average_policy": str(written.average_policy) if written.average_policy else None}))
+                          "average_policy": str(written.average_policy) if written.average_policy else None,
+                          **({"distilled": policy.distilled} if average is not None else {})}))
         return 0
     out = export_onnx(policy, args.out, opset=args.opset)
     summary = {"out": str(out), "module": policy.module_id, "input_style": policy.input_style,

@@ -24,6 +24,11 @@ export stays beside it.
 
 How the mixture plays (``how_to_play``): draw one member per game with the weights and let it play the whole
 game (on an OpenSpiel game the average policy above is the same player, move by move).
+
+``league:average`` (`spade_rllib.league_average`) is written in the same form with ONE member, the distilled network
+(``league_average.onnx``, weight 1), its own ``how_to_play`` (sample its softmax), ``average_policy.json`` holding the
+network's own table, and ``"distilled"``: how it was fitted and, on OpenSpiel games, its exact exploitability beside
+the mixture's.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The league as a player, from a checkpoint: ``league:uniform``, ``league:plan``, ``league:nash``.
+"""The league as a player, from a checkpoint: ``league:uniform``, ``league:plan``, ``league:nash`` (and
+``league:average``, the league distilled into one network: `spade_rllib.league_average`).
 
 `load_policy(checkpoint, "league:<mode>")` (so `play --module league:nash`, and every tool that loads
 a module by id) returns a `MixturePolicy`: the league's members weighted as `spade_rllib.league.mixture`
@@ -31,18 +32,27 @@ from spade_rllib.league.mixture import MIXTURE_MODES, check_mode, mixture_weight
 from spade_rllib.outcome import MAIN as MAIN_MODULE
 
 LEAGUE_MODULE_PREFIX = "league:"
-LEAGUE_MODULE_IDS = tuple(f"{LEAGUE_MODULE_PREFIX}{m}" for m in MIXTURE_MODES)
+AVERAGE_MODE = "average"
+"""``league:average``: the league as one network distilled from a mixture (`spade_rllib.league_average`)."""
+LEAGUE_MODES = (*MIXTURE_MODES, AVERAGE_MODE)
+LEAGUE_MODULE_IDS = tuple(f"{LEAGUE_MODULE_PREFIX}{m}" for m in LEAGUE_MODES)
 
 
 def league_mode(module_id: Any) -> Optional[str]:
-    """"nash" for "league:nash"; None for any other module id; PolicyLoadError for a bad mode."""
+    """"nash" for "league:nash" (any of `LEAGUE_MODES`); None for any other module id; PolicyLoadError for a bad
+    mode (one line, did-you-mean)."""
     text = str(module_id)
     if not text.startswith(LEAGUE_MODULE_PREFIX):
         return None
-    try:
-        return check_mode(text[len(LEAGUE_MODULE_PREFIX):])
-    except ValueError as e:
-        raise PolicyLoadError(f"module {text!r}: {e}") from e
+    mode = text[len(LEAGUE_MODULE_PREFIX):]
+    if mode not in LEAGUE_MODES:
+        import difflib
+
+        close = difflib.get_close_matches(mode, LEAGUE_MODES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise PolicyLoadError(f"module {text!r}: league mode {mode!r} is not valid{hint}; allowed: "
+                              f"{', '.join(LEAGUE_MODES)}")
+    return mode
 
 
 def checkpoint_league(checkpoint: str | Path):
@@ -184,7 +194,8 @@ LoadFn = Callable[..., Any]
 def load_league_policy(checkpoint: str | Path, mode: str, load: LoadFn, env_id: Optional[str] = None,
                        seed: int = 0) -> MixturePolicy:
     """The league of `checkpoint` as one player (`league:<mode>`), its members loaded by `load(path, module_id,
-    env_id=)`; PolicyLoadError (one line) without a league."""
+    env_id=)`; PolicyLoadError (one line) without a league. (``average``, one network, is
+    `spade_rllib.league_average.load_average_policy`'s.)"""
     check_mode(mode)
     info = resolve_checkpoint(checkpoint)
     league = checkpoint_league(info.path)
@@ -195,5 +206,5 @@ def load_league_policy(checkpoint: str | Path, mode: str, load: LoadFn, env_id: 
     return MixturePolicy(mode, members, env_id, checkpoint=info.path, seed=seed)
 
 
-__all__ = ["LEAGUE_MODULE_IDS", "LEAGUE_MODULE_PREFIX", "Member", "MixturePolicy", "checkpoint_league", "league_mode",
+__all__ = ["AVERAGE_MODE", "LEAGUE_MODES", "LEAGUE_MODULE_IDS", "LEAGUE_MODULE_PREFIX", "Member", "MixturePolicy", "checkpoint_league", "league_mode",
            "load_league_policy", "openspiel_game", "policy_fn"]

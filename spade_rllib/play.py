@@ -276,7 +276,7 @@ def main(argv: Sequence[str] | None = None, read: Reader = input, write: Writer 
     p.add_argument("--module", default=DEFAULT_MODULE_ID, help="module id, league member (main_v3), or the league as one player: league:uniform | league:plan | "
                    "league:nash (its members weighted uniformly, by main's matchmaking plan, or by the Nash "
                    "equilibrium of their payoff matrix; poker: the exact averaged strategy, other games: a member "
-                   "drawn per game) (default: main)")
+                   "drawn per game), or league:average (one network distilled from the uniform mixture) (default: main)")
     p.add_argument("--env", default=None, help="env id override (default: the env.id in the run's config.yaml)")
     p.add_argument("--level", default=None, help="level games: an ASCII map file of that game")
     p.add_argument("--difficulty", type=float, default=3.0, help="level games: generated level difficulty 1-10")

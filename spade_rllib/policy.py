@@ -512,7 +512,8 @@ def load_policy(
 
     `role` (a role game): that role's main, `main_<role>` (same as `module_id="main_<role>"`).
     `module_id` "league:uniform" | "league:plan" | "league:nash": the league as one player
-    (`spade_rllib.league_player.MixturePolicy`).
+    (`spade_rllib.league_player.MixturePolicy`); "league:average": the league distilled into one network
+    (`spade_rllib.league_average.AveragePolicy`, a `Policy`).
     With `env_id`, refuse a checkpoint trained on another env (recorded id or incompatible spaces).
     Raises `PolicyLoadError` (one-line message) on any bad input.
     """
@@ -528,6 +529,10 @@ def load_policy(
     from spade_rllib.league_player import league_mode, load_league_policy
 
     mode = league_mode(module_id)
+    if mode == "average":  # "league:average": the league distilled into one network (an AveragePolicy)
+        from spade_rllib.league_average import load_average_policy
+
+        return load_average_policy(info.path, load_policy, env_id=env_id)
     if mode is not None:  # "league:uniform|plan|nash": the league's mixture (a MixturePolicy)
         return load_league_policy(info.path, mode, load_policy, env_id=env_id)
     if module_id not in info.all_ids:

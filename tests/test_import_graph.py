@@ -20,6 +20,7 @@ FLOORS: dict[str, int] = {
     "spade_rllib.games": 3,
     "spade_rllib.curriculum": 4, "spade_rllib.league": 4,
     "spade_rllib.config": 5, "spade_rllib.policy": 5, "spade_rllib.checkpoint_layout": 5, "spade_rllib.league_player": 5, "spade_rllib.league_export": 5, "spade_rllib.exploitability_report": 5,
+    "spade_rllib.league_average": 5,
     "spade_rllib.provenance": 5, "spade_rllib.preflight": 5, "spade_rllib.checkpoint_guard": 5,
     "spade_rllib.output_paths": 5, "spade_rllib.resources": 5, "spade_rllib.model_compat": 5,
     "spade_rllib.rllib": 6,

@@ -27,6 +27,7 @@ def test_kuhn_league_trains_and_scores_its_mixture_exactly(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("exact exploitability (NashConv/2): main "))
     assert "league:uniform" in line and "league:nash" in line and "league:plan" in line, line
+    assert "league:average" in line, line  # the uniform mixture distilled into one network (league_average)
     trial = next((tmp_path / "kuhn_league").glob("kuhn_league_*"))
     rows = list(csv.DictReader((trial / "progress.csv").open()))
     values = [float(r["exploitability/main"]) for r in rows]
