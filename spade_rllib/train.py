@@ -10,14 +10,14 @@
   in the standard Tune layout under `experiment.storage_path/experiment.name/`.
 * SIGINT and SIGTERM stop the run after the current iteration (final checkpoint, summary naming the
   iteration and the resume command; exit 130 / 143); a second one ends it at once.
-* Console: one compact line per iteration, then the end-of-run summary (`spade_rllib.run_summary`:
+* Console: one compact line per iteration, then the end-of-run summary (`spade_rllib.training.run_summary`:
   the result paths and, for games, a final evaluation of the last checkpoint against `evaluation.opponents`).
 * `--resume PATH` continues from the newest checkpoint under PATH (a checkpoint, trial or
   experiment directory; the highest number wins, as for the loader), after checking that its
   weights, env and model fit the config. Iterations, env-step counters and league/curriculum state continue;
   `training.stop.time_s` counts the new session only.
 
-The command line over `spade_rllib.tuner_inputs` (stop criteria, Tune configs, the trainable,
+The command line over `spade_rllib.training.tuner_inputs` (stop criteria, Tune configs, the trainable,
 `result_value`), which sweeps, `tune.py` and the benches import.
 """
 from __future__ import annotations
@@ -31,12 +31,12 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from spade_rllib.checkpoint_layout import CheckpointError, RL_MODULE_SUBPATH, RUN_CONFIG_FILE
+from spade_rllib.artifacts.checkpoint_layout import CheckpointError, RL_MODULE_SUBPATH, RUN_CONFIG_FILE
 from spade_rllib.cli import add_debug_flag, cli_entry, config_error
-from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
-from spade_rllib.outcome import MAIN
-from spade_rllib.run_summary import heldout_scores, print_summary
-from spade_rllib.tuner_inputs import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
+from spade_rllib.config.run_config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
+from spade_rllib.core.outcome import MAIN
+from spade_rllib.training.run_summary import heldout_scores, print_summary
+from spade_rllib.training.tuner_inputs import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
                                    stop_criteria, storage_uri_or_path, trainable_and_param_space)
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
@@ -116,8 +116,8 @@ def format_line(result: dict) -> str:
             parts.append("heldout score " + " ".join(f"{o} {s:.2f}" for o, s in scores.items())
                          + f" (it {result_value(result, 'heldout/iteration'):g})")
     phases = result_value(result, "spade/phase_s", {})
-    if isinstance(phases, dict) and phases:  # where this iteration's wall time went (spade_rllib.phases)
-        from spade_rllib.phases import phase_ms_text
+    if isinstance(phases, dict) and phases:  # where this iteration's wall time went (spade_rllib.training.phases)
+        from spade_rllib.training.phases import phase_ms_text
 
         text = phase_ms_text(phases)
         if text:
@@ -126,11 +126,11 @@ def format_line(result: dict) -> str:
 
 
 def console_callback(cfg: Optional[RunConfig] = None, live: Optional[bool] = None):
-    """A Tune callback showing each result (`spade_rllib.console`: a live panel on a terminal, short
+    """A Tune callback showing each result (`spade_rllib.training.console`: a live panel on a terminal, short
     lines otherwise; the full `format_line` in the trial's iterations.log) instead of Tune's table."""
     from ray.tune import Callback
 
-    from spade_rllib.console import RunConsole
+    from spade_rllib.training.console import RunConsole
 
     budget = cfg.training.stop.time_s if cfg is not None else None
     title = f"{cfg.env.id} / {cfg.experiment.name}" if cfg is not None else "training"
@@ -172,7 +172,7 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
     # and a TensorBoard hint pointing at the session's staging dir); our summary prints the paths.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "0")
-    from spade_rllib.console import quiet_ray_noise
+    from spade_rllib.training.console import quiet_ray_noise
 
     quiet_ray_noise()
     if address:
@@ -185,7 +185,7 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
     quiet_ray_noise()  # ray.init replaces the handlers
     url = getattr(ctx, "dashboard_url", None)
     if url:
-        from spade_rllib.console import dashboard_line
+        from spade_rllib.training.console import dashboard_line
 
         print(dashboard_line(url), flush=True)
 
@@ -194,7 +194,7 @@ def find_checkpoint(path: str) -> str:
     """The newest whole checkpoint at or under `path`, by the loader's rule
     (`checkpoint_layout.newest_checkpoint`: the highest number; a damaged one skipped with a note).
     Pointing at a damaged checkpoint directly is a `ConfigError`."""
-    from spade_rllib.checkpoint_layout import checkpoint_problem, is_algorithm_checkpoint, newest_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_problem, is_algorithm_checkpoint, newest_checkpoint
 
     p = Path(os.path.expanduser(path)).resolve()
     if not p.exists():
@@ -279,7 +279,7 @@ def resolve_config(args: argparse.Namespace, resolve: bool = True) -> tuple[RunC
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.help_config:
-        from spade_rllib.config import describe
+        from spade_rllib.config.run_config import describe
 
         print(describe())
         return 0
@@ -288,12 +288,12 @@ def main(argv=None) -> int:
     except ConfigError as e:
         return config_error(e, argv)
     if args.print_config:
-        from spade_rllib.config import dump_config
+        from spade_rllib.config.run_config import dump_config
 
         print(dump_config(cfg), end="")
         return 0
     try:  # about this machine: stop condition, storage, CPUs/GPUs; the env, model size and resume fit
-        from spade_rllib.preflight import check_launch
+        from spade_rllib.config.preflight import check_launch
         from spade_rllib.rllib.env_description import check_env_builds
         from spade_rllib.rllib.model_config import check_modules_fit_memory
         from spade_rllib.rllib.resume_fit import check_resume
@@ -301,7 +301,7 @@ def main(argv=None) -> int:
         check_launch(cfg, address=args.address)
         info = check_env_builds(cfg)
         check_modules_fit_memory(cfg, info)
-        from spade_rllib.teacher_cost import check_teacher_cost
+        from spade_rllib.training.teacher_cost import check_teacher_cost
 
         check_teacher_cost(cfg)  # a teacher's cost per learner step, printed (refused past agent.teacher_max_ms)
         if checkpoint is not None:
@@ -309,14 +309,14 @@ def main(argv=None) -> int:
     except ConfigError as e:
         return config_error(e, argv)
 
-    from spade_rllib.provenance import collect_runinfo
+    from spade_rllib.artifacts.provenance import collect_runinfo
 
     runinfo = collect_runinfo(cfg.experiment.seed, cfg.source_path, extra={"resumed_from": checkpoint})
     try:
         start_ray(cfg, args.address)
         # Build once here so env/model problems surface before Tune starts.
         trainable, param_space = trainable_and_param_space(cfg, runinfo=runinfo, restore_from=checkpoint)
-        from spade_rllib.console import quiet_ray_noise
+        from spade_rllib.training.console import quiet_ray_noise
 
         quiet_ray_noise()  # RLlib's loggers exist now
     except ConfigError as e:
@@ -332,7 +332,7 @@ def main(argv=None) -> int:
     print(f"training {cfg.env.id} ({how}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
     t0 = time.time()
     from spade_rllib.reporting.tensorboard import heatmap_callback
-    from spade_rllib.trackers import tracker_callbacks
+    from spade_rllib.config.trackers import tracker_callbacks
 
     from spade_rllib.rllib.recovery import recovery_callbacks
 

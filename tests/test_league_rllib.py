@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.league import MAIN, RANDOM, LeagueConfig, MemberId, format_table, read_table
 from spade_rllib.rllib.league_component import LEAGUE_CSV, LeagueComponent, league_member_of, make_component
 from spade_rllib.rllib.components import DriverContext, EnvInfo

@@ -27,9 +27,9 @@ from typing import Any, Optional
 
 from spade_rllib.games import EnvIdError
 from spade_rllib.games.resolved_env import ResolvedEnv, as_resolved, read_env_id
-from spade_rllib.output_paths import check_experiment_name, check_storage_path
-from spade_rllib.resources import check_resources, required_resources
-from spade_rllib.validation import ConfigError, did_you_mean, out_of_range, wrong_type
+from spade_rllib.artifacts.output_paths import check_experiment_name, check_storage_path
+from spade_rllib.config.resources import check_resources, required_resources
+from spade_rllib.core.validation import ConfigError, did_you_mean, out_of_range, wrong_type
 
 
 # ----------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from typing import Optional
 
 import numpy as np
 
-from spade_rllib.atomic_io import write_text
+from spade_rllib.artifacts.atomic_io import write_text
 
 MIXTURE_FILE = "mixture.json"
 AVERAGE_POLICY_FILE = "average_policy.json"

@@ -13,9 +13,9 @@ How it plays:
 - Elsewhere (CaptureTheFlag, Connect Four, ...): one member drawn per game (`reset` / `new_game`), which
   then plays as asked (argmax or sampled). That is the same mixture in expectation.
 
-`spade_rllib.exploitability_report` scores a checkpoint's main, members and mixtures exactly.
+`spade_rllib.players.exploitability_report` scores a checkpoint's main, members and mixtures exactly.
 
-Ray-free (torch through `spade_rllib.policy`).
+Ray-free (torch through `spade_rllib.players.policy`).
 """
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from spade_rllib.checkpoint_layout import PolicyLoadError, league_state, resolve_checkpoint
+from spade_rllib.artifacts.checkpoint_layout import PolicyLoadError, league_state, resolve_checkpoint
 from spade_rllib.league.member_ids import MAIN, RANDOM
 from spade_rllib.league.mixture import MIXTURE_MODES, check_mode, mixture_weights
-from spade_rllib.outcome import MAIN as MAIN_MODULE
+from spade_rllib.core.outcome import MAIN as MAIN_MODULE
 
 LEAGUE_MODULE_PREFIX = "league:"
 LEAGUE_MODULE_IDS = tuple(f"{LEAGUE_MODULE_PREFIX}{m}" for m in MIXTURE_MODES)
@@ -85,7 +85,7 @@ class Member:
 
 
 class MixturePolicy:
-    """The league as one player (see the module docstring); quacks like `spade_rllib.policy.Policy`."""
+    """The league as one player (see the module docstring); quacks like `spade_rllib.players.policy.Policy`."""
 
     recurrent = False
     uses_prev_reward = False
@@ -178,7 +178,7 @@ class MixturePolicy:
 
 
 LoadFn = Callable[..., Any]
-"""`spade_rllib.policy.load_policy` (handed in: the loader calls this module, not the other way round)."""
+"""`spade_rllib.players.policy.load_policy` (handed in: the loader calls this module, not the other way round)."""
 
 
 def load_league_policy(checkpoint: str | Path, mode: str, load: LoadFn, env_id: Optional[str] = None,

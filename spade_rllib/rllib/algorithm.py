@@ -42,10 +42,10 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
-from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
-from spade_rllib.config import RunConfig, parse_config
-from spade_rllib.outcome import MAIN
-from spade_rllib.phases import COMPONENT_PREFIX, PhaseClock
+from spade_rllib.artifacts.checkpoint_layout import COMPONENTS_STATE_KEY
+from spade_rllib.config.run_config import RunConfig, parse_config
+from spade_rllib.core.outcome import MAIN
+from spade_rllib.training.phases import COMPONENT_PREFIX, PhaseClock
 from spade_rllib.rllib.component_registry import build_components
 from spade_rllib.rllib.components import DriverContext, DriverUpdate
 from spade_rllib.rllib.env_description import describe_env
@@ -447,7 +447,7 @@ class SpadePPO(PPO):
 
     def restore_from_path(self, path, *args, **kwargs):
         if kwargs.get("component") is None:  # a whole checkpoint: the newest whole one if it lost a file
-            from spade_rllib.checkpoint_layout import restorable_checkpoint
+            from spade_rllib.artifacts.checkpoint_layout import restorable_checkpoint
 
             path = str(restorable_checkpoint(path))
         super().restore_from_path(path, *args, **kwargs)
@@ -504,7 +504,7 @@ def _reapply_config_lr(learner) -> None:
 
 
 def _write_runinfo(logdir: Path, runinfo: dict, cfg: RunConfig) -> None:
-    from spade_rllib.config import dump_config
+    from spade_rllib.config.run_config import dump_config
 
     logdir.mkdir(parents=True, exist_ok=True)
     (logdir / "config.yaml").write_text(dump_config(cfg))

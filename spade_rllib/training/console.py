@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from spade_rllib.phases import PhaseTotals
-from spade_rllib.result_lookup import result_value
+from spade_rllib.training.phases import PhaseTotals
+from spade_rllib.artifacts.result_lookup import result_value
 
 WIDTH = 80
 LOG_FILE = "iterations.log"
