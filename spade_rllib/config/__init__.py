@@ -9,6 +9,6 @@
 * `resources` (CPUs, GPUs and the model's memory against this machine), `model_compat` (a checkpoint's
   model config against the config's), `trackers` (MLflow / W&B callbacks named by `experiment.loggers`).
 
-May import: `core/`, `envs/`, `games/`, `curriculum/`, `league/`, `artifacts/` (floors 0-5); never `rllib/` or
-Ray at import time. Import the submodules directly; this package import runs nothing.
+May import: `core/`, `envs/`, `games/`, `curriculum/`, `league/`, `artifacts/` (floors 0-5); never `rllib/`;
+Ray only inside `trackers` (Tune's logger callbacks, imported when built), torch only inside `resources`. Import the submodules directly; this package import runs nothing.
 """

@@ -7,6 +7,7 @@
 * `league_export`: the files of the league exported as one player (`export --module league:<mode>`).
 * `exploitability_report`: exact exploitability of main, each member and each league mixture on OpenSpiel games.
 
-May import: `core/`, `games/`, `league/`, `artifacts/`, `config/` (floors 0-5) and torch; never Ray or `rllib/`.
+May import: `core/`, `games/`, `league/`, `artifacts/`, `config/` (floors 0-5) and torch; of Ray only the RLModule classes, imported
+when a module is rebuilt (no Ray runtime); never `rllib/`.
 Import the submodules directly; this package import runs nothing.
 """

@@ -9,6 +9,7 @@ config; shared by `train`, `tune`, sweeps and benches), `teacher_cost` (a teache
 before training), `console` (what `train` prints while it runs), `run_summary` (the end-of-run summary and
 final evaluation).
 
-May import: the pure modules only `core/`; the floor-7 ones anything below them (`rllib/`, `config/`,
-`players/`, `evaluation/`, `reporting/`). Import the submodules directly; this package import runs nothing.
+May import: the pure modules only `core/`; the floor-7 ones anything of the package but `testing/`
+(`rllib/`, `config/`, `players/`, `evaluation/`; `run_summary` reuses the `evaluate`, `play` and `report`
+commands' functions). Import the submodules directly; this package import runs nothing.
 """
