@@ -156,7 +156,7 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
         max_size = getattr(args, "max_map_size", 0)
         if env_id is not None and max_size:
             from spade_rllib.curriculum.heldout_maps import heldout_dir
-            from spade_rllib.config.preflight import check_heldout_levels
+            from spade_rllib.config.map_checks import check_heldout_levels
 
             check_heldout_levels([str(heldout_dir(env_id))], env_id, key=f"the held-out maps of {env_id}",
                                  max_size=max_size, size_key="--max-map-size")

@@ -289,7 +289,7 @@ class RunConfig:
 def read_config_env_id(env_id: str, key: str = "env.id", resolve: bool = True) -> ResolvedEnv:
     """Read an env id once (`spade_rllib.games.resolved_env.read_env_id`: its form and family; a "pkg.mod:Name"
     class or factory is imported to tell a Gymnasium env from a PettingZoo one when `resolve`); whether the
-    named env exists is checked by `preflight.resolve_env_id`, which fills in the record's entry."""
+    named env exists is checked by `env_checks.resolve_env_id`, which fills in the record's entry."""
     try:
         return read_env_id(env_id, imports=resolve)
     except EnvIdError as e:
