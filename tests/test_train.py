@@ -281,7 +281,7 @@ def test_packed_gae_matches_per_episode_reference():
 
 
 def test_console_line_summarizes_snapshots_exploiters_and_heldout():
-    from spade_rllib.train import format_line
+    from spade_rllib.training.console import format_line
 
     result = {
         "training_iteration": 7,

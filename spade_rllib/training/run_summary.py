@@ -15,21 +15,11 @@ from spade_rllib.cli import one_line
 from spade_rllib.config.run_config import RunConfig, resolved_env_of
 from spade_rllib.core.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
+from spade_rllib.training.console import heldout_scores
 from spade_rllib.training.tuner_inputs import result_value
 
 FINAL_GAMES_DIR = "final_games"
 """The trial's folder of the final replays (GIFs for the report)."""
-
-
-def heldout_scores(result: dict) -> dict[str, float]:
-    """{opponent: main's mean held-out score} from `heldout/<opponent>/score` (levels' keys skipped)."""
-    held = result.get("heldout") or {}
-    out = {}
-    for opp, m in held.items():
-        if opp != "self" and isinstance(m, dict) and isinstance(m.get("score"), (int, float)) and not math.isnan(m["score"]):
-            out[opp] = float(m["score"])
-    return out
-
 
 
 def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[dict]:
