@@ -122,6 +122,20 @@ def test_every_subpackage_says_what_it_owns_and_may_import():
         assert floor_of(f"{PACKAGE}.{init.name}") is not None, f"{init.name}: no floor"
 
 
+def test_every_module_a_committed_pickle_names_still_imports():
+    """A checkpoint pickles its classes by module path (`class_and_ctor_args.pkl`): a module that moves breaks
+    every old checkpoint, so the modules the fixtures under tests/fixtures/ name must still import."""
+    import importlib
+    import re
+
+    named = set()
+    for pkl in (ROOT / "tests" / "fixtures").rglob("*.pkl"):
+        named |= {m.decode() for m in re.findall(rb"spade_rllib(?:\.[A-Za-z_]+)+", pkl.read_bytes())}
+    assert {"spade_rllib.rllib.algorithm", "spade_rllib.rllib.module"} <= named, sorted(named)
+    for name in sorted(named):
+        importlib.import_module(name)
+
+
 def test_pure_floors_are_scanned():
     scanned = {module_name(p) for p in package_modules() if (floor_of(module_name(p)) or 0) <= PURE_FLOOR}
     for must in ("spade_rllib.core.outcome", "spade_rllib.core.ratings", "spade_rllib.envs.maze_race", "spade_rllib.bots",
