@@ -122,6 +122,17 @@ def test_every_subpackage_says_what_it_owns_and_may_import():
         assert floor_of(f"{PACKAGE}.{init.name}") is not None, f"{init.name}: no floor"
 
 
+def test_packages_of_several_floors_import_nothing_on_import():
+    """`core`, `config`, `artifacts` and `training` hold modules of several floors: their `__init__` imports
+    nothing, so importing a low module (`training.phases`) never runs a high one."""
+    for init in sorted((ROOT / PACKAGE).glob("*/__init__.py")):
+        name = f"{PACKAGE}.{init.parent.name}"
+        floors = {floor_of(module_name(p)) for p in init.parent.rglob("*.py")}
+        if len(floors) > 1:
+            imports = [n for n in ast.walk(ast.parse(init.read_text())) if isinstance(n, (ast.Import, ast.ImportFrom))]
+            assert not imports, f"{name}/__init__.py imports at line {imports[0].lineno}; its modules span floors {sorted(floors)}"
+
+
 def test_every_module_a_committed_pickle_names_still_imports():
     """A checkpoint pickles its classes by module path (`class_and_ctor_args.pkl`): a module that moves breaks
     every old checkpoint, so the modules the fixtures under tests/fixtures/ name must still import."""
