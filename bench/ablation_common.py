@@ -35,11 +35,11 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 import numpy as np
 
 from bench.common import ROOT, local_ray
-from spade_rllib.atomic_io import atomic_path, write_text
+from spade_rllib.artifacts.atomic_io import atomic_path, write_text
 from spade_rllib.curriculum.heldout_maps import heldout_reset_options
 from spade_rllib.games import default_bot_names, heldout_dir
-from spade_rllib.outcome import MAIN
-from spade_rllib.result_lookup import flatten
+from spade_rllib.core.outcome import MAIN
+from spade_rllib.artifacts.result_lookup import flatten
 from spade_rllib.sweeps.stats import seed_interval
 from spade_rllib.sweeps.sweep_spec import deep_merge
 
@@ -65,7 +65,7 @@ def base_config(env_id: str, seed: int) -> dict:
 
 def setup_raw(env_id: str, seed: int, overrides: Sequence[str], *parts: Mapping) -> dict:
     """`base_config` with each of `parts` merged in, in order, then the `--set` overrides."""
-    from spade_rllib.config import apply_overrides
+    from spade_rllib.config.run_config import apply_overrides
 
     raw = base_config(env_id, seed)
     for part in parts:
@@ -100,7 +100,7 @@ def train(raw: dict, minutes: float, env_steps: Optional[int], label: str,
     after every iteration. Returns the algorithm config, main's final weights, the per-iteration values of
     the `keep` metric keys (and `env_steps`, the lifetime env steps after each iteration) and the totals;
     `on_done(algo)` runs after the last iteration, before the algorithm stops, and its value is `done`."""
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(raw)
@@ -282,7 +282,7 @@ def round_robin(mains: Sequence[tuple[str, dict]], env_id: str, games: int, gree
                 max_size: int = 0) -> dict:
     """Every pair of final mains on the held-out maps; Bradley-Terry Elo with bootstrap intervals:
     {main: {elo, low, high}} plus "_games", the number of games."""
-    from spade_rllib.ratings import bootstrap_bradley_terry_elo
+    from spade_rllib.core.ratings import bootstrap_bradley_terry_elo
 
     a, b, score = [], [], []
     for i, j in itertools.combinations(range(len(mains)), 2):
@@ -497,7 +497,7 @@ def unit_manifest(args: argparse.Namespace, env_id: str, config_text: Optional[s
     `--set` overrides, the config file's sha256 (when the bench reads one) and the git commit (a warning only).
     Not in it: --seeds, the setups, --cpus, --out-dir, --only-seeds, --max-units (they choose units, not
     what a unit means)."""
-    from spade_rllib.provenance import git_info
+    from spade_rllib.artifacts.provenance import git_info
 
     m: dict[str, Any] = {"bench": args.bench, "env_id": env_id, "minutes": args.minutes, "env_steps": args.env_steps}
     for key in ("exploit_minutes", "exploit_env_steps"):
@@ -514,7 +514,7 @@ def unit_manifest(args: argparse.Namespace, env_id: str, config_text: Optional[s
 def config_sha256(config_text: str) -> str:
     """sha256 of the run config a config file resolves to (every key with its default, in the current spelling,
     sorted): comments, key order and renamed keys spelled the old way leave it unchanged, a changed value does not."""
-    from spade_rllib.config import parse_config, read_yaml
+    from spade_rllib.config.run_config import parse_config, read_yaml
 
     canonical = json.dumps(parse_config(read_yaml(config_text)).to_dict(), sort_keys=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()

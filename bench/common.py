@@ -27,7 +27,7 @@ def league_curriculum_config(name: str, seed: int, *, storage_path: str, window:
     (its `window` and `min_episodes` set to `window`; no fixed difficulty), one epoch per batch, a small
     tanh MLP of `hidden` widths (`lstm`: extra model keys, e.g. memory: lstm), no evaluation during training.
     `league` updates the league section, `training` replaces the training section."""
-    from spade_rllib.config import read_yaml
+    from spade_rllib.config.run_config import read_yaml
 
     raw = read_yaml((CONFIGS / "league.yaml").read_text())
     cur = read_yaml((CONFIGS / "curriculum.yaml").read_text())["curriculum"]
@@ -112,7 +112,7 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
     `--max-map-size` against `env_id`'s shipped held-out maps (at least one map left), and the unit
     JSON files a resumable bench reuses from `--out-dir` (`check_unit_files`). The one check every bench path
     goes through (`ablation_common.parse_ablation_args` calls it for the ablation benches)."""
-    from spade_rllib.validation import ConfigError
+    from spade_rllib.core.validation import ConfigError
 
     for name, (floor, integer) in NUMBERS.items():
         floor, meaning = floors.get(name, floor), ""
@@ -131,7 +131,7 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
     try:
         directory = getattr(args, out_dir, None)
         if directory is not None:
-            from spade_rllib.output_paths import check_output_path
+            from spade_rllib.artifacts.output_paths import check_output_path
 
             check_output_path(str(directory), _option(out_dir), directory=True)
             check_unit_files(Path(directory))
@@ -139,15 +139,15 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
             if "=" not in item:
                 raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
         if base is None and config is not None:
-            from spade_rllib.config import load_raw
+            from spade_rllib.config.run_config import load_raw
 
             base = load_raw(config)
         if base is not None:
-            from spade_rllib.config import apply_overrides, parse_config
+            from spade_rllib.config.run_config import apply_overrides, parse_config
 
             parse_config(apply_overrides(copy.deepcopy(base), list(overrides)))
         for label, make in configs:
-            from spade_rllib.config import parse_config
+            from spade_rllib.config.run_config import parse_config
 
             try:  # the label names the unit whose config is refused
                 parse_config(make())
@@ -156,7 +156,7 @@ def check_bench_args(args: Any, *, lists: Mapping[str, int] = {}, base: Optional
         max_size = getattr(args, "max_map_size", 0)
         if env_id is not None and max_size:
             from spade_rllib.curriculum.heldout_maps import heldout_dir
-            from spade_rllib.preflight import check_heldout_levels
+            from spade_rllib.config.map_checks import check_heldout_levels
 
             check_heldout_levels([str(heldout_dir(env_id))], env_id, key=f"the held-out maps of {env_id}",
                                  max_size=max_size, size_key="--max-map-size")

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import refuse  # noqa: E402
 from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
-from spade_rllib.validation import did_you_mean  # noqa: E402
+from spade_rllib.core.validation import did_you_mean  # noqa: E402
 
 DPI = 100
 

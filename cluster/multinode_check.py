@@ -362,7 +362,7 @@ def flagship_findings(storage: Path, name: str = FLAGSHIP_NAME) -> dict:
             continue
         if isinstance(row, dict) and "training_iteration" in row:
             rows.append(row)
-    from spade_rllib.result_lookup import flatten  # the checkout's package (the check runs from its root)
+    from spade_rllib.artifacts.result_lookup import flatten  # the checkout's package (the check runs from its root)
 
     iterations = []
     for row in rows:

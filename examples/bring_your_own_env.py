@@ -92,8 +92,8 @@ def make_config(seed: int) -> dict:
 def main(argv=None) -> int:
     import ray
 
-    from spade_rllib.config import parse_config
-    from spade_rllib.policy import load_policy
+    from spade_rllib.config.run_config import parse_config
+    from spade_rllib.players.policy import load_policy
     from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.local_ray import init_local_ray
 

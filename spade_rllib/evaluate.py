@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from spade_rllib.atomic_io import write_text
-from spade_rllib.checkpoint_layout import checkpoint_env_id, checkpoint_env_setup, resolve_checkpoint
+from spade_rllib.artifacts.atomic_io import write_text
+from spade_rllib.artifacts.checkpoint_layout import checkpoint_env_id, checkpoint_env_setup, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.games import canonical_env_id, game_ids
 from spade_rllib.games.roles import role_module_id, role_names, role_of_module
-from spade_rllib.policy import (
+from spade_rllib.players.policy import (
     DEFAULT_MODULE_ID,
     PolicyLoadError,
     infer_env_id,
@@ -80,7 +80,7 @@ class EvalConfig:
     """Rows of the ratings table printed to the console."""
     league_players: list[str] = field(default_factory=list)
     """Mixtures of each checkpoint's league that join the pool as one player each: "uniform", "plan", "nash", or
-    "average" (one distilled network) (player id ``league:<mode>``; `spade_rllib.league_player`)."""
+    "average" (one distilled network) (player id ``league:<mode>``; `spade_rllib.players.league_player`)."""
     exploitability: bool = False
     """OpenSpiel games: print the exact exploitability of main, every member and each league mixture; no games."""
     # Derived, filled by `build_pool`:
@@ -127,7 +127,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalConfig:
                    help="add the league as one player, league:MODE (repeatable): its members weighted 'uniform'ly "
                         "(fictitious play), by main's matchmaking 'plan', or by the 'nash' equilibrium of their payoff "
                         "matrix; poker: the exact averaged strategy, other games: a member drawn per game; 'average': "
-                        "one network distilled from the uniform mixture (spade_rllib.league_average; play it with "
+                        "one network distilled from the uniform mixture (spade_rllib.players.league_average; play it with "
                         "--stochastic)")
     p.add_argument("--exploitability", action="store_true",
                    help="OpenSpiel games (kuhn_poker, leduc_poker, openspiel:<name>): print the exact exploitability "
@@ -159,7 +159,7 @@ def validate(cfg: EvalConfig) -> None:
         value = getattr(cfg, name)
         if not lo <= value <= hi:
             raise ValueError(f"--{name.replace('_', '-')} = {value}: out of range, allowed {lo}..{hi}")
-    from spade_rllib.output_paths import check_fresh_directory, check_not_in_checkpoint, check_output_path
+    from spade_rllib.artifacts.output_paths import check_fresh_directory, check_not_in_checkpoint, check_output_path
 
     check_output_path(cfg.out, "--out", directory=True)  # before minutes of games, not after
     check_not_in_checkpoint(cfg.out, "--out")
@@ -253,12 +253,12 @@ def build_role_pool(cfg: EvalConfig, info):
     """The pool of a role game's run: per role its main, its frozen snapshots (with `cfg.league`) and the
     bots (``<bot>_<role>``). Fills `cfg.env_id`, `cfg.env_setup` (with "roles"), `cfg.player_roles`,
     `cfg.main_id` (the first role's main). Returns ({player_id: PlayerSpec}, legend)."""
-    from spade_rllib.checkpoint_layout import checkpoint_env_roles, member_module
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_env_roles, member_module
     from spade_rllib.evaluation.match_engine import make_game_env
     from spade_rllib.evaluation.players import (BOT_KIND, MODULE_KIND, PlayerSpec,
                                                 bots_for_env, default_bots_for_env)
     from spade_rllib.games.roles import game_roles
-    from spade_rllib.validation import ConfigError
+    from spade_rllib.core.validation import ConfigError
 
     mains = [m for m in info.module_ids if role_of_module(m)]
     recorded = checkpoint_env_id(info)
@@ -452,7 +452,7 @@ def evaluate(cfg: EvalConfig) -> dict:
 
 def print_exploitability(cfg: EvalConfig) -> int:
     """`--exploitability`: one line per checkpoint (main, members, league mixtures); exit 2 on a bad checkpoint."""
-    from spade_rllib.exploitability_report import checkpoint_exploitability, exploitability_text
+    from spade_rllib.players.exploitability_report import checkpoint_exploitability, exploitability_text
 
     for path in [*cfg.checkpoints, *cfg.vs_checkpoints]:
         try:

@@ -24,8 +24,8 @@ The file is written atomically (an interrupted export leaves the previous file w
 not lie inside a checkpoint, and an existing file is replaced only when it is an export of this
 command (its metadata says so) or with `--force`. A league export's folder belongs to one run: another run's league
 is written into it only with `--replace`, and the earlier export's member files are then removed
-(`spade_rllib.league_export`). `--module league:average` writes such a folder around ONE network distilled from a
-mixture (`spade_rllib.league_average`; `--average-from`, `--average-steps`, `--average-games`, `--average-seed`,
+(`spade_rllib.players.league_export`). `--module league:average` writes such a folder around ONE network distilled from a
+mixture (`spade_rllib.players.league_average`; `--average-from`, `--average-steps`, `--average-games`, `--average-seed`,
 checked before anything is loaded).
 """
 from __future__ import annotations
@@ -38,11 +38,11 @@ from typing import Sequence
 
 import numpy as np
 
-from spade_rllib.atomic_io import atomic_path, write_text
+from spade_rllib.artifacts.atomic_io import atomic_path, write_text
 from spade_rllib.cli import add_debug_flag, cli_entry
-from spade_rllib.league_player import league_mode
-from spade_rllib.checkpoint_layout import resolve_checkpoint
-from spade_rllib.policy import DEFAULT_MODULE_ID, Policy, PolicyLoadError, load_policy
+from spade_rllib.players.league_player import league_mode
+from spade_rllib.artifacts.checkpoint_layout import resolve_checkpoint
+from spade_rllib.players.policy import DEFAULT_MODULE_ID, Policy, PolicyLoadError, load_policy
 
 OPSET = 17
 MIN_OPSET, MAX_OPSET = 9, 20
@@ -255,13 +255,13 @@ def check_recurrent_episode(policy: Policy, path: str | Path, observations: Sequ
 
 def export_league(policy, out_dir: str | Path, opset: int = OPSET, check: bool = True):
     """Write the league as one player (a `MixturePolicy`, or the `AveragePolicy` of ``league:average``: one member,
-    itself) into the directory `out_dir` (`spade_rllib.league_export` says what each file holds); returns its
+    itself) into the directory `out_dir` (`spade_rllib.players.league_export` says what each file holds); returns its
     `LeagueExport`."""
-    from spade_rllib.league_export import (
+    from spade_rllib.players.league_export import (
         AVERAGE_POLICY_FILE, FORMAT, HOW_TO_PLAY, MIXTURE_FILE, VERSION, LeagueExport, export_files, member_file, read_manifest,
         run_of, write_average_policy,
     )
-    from spade_rllib.league_player import openspiel_game
+    from spade_rllib.players.league_player import openspiel_game
 
     out = Path(out_dir)
     earlier = read_manifest(out)  # its files not written again are removed once the new manifest is in place
@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="league:<mode>: write over an export of another run in --out (its member files are removed)")
     p.add_argument("--no-check", action="store_false", dest="check",
                    help="skip comparing onnxruntime's logits with torch's")
-    from spade_rllib import league_average
+    from spade_rllib.players import league_average
 
     league_average.add_arguments(p)
     add_debug_flag(p)
@@ -332,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not MIN_OPSET <= args.opset <= MAX_OPSET:
         print(f"error: --opset = {args.opset}: out of range, allowed {MIN_OPSET}..{MAX_OPSET}", file=sys.stderr)
         return 2
-    from spade_rllib.output_paths import check_fresh_directory, check_not_in_checkpoint, check_output_path, check_overwrite
+    from spade_rllib.artifacts.output_paths import check_fresh_directory, check_not_in_checkpoint, check_output_path, check_overwrite
 
     try:
         league = league_mode(args.module) is not None
@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_output_path(args.out, "--out", directory=league)  # before loading anything
     check_not_in_checkpoint(args.out, "--out")
     if league:
-        from spade_rllib.league_export import export_run, read_manifest, run_of
+        from spade_rllib.players.league_export import export_run, read_manifest, run_of
 
         earlier = read_manifest(args.out)
         if earlier is None:

@@ -19,12 +19,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from spade_rllib.checkpoint_layout import checkpoint_env_id, checkpoint_env_setup, resolve_checkpoint
+from spade_rllib.artifacts.checkpoint_layout import checkpoint_env_id, checkpoint_env_setup, resolve_checkpoint
 from spade_rllib.cli import add_debug_flag, cli_entry
 from spade_rllib.evaluation.match_engine import make_game_env, render_modes
 from spade_rllib.games import canonical_env_id, find_game, game_ids, make_bot
 from spade_rllib.games.adapter import AECGame, wrap_env
-from spade_rllib.policy import (
+from spade_rllib.players.policy import (
     DEFAULT_MODULE_ID,
     Policy,
     PolicyLoadError,

@@ -10,153 +10,41 @@
   in the standard Tune layout under `experiment.storage_path/experiment.name/`.
 * SIGINT and SIGTERM stop the run after the current iteration (final checkpoint, summary naming the
   iteration and the resume command; exit 130 / 143); a second one ends it at once.
-* Console: one compact line per iteration, then the end-of-run summary (`spade_rllib.run_summary`:
+* Console: one compact line per iteration, then the end-of-run summary (`spade_rllib.training.run_summary`:
   the result paths and, for games, a final evaluation of the last checkpoint against `evaluation.opponents`).
 * `--resume PATH` continues from the newest checkpoint under PATH (a checkpoint, trial or
   experiment directory; the highest number wins, as for the loader), after checking that its
   weights, env and model fit the config. Iterations, env-step counters and league/curriculum state continue;
   `training.stop.time_s` counts the new session only.
 
-The command line over `spade_rllib.tuner_inputs` (stop criteria, Tune configs, the trainable,
-`result_value`), which sweeps, `tune.py` and the benches import.
+The command line over `spade_rllib.training.tuner_inputs` (stop criteria, Tune configs, the trainable,
+`result_value`), which sweeps, `tune.py` and the benches import. What it prints lives in `training.console`
+(the per-iteration line, the live panel, the Tune callback) and `training.run_summary` (the end). What stays
+here is the command's own: its arguments, the config they resolve to (with `--resume`: the newest whole
+checkpoint, `find_checkpoint`, and the run's saved config, `saved_config_for`), the Ray it starts or attaches to
+(`start_ray`, by `--address`), and the one Tune run (`main`).
 """
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import re
 import sys
 import time
 from pathlib import Path
 from typing import Optional
 
-from spade_rllib.checkpoint_layout import CheckpointError, RL_MODULE_SUBPATH, RUN_CONFIG_FILE
+from spade_rllib.artifacts.checkpoint_layout import CheckpointError, RL_MODULE_SUBPATH, RUN_CONFIG_FILE
 from spade_rllib.cli import add_debug_flag, cli_entry, config_error
-from spade_rllib.config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
-from spade_rllib.outcome import MAIN
-from spade_rllib.run_summary import heldout_scores, print_summary
-from spade_rllib.tuner_inputs import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
+from spade_rllib.config.run_config import ConfigError, RunConfig, apply_overrides, load_raw, parse_config
+from spade_rllib.training.console import console_callback
+from spade_rllib.training.run_summary import print_summary
+from spade_rllib.training.tuner_inputs import (make_tune_config, make_tune_run_config, result_value,  # noqa: F401 - the library pieces
                                    stop_criteria, storage_uri_or_path, trainable_and_param_space)
 
 FINAL_EVAL_GAMES = 200  # games per opponent in the end-of-run evaluation
 MAX_FINAL_EVAL_GAMES = 100_000
 MAX_FINAL_REPLAYS = 100
 FINAL_REPLAYS = 2  # GIF replays of the last checkpoint's games in the run's report
-
-
-# ---------------------------------------------------------------------------------------------
-# Console
-# ---------------------------------------------------------------------------------------------
-
-
-_SNAPSHOT_ID = re.compile(r".+_v\d+")
-
-
-def format_line(result: dict) -> str:
-    """One compact line for an iteration result."""
-    it = int(result.get("training_iteration", 0))
-    steps = result_value(result, "env_runners/num_env_steps_sampled_lifetime", 0)
-    sps = result_value(result, "env_runners/num_env_steps_sampled_lifetime_throughput", math.nan)
-    if not isinstance(sps, (int, float)) or math.isnan(sps):
-        sps = result_value(result, "env_runners/num_env_steps_sampled", 0) / max(1e-9, float(result.get("time_this_iter_s", 1e-9)))
-    ret = result_value(result, "env_runners/episode_return_mean")
-    parts = [f"iter {it:4d}", f"steps {int(steps):>9,d}", f"{sps:7,.0f} sps", f"ret {ret:+.3f}" if isinstance(ret, float) else f"ret {ret}"]
-    # League snapshots (main_v<N>, main_exploiter_0_v<N>, ...) share one aggregate, so the line
-    # stays compact as the league grows.
-    wdl: dict[str, list[float]] = {}
-    for opp, m in sorted((result.get("train") or {}).items()):
-        if isinstance(m, dict) and m.get("games"):
-            row = wdl.setdefault("league" if _SNAPSHOT_ID.fullmatch(opp) else opp, [0.0, 0.0, 0.0, 0.0])
-            for i, k in enumerate(("win_rate", "draw_rate", "loss_rate")):
-                row[i] += m[k] * m["games"]
-            row[3] += m["games"]
-    # Entropy and game counts per opponent make a collapse (entropy -> 0, one opponent crowding out
-    # the others, e.g. PFSP starving the random reference) visible on the line itself.
-    entropy = result_value(result, f"learners/{MAIN}/entropy")
-    if isinstance(entropy, (int, float)) and not math.isnan(entropy):
-        parts.append(f"entropy {entropy:.2f}")
-    for opp, (w, d, l, n) in wdl.items():
-        parts.append(f"vs {opp} ({n:g}) W/D/L {w / n:.2f}/{d / n:.2f}/{l / n:.2f}")
-    ev = result.get("eval") or {}
-    evs = [f"{opp} {m['win_rate']:.2f}" for opp, m in sorted(ev.items()) if isinstance(m, dict) and not math.isnan(m.get("win_rate", math.nan))]
-    if evs:
-        parts.append("eval win " + ", ".join(evs))
-    league_size = result_value(result, "league/size")
-    if not (isinstance(league_size, float) and math.isnan(league_size)):
-        text = f"league {league_size:g}"
-        rating, snap = result_value(result, "league/main_rating"), result_value(result, "league/snapshot_event", 0.0)
-        if isinstance(rating, (int, float)) and not math.isnan(rating):
-            text += f" elo {rating:.0f}"
-        wr = result_value(result, "league/main_win_rate")
-        if isinstance(wr, (int, float)) and not math.isnan(wr):
-            text += f" wr {wr:.2f}"
-        if isinstance(snap, (int, float)) and snap > 0:
-            text += " +snapshot"
-        parts.append(text)
-        learners = result_value(result, "league/learner", {})  # exploiters: their own win rate, snapshots
-        for name, m in sorted(learners.items() if isinstance(learners, dict) else ()):
-            if isinstance(m, dict):
-                wr = m.get("win_rate", math.nan)
-                wr_text = "-" if not isinstance(wr, (int, float)) or math.isnan(wr) else f"{wr:.2f}"
-                parts.append(f"{name} wr {wr_text} v{int(m.get('snapshots', 0))}")
-    diff = result_value(result, "curriculum/difficulty")
-    if not (isinstance(diff, float) and math.isnan(diff)):
-        parts.append(f"difficulty {diff:.2f}")
-    buf = result_value(result, "curriculum/buffer_size")  # plr
-    if isinstance(buf, (int, float)) and not math.isnan(buf):
-        parts.append(f"plr buffer {buf:g} replay {result_value(result, 'curriculum/replay_share'):.2f}")
-    held = result_value(result, "heldout/rusher_tagger/win_rate")
-    if isinstance(held, (int, float)) and not math.isnan(held):
-        score = result_value(result, "heldout/rusher_tagger/score")
-        parts.append(f"heldout vs rusher_tagger win {held:.2f} score {score:.2f} (it {result_value(result, 'heldout/iteration'):g})")
-    else:  # CTF: main's held-out score against each ladder bot
-        scores = heldout_scores(result)
-        if scores:
-            parts.append("heldout score " + " ".join(f"{o} {s:.2f}" for o, s in scores.items())
-                         + f" (it {result_value(result, 'heldout/iteration'):g})")
-    phases = result_value(result, "spade/phase_s", {})
-    if isinstance(phases, dict) and phases:  # where this iteration's wall time went (spade_rllib.phases)
-        from spade_rllib.phases import phase_ms_text
-
-        text = phase_ms_text(phases)
-        if text:
-            parts.append(text)
-    return " | ".join(parts)
-
-
-def console_callback(cfg: Optional[RunConfig] = None, live: Optional[bool] = None):
-    """A Tune callback showing each result (`spade_rllib.console`: a live panel on a terminal, short
-    lines otherwise; the full `format_line` in the trial's iterations.log) instead of Tune's table."""
-    from ray.tune import Callback
-
-    from spade_rllib.console import RunConsole
-
-    budget = cfg.training.stop.time_s if cfg is not None else None
-    title = f"{cfg.env.id} / {cfg.experiment.name}" if cfg is not None else "training"
-
-    class SpadeConsole(Callback):
-        def __init__(self):
-            self.last_result: Optional[dict] = None
-            self.trial_path: Optional[str] = None
-            self.view = RunConsole(budget, title, format_line, live=live,
-                                   budget_steps=cfg.training.stop.env_steps if cfg is not None else None)
-
-        def on_trial_result(self, iteration, trials, trial, result, **info):
-            self.last_result = result
-            self.trial_path = trial.path
-            self.view.on_result(result, trial.path)
-
-        def on_trial_error(self, iteration, trials, trial, **info):
-            self.view.close()
-            self.trial_path = trial.path
-            error_file = Path(trial.path) / "error.txt"
-            print(f"trial {trial.trial_id} failed" + (f"; see {error_file}" if error_file.is_file() else ""), flush=True)
-
-        def on_experiment_end(self, trials, **info):
-            self.view.close()
-
-    return SpadeConsole()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,7 +60,7 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
     # and a TensorBoard hint pointing at the session's staging dir); our summary prints the paths.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "0")
-    from spade_rllib.console import quiet_ray_noise
+    from spade_rllib.training.console import quiet_ray_noise
 
     quiet_ray_noise()
     if address:
@@ -185,7 +73,7 @@ def start_ray(cfg: RunConfig, address: Optional[str]) -> None:
     quiet_ray_noise()  # ray.init replaces the handlers
     url = getattr(ctx, "dashboard_url", None)
     if url:
-        from spade_rllib.console import dashboard_line
+        from spade_rllib.training.console import dashboard_line
 
         print(dashboard_line(url), flush=True)
 
@@ -194,7 +82,7 @@ def find_checkpoint(path: str) -> str:
     """The newest whole checkpoint at or under `path`, by the loader's rule
     (`checkpoint_layout.newest_checkpoint`: the highest number; a damaged one skipped with a note).
     Pointing at a damaged checkpoint directly is a `ConfigError`."""
-    from spade_rllib.checkpoint_layout import checkpoint_problem, is_algorithm_checkpoint, newest_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_problem, is_algorithm_checkpoint, newest_checkpoint
 
     p = Path(os.path.expanduser(path)).resolve()
     if not p.exists():
@@ -279,7 +167,7 @@ def resolve_config(args: argparse.Namespace, resolve: bool = True) -> tuple[RunC
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.help_config:
-        from spade_rllib.config import describe
+        from spade_rllib.config.run_config import describe
 
         print(describe())
         return 0
@@ -288,12 +176,12 @@ def main(argv=None) -> int:
     except ConfigError as e:
         return config_error(e, argv)
     if args.print_config:
-        from spade_rllib.config import dump_config
+        from spade_rllib.config.run_config import dump_config
 
         print(dump_config(cfg), end="")
         return 0
     try:  # about this machine: stop condition, storage, CPUs/GPUs; the env, model size and resume fit
-        from spade_rllib.preflight import check_launch
+        from spade_rllib.config.preflight import check_launch
         from spade_rllib.rllib.env_description import check_env_builds
         from spade_rllib.rllib.model_config import check_modules_fit_memory
         from spade_rllib.rllib.resume_fit import check_resume
@@ -301,7 +189,7 @@ def main(argv=None) -> int:
         check_launch(cfg, address=args.address)
         info = check_env_builds(cfg)
         check_modules_fit_memory(cfg, info)
-        from spade_rllib.teacher_cost import check_teacher_cost
+        from spade_rllib.training.teacher_cost import check_teacher_cost
 
         check_teacher_cost(cfg)  # a teacher's cost per learner step, printed (refused past agent.teacher_max_ms)
         if checkpoint is not None:
@@ -309,14 +197,14 @@ def main(argv=None) -> int:
     except ConfigError as e:
         return config_error(e, argv)
 
-    from spade_rllib.provenance import collect_runinfo
+    from spade_rllib.artifacts.provenance import collect_runinfo
 
     runinfo = collect_runinfo(cfg.experiment.seed, cfg.source_path, extra={"resumed_from": checkpoint})
     try:
         start_ray(cfg, args.address)
         # Build once here so env/model problems surface before Tune starts.
         trainable, param_space = trainable_and_param_space(cfg, runinfo=runinfo, restore_from=checkpoint)
-        from spade_rllib.console import quiet_ray_noise
+        from spade_rllib.training.console import quiet_ray_noise
 
         quiet_ray_noise()  # RLlib's loggers exist now
     except ConfigError as e:
@@ -332,7 +220,7 @@ def main(argv=None) -> int:
     print(f"training {cfg.env.id} ({how}) as {cfg.experiment.name!r}; stop: {stop}", flush=True)
     t0 = time.time()
     from spade_rllib.reporting.tensorboard import heatmap_callback
-    from spade_rllib.trackers import tracker_callbacks
+    from spade_rllib.config.trackers import tracker_callbacks
 
     from spade_rllib.rllib.recovery import recovery_callbacks
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from spade_rllib.cli import add_debug_flag, cli_entry, config_error
-from spade_rllib.config import ConfigError
+from spade_rllib.config.run_config import ConfigError
 from spade_rllib.sweeps.sweep_spec import (
     SweepSpec,
     available_sweeps,
@@ -101,7 +101,7 @@ def check_local_gpus(args: argparse.Namespace, base: dict) -> None:
     key, value = ("--gpus-per-trial", args.gpus_per_trial) if args.gpus_per_trial else ("resources.num_gpus_per_learner", per_learner)
     if not value:
         return
-    from spade_rllib.resources import machine_gpus
+    from spade_rllib.config.resources import machine_gpus
 
     if machine_gpus() == 0:
         raise ConfigError(f"{key} {value:g}: out of range, this machine has no GPU (torch.cuda.is_available() is False); "
@@ -273,7 +273,7 @@ def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
     if address or os.environ.get("RAY_ADDRESS"):  # `ray job submit` sets RAY_ADDRESS: attach to that cluster
         ray.init(address=address, log_to_driver=False)
         return
-    from spade_rllib.console import dashboard_line, quiet_ray_noise
+    from spade_rllib.training.console import dashboard_line, quiet_ray_noise
     from spade_rllib.rllib.local_ray import init_local_ray
 
     ctx = init_local_ray(num_cpus=num_cpus, log_to_driver=False, configure_logging=True, logging_level="WARNING")
@@ -286,10 +286,10 @@ def start_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
 def build_tuner(spec: SweepSpec, base: dict, args: argparse.Namespace, storage: str, runinfo: Optional[dict]):
     from ray import tune
 
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.sweeps.progress import SweepProgress
     from spade_rllib.sweeps.trainable import SweepPPO
-    from spade_rllib.tuner_inputs import make_tune_run_config
+    from spade_rllib.training.tuner_inputs import make_tune_run_config
 
     cfg = parse_config(base)
     cfg.experiment.name = spec.experiment_name
@@ -328,7 +328,7 @@ def main(argv=None) -> int:
         spec, base = resolve(args)
         storage = storage_root(args, base)
         exp_dir = experiment_dir(storage, spec)
-        from spade_rllib.output_paths import check_storage_path
+        from spade_rllib.artifacts.output_paths import check_storage_path
 
         check_storage_path(storage, "--storage")  # a path under a regular file fails here, not in Tune
         template = trial_template(spec, base, args)  # every trial's combination of values is valid
@@ -337,8 +337,8 @@ def main(argv=None) -> int:
         if (base.get("agent") or {}).get("teacher"):  # the base config's teacher, timed and printed (train does too)
             import copy
 
-            from spade_rllib.config import parse_config
-            from spade_rllib.teacher_cost import check_teacher_cost
+            from spade_rllib.config.run_config import parse_config
+            from spade_rllib.training.teacher_cost import check_teacher_cost
 
             check_teacher_cost(parse_config(copy.deepcopy(base)))
         if args.dry_run:
@@ -350,7 +350,7 @@ def main(argv=None) -> int:
         os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     from ray import tune
 
-    from spade_rllib.provenance import collect_runinfo
+    from spade_rllib.artifacts.provenance import collect_runinfo
     from spade_rllib.sweeps.trainable import SweepPPO
 
     if args.resume and not tune.Tuner.can_restore(exp_dir):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_rllib.config import ConfigError, load_config
+from spade_rllib.config.run_config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 MAZERACE = str(ROOT / "tune_configs" / "mazerace.yaml")
@@ -52,7 +52,7 @@ def test_resume_that_changes_the_model_is_refused_naming_the_key(checkpoints, ga
 
 
 def test_resume_may_switch_bf16_and_keys_the_module_ignores(checkpoints):
-    from spade_rllib.model_compat import effective_model_config, model_differences
+    from spade_rllib.config.model_compat import effective_model_config, model_differences
     from spade_rllib.rllib.resume_fit import check_resume
 
     check_resume(load_config(MAZERACE, TINY + ["agent.model.train_bf16=true"]), str(checkpoints["maze"]))
@@ -64,8 +64,8 @@ def test_resume_may_switch_bf16_and_keys_the_module_ignores(checkpoints):
 
 
 def test_saved_tensors_are_checked_against_the_module_the_config_builds(checkpoints):
-    from spade_rllib.checkpoint_layout import resolve_checkpoint
-    from spade_rllib.policy import load_module
+    from spade_rllib.artifacts.checkpoint_layout import resolve_checkpoint
+    from spade_rllib.players.policy import load_module
     from spade_rllib.rllib.resume_fit import _module_misfit
 
     module = load_module(resolve_checkpoint(str(checkpoints["maze"])), "main")
@@ -209,7 +209,7 @@ def test_memory_refusal_names_map_channels_when_they_are_the_cause():
 
 
 def test_corrupt_config_yaml_in_a_trial_is_named(tmp_path):
-    from spade_rllib.checkpoint_layout import CheckpointError, checkpoint_env_setup, resolve_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import CheckpointError, checkpoint_env_setup, resolve_checkpoint
     from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
     from spade_rllib.train import parse_args, resolve_config
 

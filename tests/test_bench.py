@@ -18,7 +18,7 @@ QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")
 
 
 def test_league_curriculum_overrides_validate_and_keep_the_level_size():
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     cfg = load_config(QUICKSTART, [*LEAGUE_ON, *curriculum_on(4.0)])
     assert cfg.league.enabled and cfg.curriculum.enabled and cfg.curriculum.strategy == "threshold"
@@ -31,7 +31,7 @@ def test_league_curriculum_overrides_validate_and_keep_the_level_size():
 
 
 def test_ceiling_overlapped_vs_serial():
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     ahead = load_config(QUICKSTART, ["training.num_env_runners=1", "training.sample_ahead=true"])
     sync = load_config(QUICKSTART, ["training.num_env_runners=1", "training.sample_ahead=false"])
@@ -64,7 +64,7 @@ def test_self_timers_are_exclusive_and_keep_staticmethods():
 
 
 def test_env_only_ceiling_runs_the_runner_adapter():
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     cfg = load_config(QUICKSTART, ["training.num_envs_per_runner=4", "env.level_pool=8"])
     sps, obs = env_only(cfg, 0.2)

@@ -192,7 +192,7 @@ def test_mcts_bots_by_name_and_the_default_evaluation_pool():
 
 
 def test_run_config_accepts_connect_four_bots():
-    from spade_rllib.config import ConfigError, parse_config
+    from spade_rllib.config.run_config import ConfigError, parse_config
 
     cfg = parse_config({"env": {"id": ENV_ID}, "self_play": {"opponent_mix": {"bot:tactical": 0.2}},
                         "evaluation": {"opponents": ["random", "bot:tactical", "bot:lookahead"]}})

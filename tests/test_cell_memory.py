@@ -199,7 +199,7 @@ def test_onnx_and_policy_of_a_planner_run_act_on_its_envs_observations(tmp_path)
     """A CaptureTheFlag run with the cell memory, the plan and the learned planner exports to ONNX with torch's
     logits on real observations, and `load_policy` plays it (evaluation and `play` act through it)."""
     from spade_rllib.export import export_onnx, onnx_logits, torch_logits
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
     from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
     policy = load_policy(save_tiny_checkpoint(tmp_path / "ctf", "CaptureTheFlag-v0", seed=4, env_kwargs=MEMORY_KWARGS,
@@ -216,7 +216,7 @@ def test_onnx_and_policy_of_a_planner_run_act_on_its_envs_observations(tmp_path)
 
 
 def test_planner_keys_are_checked_before_ray():
-    from spade_rllib.config import ConfigError, parse_config
+    from spade_rllib.config.run_config import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match=r"agent.model.planner = 'vin': plans on a cell memory, .*cell_memory"):
         parse_config({"env": {"id": "CaptureTheFlag-v0"}, "agent": {"model": {"planner": "vin"}}})
@@ -231,7 +231,7 @@ def test_planner_keys_are_checked_before_ray():
 def test_league_with_the_cell_memory_plan_and_learned_planner(ray_session):
     """env.kwargs cell_memory + plan and agent.model.planner through the whole pipeline: runners act, the learner
     trains, snapshots of main play in the league, main's weights carry the planner."""
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     model = {"hidden": [16], "planner": "vin", "planner_iterations": 4, "planner_channels": 4}

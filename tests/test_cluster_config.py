@@ -192,7 +192,7 @@ def _multinode_check():
 def test_multinode_flagship_entrypoint_is_the_users_command_and_a_valid_config(tmp_path):
     """The flagship job is `python -m spade_rllib.train --config tune_configs/flagship.yaml --address auto`
     with `--set` overrides that the config accepts: 2 env runners, league and PLR left on."""
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     mc = _multinode_check()
     ep = mc.FLAGSHIP_ENTRYPOINT

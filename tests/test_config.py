@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_rllib.config import ConfigError, RunConfig, apply_overrides, dump_config, load_config, parse_config
+from spade_rllib.config.run_config import ConfigError, RunConfig, apply_overrides, dump_config, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ["quickstart.yaml", "connect_four.yaml", "cartpole.yaml"]
@@ -33,8 +33,7 @@ def test_shipped_configs_parse_and_round_trip(name):
 @pytest.mark.parametrize("path", sorted((ROOT / "tune_configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_config_fits_a_two_cpu_machine(path):
     """`make demo` and the README's commands run on 2 CPUs: no shipped config may ask an embedded Ray for more."""
-    from spade_rllib import resources
-
+    from spade_rllib.config import resources
     cfg = load_config(str(path))
     resources.check_resources(cfg, resources.required_resources(cfg), cpus=2, gpus=0)
 
@@ -250,7 +249,7 @@ def test_nan_and_inf_from_yaml_and_set_are_refused(tmp_path):
 
 def test_shipped_data_paths_resolve_from_any_working_directory(tmp_path, monkeypatch):
     """A relative `spade_rllib/...` path the working directory lacks names the installed package's data."""
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     monkeypatch.chdir(tmp_path)
     cfg = load_config(str(ROOT / "tune_configs" / "quickstart.yaml"))

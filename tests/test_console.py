@@ -34,7 +34,7 @@ def _result(n_opponents: int = 6) -> dict:
 
 
 def test_short_line_fits_80_columns_and_keeps_the_first_fields():
-    from spade_rllib.console import short_line
+    from spade_rllib.training.console import short_line
 
     for n in (0, 1, 3, 12):
         line = short_line(_result(n), budget_s=200)
@@ -44,7 +44,7 @@ def test_short_line_fits_80_columns_and_keeps_the_first_fields():
 
 
 def test_short_line_cuts_the_score_list_after_a_score_never_after_a_name():
-    from spade_rllib.console import short_line
+    from spade_rllib.training.console import short_line
 
     for n in range(2, 9):
         line = short_line(_result(n), budget_s=200)
@@ -57,7 +57,7 @@ def test_short_line_cuts_the_score_list_after_a_score_never_after_a_name():
 def test_panel_renders_every_field_within_80_columns():
     from rich.console import Console
 
-    from spade_rllib.console import panel
+    from spade_rllib.training.console import panel
 
     console = Console(width=80, record=True, file=open(os.devnull, "w"))
     console.print(panel(_result(3), 200, "CaptureTheFlag-v0 / quickstart"))
@@ -69,7 +69,7 @@ def test_panel_renders_every_field_within_80_columns():
 
 
 def test_commands_are_wrapped_with_continuations():
-    from spade_rllib.console import ready_commands, wrap_command
+    from spade_rllib.training.console import ready_commands, wrap_command
 
     long = ["python", "-m", "spade_rllib.evaluate", "--checkpoint", "results/quickstart/" + "x" * 50, "--out", "y"]
     lines = wrap_command(long)
@@ -84,8 +84,8 @@ def test_commands_are_wrapped_with_continuations():
 
 
 def test_final_table_shows_the_configured_verdicts():
-    from spade_rllib.console import final_table
-    from spade_rllib.targets import target_verdicts
+    from spade_rllib.training.console import final_table
+    from spade_rllib.training.targets import target_verdicts
 
     final = {"final/random/win_rate": 0.95, "final/random/draw_rate": 0.05, "final/random/loss_rate": 0.0,
              "final/bot:rusher/win_rate": 0.6, "final/bot:rusher/draw_rate": 0.1, "final/bot:rusher/loss_rate": 0.3,
@@ -99,7 +99,7 @@ def test_final_table_shows_the_configured_verdicts():
 def test_ray_noise_is_filtered_from_the_console(caplog):
     import logging
 
-    from spade_rllib.console import _NoiseFilter
+    from spade_rllib.training.console import _NoiseFilter
 
     flt = _NoiseFilter()
     rec = logging.LogRecord("ray.rllib", logging.WARNING, "x", 1, "You are running PPO on the new API stack! ...", None, None)
@@ -172,7 +172,7 @@ def test_off_a_terminal_lines_are_throttled_and_the_last_one_is_kept(tmp_path):
     """Without a TTY at most one short line per `line_every_s`; close() prints the last result's line."""
     import io
 
-    from spade_rllib.console import RunConsole
+    from spade_rllib.training.console import RunConsole
 
     out = io.StringIO()
     view = RunConsole(200, "t", full_line=lambda r: f"iter {r['training_iteration']}", live=False, out=out, line_every_s=3600)

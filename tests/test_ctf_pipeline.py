@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from spade_rllib.games import bot_names, default_bot_names
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.games import heldout_dir
 from spade_rllib.games import CTF_ID, MAZERACE_ID, canonical_env_id, env_kind, is_level_game
-from spade_rllib.policy import PolicyLoadError, load_policy
+from spade_rllib.players.policy import PolicyLoadError, load_policy
 from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 HELDOUT_DIR, HELDOUT_CTF_DIR = heldout_dir(MAZERACE_ID), heldout_dir(CTF_ID)
@@ -70,7 +70,7 @@ def test_config_allows_level_options_and_checks_bots_per_game():
 
 @pytest.mark.parametrize("name", ["quickstart.yaml", "league.yaml", "league_exploiters.yaml", "curriculum.yaml", "plr.yaml"])
 def test_headline_configs_play_ctf(name):
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     cfg = load_config(f"tune_configs/{name}")
     assert cfg.env.id == CTF_ID
@@ -118,7 +118,7 @@ def test_tag_reward_shapes_training_games_only():
 
 
 def test_counter_means():
-    from spade_rllib.outcome import EpisodeOutcome
+    from spade_rllib.core.outcome import EpisodeOutcome
     from spade_rllib.rllib.metrics import counter_means
 
     a = EpisodeOutcome.of({"winner": "A", "main_team": 0, "tags": {"A": 2, "B": 1}, "captures": {"A": 1, "B": 0}})
@@ -168,7 +168,7 @@ def test_curriculum_builds_ctf_levels(strategy):
 
 def test_a_capture_completes_an_episode():
     from spade_rllib.curriculum.level_spec import outcome_completed
-    from spade_rllib.outcome import EpisodeOutcome
+    from spade_rllib.core.outcome import EpisodeOutcome
 
     assert outcome_completed(EpisodeOutcome.of({"winner": "A", "reason": "capture"}))
     assert not outcome_completed(EpisodeOutcome.of({"winner": "draw", "reason": "timeout"}))

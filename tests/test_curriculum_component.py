@@ -9,7 +9,7 @@ import pytest
 
 from spade_rllib.curriculum import CurriculumLevelSource, LevelSpec, make_strategy
 from spade_rllib.curriculum.level_spec import build_level
-from spade_rllib.config import parse_config
+from spade_rllib.config.run_config import parse_config
 from spade_rllib.rllib.components import EnvInfo
 from spade_rllib.rllib.curriculum_component import CurriculumComponent, make_component
 

@@ -13,7 +13,7 @@ from spade_rllib.curriculum import CurriculumLevelSource, LevelSpec, make_strate
 from spade_rllib.curriculum.maestro import MaestroStrategy, value_key
 from spade_rllib.league import League, LeagueConfig
 from spade_rllib.league.member_ids import MemberId
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.core.outcome import EpisodeOutcome
 
 
 def spec(i: int) -> LevelSpec:

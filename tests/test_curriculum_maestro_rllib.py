@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from spade_rllib.config import parse_config
+from spade_rllib.config.run_config import parse_config
 
 pytestmark = pytest.mark.ray
 

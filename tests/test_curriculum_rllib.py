@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.testing.state_equality import assert_exactly_equal
 
 pytestmark = pytest.mark.ray
@@ -100,7 +100,7 @@ def test_config_errors_name_the_key(section, expect):
 def test_shipped_configs(name, strategy):
     from pathlib import Path
 
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     cfg = load_config(str(Path(__file__).resolve().parents[1] / "tune_configs" / name))
     assert cfg.curriculum.enabled and cfg.curriculum.strategy == strategy and cfg.self_play.mode == "mirror"

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from spade_rllib.config import parse_config
+from spade_rllib.config.run_config import parse_config
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

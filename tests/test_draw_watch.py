@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from spade_rllib.draw_watch import DrawWatch, DrawWatchConfig
+from spade_rllib.training.draw_watch import DrawWatch, DrawWatchConfig
 from spade_rllib.rllib.draw_watch_component import DrawWatchComponent
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_rllib.config import ConfigError, load_config, parse_config
+from spade_rllib.config.run_config import ConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

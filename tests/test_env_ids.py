@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.games import EnvIdError, canonical_env_id, env_kind, parse_env_id, resolve_env
 from spade_rllib.games.adapter import AECGame, GymGame, ParallelGame, make_game_factory
 from spade_rllib.games.spaces import UnsupportedSpace, check_action_space

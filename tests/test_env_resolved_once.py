@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import spade_rllib.games.env_ids as ids
-from spade_rllib.config import parse_config, resolved_env_of
+from spade_rllib.config.run_config import parse_config, resolved_env_of
 from spade_rllib.games.resolved_env import ResolvedEnv, read_env_id
 
 

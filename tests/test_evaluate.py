@@ -158,7 +158,7 @@ def test_connect_four_masked_evaluation(setup, tmp_path):
 def test_a_run_with_its_own_observation_kwargs_is_evaluated_and_loaded_with_them(tmp_path):
     """A CaptureTheFlag run trained with env.kwargs that change the observation (a smaller view, the memory map)
     is loaded and evaluated with those kwargs from its config.yaml, not with the catalog's defaults."""
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
 
     kwargs = {"view_radius": 3, "seen_map": 5, "draw_reward": -0.1}
     ckpt = save_tiny_checkpoint(tmp_path / "run", "CaptureTheFlag-v0", seed=3, env_kwargs=kwargs)

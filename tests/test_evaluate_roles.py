@@ -12,7 +12,7 @@ import csv
 import numpy as np
 import pytest
 
-from spade_rllib.validation import ConfigError
+from spade_rllib.core.validation import ConfigError
 
 pytest.importorskip("mpe2")
 
@@ -124,7 +124,7 @@ def test_a_role_run_is_evaluated_alone_and_a_free_for_all_is_refused(tag_run, tm
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "is a role game's run" in err and "evaluate it alone" in err, err
     from spade_rllib.evaluate import playable_env_id
-    from spade_rllib.policy import PolicyLoadError
+    from spade_rllib.players.policy import PolicyLoadError
 
     with pytest.raises(PolicyLoadError, match=r"has 8 teams .*a free-for-all of more than two teams is not evaluated"):
         playable_env_id("pettingzoo.sisl:pursuit_v5", [], None)
@@ -132,7 +132,7 @@ def test_a_role_run_is_evaluated_alone_and_a_free_for_all_is_refused(tag_run, tm
 
 def test_a_league_on_a_free_for_all_is_one_line_before_ray():
     """pursuit_v5: 8 pursuers, each its own team; a league records two-team games only."""
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
 
     env = {"id": "pettingzoo.sisl:pursuit_v5", "kwargs": {"max_cycles": 5}}
     with pytest.raises(ConfigError) as err:

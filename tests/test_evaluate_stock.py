@@ -33,7 +33,7 @@ def stock_checkpoint(ray_session, tmp_path_factory):
 def test_stock_checkpoint_loads_exports_and_evaluates(stock_checkpoint, tmp_path):
     from spade_rllib.evaluate import EvalConfig, evaluate
     from spade_rllib.export import example_inputs, export_onnx, onnx_logits, torch_logits
-    from spade_rllib.policy import PolicyLoadError, load_policy
+    from spade_rllib.players.policy import PolicyLoadError, load_policy
 
     # The run recorded a private env name ("maze_stock_test"): the module's spaces decide.
     policy = load_policy(stock_checkpoint, env_id="MazeRace-v0")

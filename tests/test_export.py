@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from spade_rllib.export import example_inputs, export_onnx, onnx_logits, torch_logits
-from spade_rllib.policy import load_policy
+from spade_rllib.players.policy import load_policy
 from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 TOLERANCE = 1e-5

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.rllib.final_heldout_eval import ALL_PREFIX, PREFIX, heldout_levels_up_to, heldout_line, navigation_line
 
 CTF_MAPS = "spade_rllib/levels/heldout_ctf"
@@ -47,7 +47,7 @@ def test_still_results_per_map():
 
 
 def test_score_text_keeps_two_decimals_unless_they_cross_the_target():
-    from spade_rllib.targets import score_text
+    from spade_rllib.training.targets import score_text
 
     assert score_text(0.654) == "0.65" and score_text(0.7958, 0.8) == "0.796" and score_text(0.8049, 0.8) == "0.80"
     assert score_text(0.6951, 0.7) == "0.695" and score_text(0.6949, 0.7) == "0.69" and score_text(0.95, 0.95) == "0.95"

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -181,7 +181,7 @@ def test_policy_and_onnx_of_a_recurrent_box_module(tmp_path):
     """load_policy's Policy acts with a clipped float vector (deterministic: the clipped mean) and the
     recurrent ONNX graph (mean, log_std, state; float previous action) follows torch over an episode."""
     from spade_rllib.export import check_recurrent_episode, export_onnx, onnx_logits, torch_logits
-    from spade_rllib.policy import Policy
+    from spade_rllib.players.policy import Policy
 
     for model in ({}, LSTM):
         module = box_module(d=2, log_std_init=-0.5, **model)
@@ -229,7 +229,7 @@ def _greedy_return(policy, seeds=EVAL_SEEDS) -> float:
 def _train_and_save(cfg, env_steps: int, measure, tmp_path):
     """Build the algorithm, score its untrained main with `measure(policy)`, train to `env_steps`, save.
     Returns (score before training, checkpoint path, the last training result)."""
-    from spade_rllib.policy import Policy
+    from spade_rllib.players.policy import Policy
     from spade_rllib.rllib.algo_config import build_algo_config
 
     algo = build_algo_config(cfg).build_algo()
@@ -248,7 +248,7 @@ def _train_and_save(cfg, env_steps: int, measure, tmp_path):
 @pytest.mark.slow
 def test_pendulum_return_rises_checkpoints_and_exports(ray_session, tmp_path):
     from spade_rllib.export import export_onnx, onnx_logits, torch_logits
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
 
     cfg = parse_config(raw_config(PENDULUM, agent=PENDULUM_AGENT, training={"num_envs_per_runner": 8}))
     before, ckpt, _ = _train_and_save(cfg, PENDULUM_STEPS, _greedy_return, tmp_path)
@@ -282,7 +282,7 @@ def _greedy_team_return(policy, seeds=EVAL_SEEDS) -> float:
 @pytest.mark.slow
 def test_pistonball_continuous_team_return_rises_checkpoints_and_exports(ray_session, tmp_path):
     from spade_rllib.export import export_onnx, onnx_logits, torch_logits
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
 
     cfg = parse_config(raw_config(PISTONBALL, agent=PISTON_AGENT, training={"num_envs_per_runner": 8}))
     before, ckpt, result = _train_and_save(cfg, PISTON_STEPS, _greedy_team_return, tmp_path)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from spade_rllib.games.roles import name_stem, resolve_roles, role_module_id, role_of_module
-from spade_rllib.validation import ConfigError
+from spade_rllib.core.validation import ConfigError
 
 pytest.importorskip("mpe2")
 
@@ -81,7 +81,7 @@ def test_different_spaces_that_names_cannot_group_are_refused():
 
 def test_bad_roles_stop_the_config_before_ray():
     """`parse_config` (what `train` runs before Ray starts) builds the env once and refuses the mapping."""
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
 
     base = {"env": {"id": TAG, "kwargs": {"max_cycles": 5}}, "league": {"enabled": False}}
     with pytest.raises(ConfigError, match=r"^env.roles.advesary: names no agent of mpe2:simple_tag_v3 \(did you mean 'adversary'\?\)"):
@@ -127,7 +127,7 @@ def _ctx(iteration, weights):
 
 
 def _outcome(learner, opponent, learner_team, winner):
-    from spade_rllib.outcome import EpisodeOutcome
+    from spade_rllib.core.outcome import EpisodeOutcome
 
     return EpisodeOutcome(winner=winner, reason="timeout", length=100, learner_team=learner_team, learner=learner,
                           opponent=opponent, returns=(1.0, -1.0))
@@ -202,7 +202,7 @@ def test_a_plan_for_main_trains_every_role():
 # training (Ray)
 # ------------------------------------------------------------------------------------------------
 def _tag_config(seed=0, **league):
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
 
     return parse_config({
         "experiment": {"seed": seed},
@@ -216,8 +216,8 @@ def _tag_config(seed=0, **league):
 
 @pytest.mark.slow
 def test_simple_tag_trains_a_predator_and_a_prey_main_with_leagues_checkpoints_and_resumes(ray_session, tmp_path):
-    from spade_rllib.checkpoint_layout import resolve_checkpoint
-    from spade_rllib.policy import load_policy
+    from spade_rllib.artifacts.checkpoint_layout import resolve_checkpoint
+    from spade_rllib.players.policy import load_policy
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = _tag_config()
@@ -244,7 +244,7 @@ def test_simple_tag_trains_a_predator_and_a_prey_main_with_leagues_checkpoints_a
     assert (predator.feature_size, prey.feature_size) == (16, 14)
     assert load_policy(str(ckpt), "main_prey_v2").feature_size == 14  # a snapshot gets its role's architecture
     assert 0 <= predator.act(np.zeros(16, np.float32)) < 5
-    from spade_rllib.checkpoint_layout import PolicyLoadError
+    from spade_rllib.artifacts.checkpoint_layout import PolicyLoadError
 
     with pytest.raises(PolicyLoadError, match=r"role 'pray' is not in checkpoint .* \(did you mean 'prey'\?\); roles: predator, prey"):
         load_policy(str(ckpt), role="pray")

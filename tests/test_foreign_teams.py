@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from pettingzoo.utils.env import ParallelEnv
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 
 DIE_AT, JOIN_AT, HORIZON = 2, 1, 5
 
@@ -207,7 +207,7 @@ def test_eight_teams_play_and_evaluate(monkeypatch):
 
 def test_targets_only_from_the_config():
     """No hard-coded 90% vs random: rps_v2's optimum vs random is 0.5, and a config without targets gets no verdict."""
-    from spade_rllib.targets import WIN_RATE, configured_targets, target_verdicts
+    from spade_rllib.training.targets import WIN_RATE, configured_targets, target_verdicts
 
     final = {"final/random/win_rate": 0.34, "final/random/draw_rate": 0.33}
     cfg = parse_config({"env": {"id": "pettingzoo.classic:rps_v2"}}).to_dict()
@@ -219,8 +219,8 @@ def test_targets_only_from_the_config():
 
 
 def test_cooperative_summary_is_the_team_return():
-    from spade_rllib.console import team_line
-    from spade_rllib.outcome import EpisodeOutcome
+    from spade_rllib.training.console import team_line
+    from spade_rllib.core.outcome import EpisodeOutcome
     from spade_rllib.rllib.metrics import team_returns
 
     records = [EpisodeOutcome(winner=None, length=25, returns=(r,), success=s)
@@ -266,7 +266,7 @@ def _team_return_rise(ray_session, overrides: list, env_steps: int, games: int) 
     """(team return before, after, 95% interval of the difference) of `pettingzoo_coop.yaml` with
     `overrides`, trained for `env_steps` env steps in this process; both evaluations play `games`
     episodes with sampled actions from the same random stream (env seeds and action draws)."""
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     seed = int(os.environ.get("SPADE_TEAM_SEED", "0"))  # the docs' other seeds: SPADE_TEAM_SEED=1 pytest -s ...

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spade_rllib.config import ConfigError, load_config, load_raw, parse_config
+from spade_rllib.config.run_config import ConfigError, load_config, load_raw, parse_config
 from spade_rllib.envs import Level, LevelError
 
 ROOT = Path(__file__).resolve().parents[1]

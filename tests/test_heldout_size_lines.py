@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.config.run_config import ConfigError, parse_config
+from spade_rllib.core.outcome import EpisodeOutcome
 from spade_rllib.rllib.final_heldout_eval import MAP_PREFIX, SIZE_PREFIX, heldout_levels_up_to, size_class, size_class_metrics, size_lines
 
 CTF_MAPS = "spade_rllib/levels/heldout_ctf"
@@ -60,7 +60,7 @@ def test_config():
     off = parse_config({"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"final_heldout_size_opponents": ["bot:rusher"]}})
     assert off.evaluation.final_heldout_levels == []
     for name in ("quickstart", "flagship"):
-        from spade_rllib.config import load_config
+        from spade_rllib.config.run_config import load_config
 
         ev = load_config(f"tune_configs/{name}.yaml").evaluation
         assert ev.final_heldout_size_opponents == ["bot:rusher", "bot:raider", "bot:hybrid"]

@@ -1,7 +1,7 @@
 """keyed_uniform: the per-episode matchmaking draw (pure function of its integer keys)."""
 import numpy as np
 
-from spade_rllib.keyed_random import keyed_uniform
+from spade_rllib.core.keyed_random import keyed_uniform
 from spade_rllib.league.match_plan import MatchPlan, PlanEntry
 from spade_rllib.league.member_ids import MemberId
 from spade_rllib.rllib.plan import OpponentPlan

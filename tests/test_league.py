@@ -7,7 +7,7 @@ import csv
 import numpy as np
 import pytest
 
-from spade_rllib import ratings
+from spade_rllib.core import ratings
 from spade_rllib.league import MAIN, RANDOM, League, LeagueConfig, MatchPlan, MemberId, Role, pfsp_weights
 from spade_rllib.league.sampling import allocate_slots, win_rate_estimate
 
@@ -80,7 +80,7 @@ def test_config_bad_values_name_field_and_value(field, value):
     with pytest.raises(ValueError) as info:
         LeagueConfig(**{field: value})
     message = str(info.value)
-    # one wording (spade_rllib.validation): "key = value: wrong type, expected ..." / "...: out of range, allowed ..."
+    # one wording (spade_rllib.core.validation): "key = value: wrong type, expected ..." / "...: out of range, allowed ..."
     assert f"league.{field} = {value!r}: " in message and ("allowed" in message or "expected" in message)
 
 
@@ -435,6 +435,6 @@ def test_league_core_imports_no_ray():
     import subprocess
     import sys
 
-    code = ("import sys, spade_rllib.league, spade_rllib.ratings; "
+    code = ("import sys, spade_rllib.league, spade_rllib.core.ratings; "
             "bad = [m for m in sys.modules if m == 'ray' or m.startswith('ray.')]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,4 +1,4 @@
-"""``league:average``: the league distilled into one network (`spade_rllib.league_average`), on tiny checkpoints
+"""``league:average``: the league distilled into one network (`spade_rllib.players.league_average`), on tiny checkpoints
 with a real league state (random modules, no training; Ray is imported, never started).
 
 Kuhn: the network's exact exploitability matches the mixture's and the table its export writes (scored by
@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib.checkpoint_layout import ALGORITHM_STATE_FILE, COMPONENTS_STATE_KEY, LEAGUE_COMPONENT, LEAGUE_CORE_KEY
+from spade_rllib.artifacts.checkpoint_layout import ALGORITHM_STATE_FILE, COMPONENTS_STATE_KEY, LEAGUE_COMPONENT, LEAGUE_CORE_KEY
 from spade_rllib.league import League, LeagueConfig
-from spade_rllib.league_average import (
+from spade_rllib.players.league_average import (
     AVERAGE_MODULE_ID, DistillSettings, check_settings, load_average_policy, openspiel_exploitability,
 )
-from spade_rllib.league_player import league_mode
-from spade_rllib.policy import PolicyLoadError, load_policy
+from spade_rllib.players.league_player import league_mode
+from spade_rllib.players.policy import PolicyLoadError, load_policy
 
 C4 = "connect_four_v3"
 KUHN = "kuhn_poker"
@@ -70,8 +70,8 @@ def test_kuhn_average_network_matches_the_mixture_and_its_exported_table(kuhn, t
     from spade_rllib.export import main as export_main
     from spade_rllib.export import onnx_logits
     from spade_rllib.games.exploitability import exploitability, exploitability_of_table, info_states, logits_policy
-    from spade_rllib.league_export import read_average_policy
-    from spade_rllib.league_player import policy_fn
+    from spade_rllib.players.league_export import read_average_policy
+    from spade_rllib.players.league_player import policy_fn
 
     player = load_policy(kuhn.parent, AVERAGE_MODULE_ID)
     mixture = load_policy(kuhn.parent, "league:uniform")
@@ -100,7 +100,7 @@ def test_kuhn_average_network_matches_the_mixture_and_its_exported_table(kuhn, t
 
 
 def test_average_is_cached_beside_the_run_and_refitted_when_damaged(kuhn, monkeypatch):
-    import spade_rllib.league_average as la
+    import spade_rllib.players.league_average as la
 
     first = load_policy(kuhn.parent, AVERAGE_MODULE_ID)  # fitted (or cached by the test above)
     (cache,) = (kuhn.parent / la.CACHE_DIR).glob("*.npz")
@@ -209,7 +209,7 @@ def test_capture_the_flag_average_is_fitted_from_the_mixtures_games(tmp_path):
 
 def test_sampling_stops_starting_games_at_the_decision_cap(c4):
     from spade_rllib.games.adapter import make_game_factory
-    from spade_rllib.league_average import sample_mixture_games
+    from spade_rllib.players.league_average import sample_mixture_games
 
     mixture = load_policy(c4.parent, "league:uniform")
     feats, masks, targets, stats = sample_mixture_games(mixture, make_game_factory(C4), games=50, max_decisions=30)

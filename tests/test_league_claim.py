@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.ablations import league_claim as lc  # noqa: E402
-from spade_rllib.config import parse_config, read_yaml  # noqa: E402
+from spade_rllib.config.run_config import parse_config, read_yaml  # noqa: E402
 from spade_rllib.sweeps.stats import seed_interval  # noqa: E402
 
 
@@ -210,7 +210,7 @@ def test_a_best_response_can_start_from_a_copy_of_main(ray_session, tmp_path):
     """`--exploit-init main`: the learner trained against the frozen main starts with main's weights; the
     default starts from a fresh network."""
     from bench.ablation_common import train, train_against
-    from spade_rllib.config import apply_overrides
+    from spade_rllib.config.run_config import apply_overrides
 
     spec = lc.GAMES["c4"]
     base = read_yaml(spec.config.read_text())

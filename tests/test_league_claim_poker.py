@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.ablations import league_claim as lc  # noqa: E402
 from bench.ablations import league_claim_poker as lcp  # noqa: E402
-from spade_rllib.config import parse_config, read_yaml  # noqa: E402
+from spade_rllib.config.run_config import parse_config, read_yaml  # noqa: E402
 
 
 @pytest.mark.parametrize("game", sorted(lcp.POKER_GAMES))

@@ -148,7 +148,7 @@ def test_new_settings_are_validated(key, value):
 
 
 def test_run_config_checks_bot_names_for_the_env():
-    from spade_rllib.config import ConfigError, parse_config
+    from spade_rllib.config.run_config import ConfigError, parse_config
 
     env = {"id": "pettingzoo.classic:connect_four_v3"}
     cfg = parse_config({"env": env, "league": {"enabled": True, "bots": ["tactical"], "reference_floor": 0.2}})

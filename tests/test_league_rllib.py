@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.league import MAIN, RANDOM, LeagueConfig, MemberId, format_table, read_table
 from spade_rllib.rllib.league_component import LEAGUE_CSV, LeagueComponent, league_member_of, make_component
 from spade_rllib.rllib.components import DriverContext, EnvInfo
@@ -246,7 +246,7 @@ def test_league_grows_and_reports_metrics(mazerace_league):
     assert set(last["matchups"]) >= {"random", "main_v1", "main_v2"}
     assert last["snapshot_event"] == 1.0
     assert results[-1]["league"]["games_total"] > 0
-    from spade_rllib.train import format_line
+    from spade_rllib.training.console import format_line
     assert "league 4" in format_line(results[-1])
 
 
@@ -497,7 +497,7 @@ def test_exploiters_train_as_their_own_modules(exploiter_league):
     assert {str(m) for m in comp.league.snapshots()} >= {"main_exploiter_0_v2", "league_exploiter_0_v2", "main_v2"}
     assert any(m.role.value.endswith("exploiter") for (lrn, m) in comp.plan.probabilities() if lrn == MAIN)
     assert results[-1]["league"]["learner"]["main_exploiter_0"]["snapshots"] == 2.0
-    from spade_rllib.train import format_line
+    from spade_rllib.training.console import format_line
     assert "main_exploiter_0 wr" in format_line(results[-1])
 
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_recurrent import make_runner
 from test_train import tiny
 
-from spade_rllib.config import parse_config
+from spade_rllib.config.run_config import parse_config
 
 MODELS = {
     "mlp": {"hidden": [32, 32], "vf_share_layers": True},

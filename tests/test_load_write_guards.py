@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, apply_overrides, load_config, read_yaml
-from spade_rllib.policy import PolicyLoadError, load_policy
+from spade_rllib.config.run_config import ConfigError, apply_overrides, load_config, read_yaml
+from spade_rllib.players.policy import PolicyLoadError, load_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 MAZERACE = str(ROOT / "tune_configs" / "mazerace.yaml")
@@ -116,7 +116,7 @@ def test_recurrent_modules_are_checked_against_their_own_model_config(tmp_path):
     import torch
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from spade_rllib.policy import _quiet_deprecations
+    from spade_rllib.players.policy import _quiet_deprecations
     from spade_rllib.rllib.module import SpadeModule
     from spade_rllib.testing.tiny_checkpoints import env_spaces
 
@@ -143,7 +143,7 @@ def test_recurrent_modules_are_checked_against_their_own_model_config(tmp_path):
 # ------------------------------------------------------------------------------------------------
 
 def test_resume_after_cp_r_takes_the_newest_by_number(trial, tmp_path, capsys):
-    from spade_rllib.checkpoint_layout import resolve_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import resolve_checkpoint
     from spade_rllib.train import find_checkpoint
 
     t = tmp_path / "copied"
@@ -301,7 +301,7 @@ def test_outputs_never_clobber_inputs(trial, tmp_path, capsys):
 # ------------------------------------------------------------------------------------------------
 
 def test_storage_uris_stay_uris_and_names_are_one_component(tmp_path):
-    from spade_rllib.preflight import check_launch
+    from spade_rllib.config.preflight import check_launch
     from spade_rllib.train import make_tune_run_config
 
     cfg = load_config(MAZERACE, ["experiment.storage_path=s3://bucket/x"])
@@ -386,7 +386,7 @@ def test_config_counts_are_bounded(sets, expect):
 
 
 def test_cli_counts_and_maps_are_bounded(tmp_path):
-    from spade_rllib import resources
+    from spade_rllib.config import resources
     from spade_rllib.envs import Level, LevelError
     from spade_rllib.evaluate import parse_args
     from spade_rllib.evaluation.schedule import ScheduleError, parse_levels

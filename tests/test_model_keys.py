@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from spade_rllib import config as config_module
-from spade_rllib.config import ConfigError, load_config, parse_config
+from spade_rllib.config import run_config as config_module
+from spade_rllib.config.run_config import ConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = str(ROOT / "tune_configs" / "quickstart.yaml")

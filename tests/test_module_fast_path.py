@@ -61,7 +61,7 @@ def test_the_memory_map_that_ends_the_features_gets_its_own_convolutions(kind):
     """`map_shape` + `map_channels`: the last B*B*C feature entries get conv layers of their own (the CNN's
     window convolutions come first, the vector between them as it is), for either kind; the parameter
     count the preflight estimates is the module's."""
-    from spade_rllib.resources import parameter_count
+    from spade_rllib.config.resources import parameter_count
 
     config = {"kind": kind, "hidden": [8], "activation": "relu", "map_shape": [3, 3, 2], "map_channels": [4, 3]}
     if kind == "cnn":
@@ -84,7 +84,7 @@ def test_the_memory_map_that_ends_the_features_gets_its_own_convolutions(kind):
 
 
 def test_a_ctf_run_with_the_memory_map_and_map_channels_gives_the_module_its_map_shape():
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.env_description import describe_env
     from spade_rllib.rllib.model_config import model_config_for
 
@@ -94,7 +94,7 @@ def test_a_ctf_run_with_the_memory_map_and_map_channels_gives_the_module_its_map
     assert mc["map_shape"] == [5, 5, 5] and mc["map_channels"] == [8]
     plain = parse_config({"env": {"id": "CaptureTheFlag-v0", "difficulty": 3.0, "kwargs": {"seen_map": 5}}})
     assert "map_shape" not in model_config_for(plain, describe_env(plain))  # the default: the map enters flat
-    from spade_rllib.config import ConfigError
+    from spade_rllib.config.run_config import ConfigError
 
     with pytest.raises(ConfigError, match=r"agent.model.map_channels = \[8\]: .*has none; turn it on .*seen_map"):
         parse_config({"env": {"id": "CaptureTheFlag-v0"}, "agent": {"model": {"map_channels": [8]}}})
@@ -102,7 +102,7 @@ def test_a_ctf_run_with_the_memory_map_and_map_channels_gives_the_module_its_map
 
 @pytest.mark.parametrize("prev", [False, True])
 def test_the_preflight_parameter_count_is_the_recurrent_modules(prev):
-    from spade_rllib.resources import parameter_count
+    from spade_rllib.config.resources import parameter_count
 
     config = {"kind": "mlp", "hidden": [16, 8], "activation": "relu", "use_lstm": True, "lstm_cell_size": 12,
               "max_seq_len": 5, "lstm_use_prev_action": prev, "lstm_use_prev_reward": prev}

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib import preflight, resources
-from spade_rllib.config import ConfigError, load_config, parse_config
+from spade_rllib.config import preflight, resources
+from spade_rllib.config.run_config import ConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 C4 = "pettingzoo.classic:connect_four_v3"

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib.policy import load_policy, resolve_checkpoint
+from spade_rllib.players.policy import load_policy, resolve_checkpoint
 
 OLD_RUN = Path(__file__).resolve().parent / "fixtures" / "checkpoint_before_issue12"
 OLD_CKPT = OLD_RUN / "checkpoint_000000"
@@ -25,7 +25,7 @@ def test_old_checkpoint_resolves_modules_members_and_env():
     assert info.path == OLD_CKPT.resolve() and info.trial_dir == OLD_RUN.resolve()
     assert info.module_ids == ("main",) and info.league_ids == MEMBERS
     # the layout module reads the league where the trainer wrote it, and the run's env
-    from spade_rllib.checkpoint_layout import checkpoint_env_id, component_state, league_member_states, module_dir
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_env_id, component_state, league_member_states, module_dir
 
     assert module_dir(OLD_CKPT) == OLD_CKPT / "learner_group" / "learner" / "rl_module" / "main"
     assert set(component_state(info, "league")) >= {"league", "plan", "counters"}
@@ -66,7 +66,7 @@ def test_the_names_checkpoints_pickle_by_reference_stay_in_the_algorithm_module(
 
     from ray import cloudpickle
 
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib import algorithm
     from spade_rllib.rllib.algo_config import build_algo_config
 

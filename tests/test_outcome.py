@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from spade_rllib.outcome import COUNTER_NAMES, MAIN, TEAM_LETTERS, EpisodeOutcome, winner_from_returns
+from spade_rllib.core.outcome import COUNTER_NAMES, MAIN, TEAM_LETTERS, EpisodeOutcome, winner_from_returns
 
 
 def test_learner_result_score_and_return_from_either_seat():
@@ -40,7 +40,7 @@ def test_records_are_frozen_and_checked():
 
 def test_any_number_of_teams():
     """Eight agents, each its own team (pursuit_v5's default): team index 7 and winner 'H' are valid."""
-    from spade_rllib.outcome import team_index, team_letter
+    from spade_rllib.core.outcome import team_index, team_letter
 
     returns = tuple(float(r) for r in (0, 1, 2, 3, 4, 5, 6, 9))
     outcome = EpisodeOutcome.from_final_info({}, team_returns=returns, learner_team=7)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.games import MAZERACE_ID, heldout_dir, heldout_opponents
 from spade_rllib.rllib.periodic_heldout_eval import LEVEL_KEYS, MEAN_KEYS, placeholder_metrics
-from spade_rllib.result_lookup import flatten
+from spade_rllib.artifacts.result_lookup import flatten
 
 HELDOUT_DIR = heldout_dir(MAZERACE_ID)
 

@@ -1,4 +1,4 @@
-"""Where an iteration's time goes (spade_rllib.phases), the summary's budget and time lines, and the
+"""Where an iteration's time goes (spade_rllib.training.phases), the summary's budget and time lines, and the
 shipped-config speed bench's reading of result.json. Pure: no Ray."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spade_rllib.config import parse_config
-from spade_rllib.phases import PHASES, PhaseClock, PhaseTotals, phase_ms_text, phase_shares, phase_text, rate_spread
+from spade_rllib.config.run_config import parse_config
+from spade_rllib.training.phases import PHASES, PhaseClock, PhaseTotals, phase_ms_text, phase_shares, phase_text, rate_spread
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -69,7 +69,7 @@ def _cfg(**stop):
 
 
 def test_budget_lines_say_how_the_run_ended():
-    from spade_rllib.run_summary import budget_lines
+    from spade_rllib.training.run_summary import budget_lines
 
     assert budget_lines(_cfg(time_s=60), 1000, 60) == []  # no env-step budget: nothing to say
     assert "reached" in " ".join(budget_lines(_cfg(env_steps=1000, time_s=60), 1024, 30))
@@ -79,7 +79,7 @@ def test_budget_lines_say_how_the_run_ended():
 
 
 def test_time_lines_give_shares_and_the_rate_spread():
-    from spade_rllib.run_summary import time_lines
+    from spade_rllib.training.run_summary import time_lines
 
     assert time_lines(None) == [] and time_lines(PhaseTotals()) == []
     t = PhaseTotals()
@@ -90,7 +90,7 @@ def test_time_lines_give_shares_and_the_rate_spread():
 
 
 def test_console_shows_progress_against_the_env_step_budget():
-    from spade_rllib.console import RunConsole, short_line
+    from spade_rllib.training.console import RunConsole, short_line
 
     result = {"training_iteration": 3, "time_total_s": 12.0, "time_this_iter_s": 0.5,
               "env_runners": {"num_env_steps_sampled_lifetime": 1_200_000, "num_env_steps_sampled": 4096},

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from spade_rllib.play import C4_HINT, MAZE_HINT, Quit, main, parse_column, parse_maze_key, play_game
-from spade_rllib.policy import load_policy
+from spade_rllib.players.policy import load_policy
 from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 

@@ -37,8 +37,8 @@ def test_kuhn_league_trains_and_scores_its_mixture_exactly(tmp_path):
                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env, check=False)
     assert ev.returncode == 0, ev.stderr[-2000:]
     assert "main_v1" in ev.stdout and "league:nash" in ev.stdout, ev.stdout
-    from spade_rllib.league_player import MixturePolicy
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.league_player import MixturePolicy
+    from spade_rllib.players.policy import load_policy
 
     mix = load_policy(trial, "league:uniform")
     assert isinstance(mix, MixturePolicy) and mix.table is not None and len(mix.members) >= 3
@@ -57,7 +57,7 @@ def check_league_export(trial: Path, mix, out: Path, env: dict) -> None:
     import numpy as np
 
     from spade_rllib.games.exploitability import exploitability_of_table, info_states
-    from spade_rllib.league_export import read_average_policy
+    from spade_rllib.players.league_export import read_average_policy
 
     cmd = [sys.executable, "-m", "spade_rllib.export", "--checkpoint", str(trial), "--module", "league:uniform",
            "--out", str(out)]
@@ -86,8 +86,8 @@ def check_league_export(trial: Path, mix, out: Path, env: dict) -> None:
 
 
 def test_exploitability_interval_refused_on_other_games(tmp_path):
-    from spade_rllib.config import ConfigError, parse_config, read_yaml
-    from spade_rllib.preflight import check_exploitability
+    from spade_rllib.config.run_config import ConfigError, parse_config, read_yaml
+    from spade_rllib.config.preflight import check_exploitability
 
     raw = read_yaml((ROOT / "tune_configs" / "connect_four.yaml").read_text())
     raw.setdefault("evaluation", {})["exploitability_interval"] = 5

@@ -1,4 +1,4 @@
-"""Ray-free policy loading (`spade_rllib.policy`): acting, masks, league members, one-line errors."""
+"""Ray-free policy loading (`spade_rllib.players.policy`): acting, masks, league members, one-line errors."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from spade_rllib.policy import PolicyLoadError, load_policy, resolve_checkpoint
+from spade_rllib.players.policy import PolicyLoadError, load_policy, resolve_checkpoint
 from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
 
 MAZE = "MazeRace-v0"
@@ -39,7 +39,7 @@ def _maze_obs(n=4, seed=0):
 
 def test_load_acts_without_ray(ckpts):
     # a fresh interpreter: other tests in this session may have started Ray
-    code = ("import sys, numpy as np; from spade_rllib.policy import load_policy; "
+    code = ("import sys, numpy as np; from spade_rllib.players.policy import load_policy; "
             f"p = load_policy({str(ckpts['maze'])!r}, env_id='MazeRace-v0'); a = p.act(np.zeros(p.feature_size)); "
             "import ray; assert not ray.is_initialized(); print('ok', a)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -155,7 +155,7 @@ def test_env_and_league_from_spade_run_layout(ckpts, tmp_path):
     stand-alone league_state.pkl when the algorithm state holds none."""
     import pickle
 
-    from spade_rllib.policy import checkpoint_env_id
+    from spade_rllib.players.policy import checkpoint_env_id
 
     trial = tmp_path / "trial"
     shutil.copytree(ckpts["c4"], trial / "checkpoint_000004")

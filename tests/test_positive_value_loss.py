@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from spade_rllib.curriculum import LevelSpec, positive_value_loss
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.core.outcome import EpisodeOutcome
 from spade_rllib.rllib.curriculum_component import CurriculumComponent, with_positive_value_loss
 from spade_rllib.rllib.components import DriverContext
 from spade_rllib.rllib.packed import PackedEpisodes, gae, level_positive_advantages

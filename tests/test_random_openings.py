@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.games.adapter import AECGame, make_game_factory
 
 C4 = "pettingzoo.classic:connect_four_v3"

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spade_rllib import ratings
-
+from spade_rllib.core import ratings
 rating_values = st.floats(min_value=-1000, max_value=4000, allow_nan=False)
 score_values = st.sampled_from([ratings.SCORE_WIN, ratings.SCORE_DRAW, ratings.SCORE_LOSS])
 

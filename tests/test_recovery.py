@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from spade_rllib.config import ConfigError, load_config
+from spade_rllib.config.run_config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 MAZERACE = str(ROOT / "tune_configs" / "mazerace.yaml")
@@ -28,7 +28,7 @@ def test_new_keys_are_validated(item, needle):
 
 def test_run_config_gets_retries_and_timed_checkpoints():
     from spade_rllib.rllib.recovery import CLUSTER_MAX_FAILURES, TimedCheckpoints
-    from spade_rllib.tuner_inputs import make_tune_run_config
+    from spade_rllib.training.tuner_inputs import make_tune_run_config
 
     cfg = load_config(MAZERACE)
     local, attached = make_tune_run_config(cfg), make_tune_run_config(cfg, attached=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_train import C4, tiny

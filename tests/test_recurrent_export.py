@@ -38,7 +38,7 @@ def ctf_episode_obs(steps: int = 200, seed: int = 3) -> list[np.ndarray]:
 
 
 def test_load_policy_is_stateful_act_and_step_agree(recurrent_ckpt):
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
 
     policy = load_policy(recurrent_ckpt)
     snap = load_policy(recurrent_ckpt, "main_v1")
@@ -80,7 +80,7 @@ def test_evaluation_player_keeps_one_state_per_agent_and_game(recurrent_ckpt):
 
 def test_onnx_of_recurrent_module_matches_torch_over_a_200_step_episode(recurrent_ckpt, tmp_path):
     from spade_rllib.export import check_recurrent_episode, export_onnx, main
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
 
     policy = load_policy(recurrent_ckpt)
     out = export_onnx(policy, tmp_path / "rec.onnx")
@@ -100,7 +100,7 @@ def test_onnx_of_recurrent_module_matches_torch_over_a_200_step_episode(recurren
 
 def test_onnx_with_previous_action_and_reward_inputs(tmp_path):
     from spade_rllib.export import check_recurrent_episode, export_onnx
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
 
     ckpt = save_tiny_checkpoint(tmp_path / "trial", "MazeRace-v0",
                                 model={**LSTM, "lstm_use_prev_action": True, "lstm_use_prev_reward": True})
@@ -112,7 +112,7 @@ def test_onnx_with_previous_action_and_reward_inputs(tmp_path):
 
 
 def test_every_feed_forward_fixture_still_loads_as_before(tmp_path):
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
 
     fixtures = Path(__file__).resolve().parent / "fixtures"
     paths = [p for p in fixtures.iterdir() if p.is_dir() and p.name.startswith("checkpoint")]  # not user_envs/
@@ -133,7 +133,7 @@ def test_export_uses_the_exporter_torch_recommends(tmp_path):
     import warnings
 
     from spade_rllib.export import export_onnx
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
 
     for name, model in (("mlp", None), ("lstm", LSTM)):
         ckpt = save_tiny_checkpoint(tmp_path / name, "MazeRace-v0", **({"model": model} if model else {}))

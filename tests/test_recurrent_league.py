@@ -23,7 +23,7 @@ SMALL = ["agent.train_batch_size=512", "agent.minibatch_size=256", "agent.epochs
 
 
 def test_ctf_league_curriculum_lstm_trains_checkpoints_and_restores(ray_session, tmp_path):
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = load_config(str(ROOT / "tune_configs" / "league_lstm.yaml"), SMALL)
@@ -59,7 +59,7 @@ def test_ctf_league_curriculum_lstm_trains_checkpoints_and_restores(ray_session,
 
 
 def test_connect_four_lstm_trains_and_evaluates(ray_session):
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     raw = tiny(C4, evaluation={"interval": 1, "games": 4, "opponents": ["random"]})

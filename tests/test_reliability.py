@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib import output_paths, preflight, resources
+from spade_rllib.artifacts import output_paths
+
+from spade_rllib.config import preflight, resources
 from spade_rllib.cli import cli_entry, one_line, root_cause
-from spade_rllib.config import ConfigError, load_config, parse_config
+from spade_rllib.config.run_config import ConfigError, load_config, parse_config
 from spade_rllib.rllib.health import NonFiniteError, check_losses, check_weights, non_finite_losses, trained_now
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,7 +235,7 @@ def trial(tmp_path_factory):
 
 
 def test_truncated_newest_checkpoint_is_never_the_latest(trial, tmp_path, capsys):
-    from spade_rllib.checkpoint_layout import checkpoint_problem, resolve_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_problem, resolve_checkpoint
     from spade_rllib.train import find_checkpoint
 
     t = tmp_path / "t"
@@ -254,8 +256,8 @@ def test_truncated_newest_checkpoint_is_never_the_latest(trial, tmp_path, capsys
 
 
 def test_loader_refuses_symlinks_out_of_the_checkpoint(trial, tmp_path):
-    from spade_rllib.checkpoint_layout import PolicyLoadError, checkpoint_problem, resolve_checkpoint
-    from spade_rllib.policy import load_policy
+    from spade_rllib.artifacts.checkpoint_layout import PolicyLoadError, checkpoint_problem, resolve_checkpoint
+    from spade_rllib.players.policy import load_policy
 
     t = tmp_path / "t"
     shutil.copytree(trial, t)
@@ -323,7 +325,7 @@ def test_failed_checkpoint_write_leaves_the_previous_one_latest(tiny_algo, tmp_p
     the previous one is found by --resume and restores."""
     import errno
 
-    from spade_rllib.checkpoint_layout import checkpoint_problem
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_problem
     from spade_rllib.train import find_checkpoint
 
     trial = tmp_path / "trial"
@@ -354,7 +356,7 @@ def test_failed_checkpoint_write_leaves_the_previous_one_latest(tiny_algo, tmp_p
 
 @pytest.mark.ray
 def test_nan_weights_stop_the_run_instead_of_a_nan_checkpoint(tiny_algo, tmp_path):
-    from spade_rllib.checkpoint_layout import checkpoint_problem
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_problem
 
     good = tmp_path / "good"
     tiny_algo.save_checkpoint(str(good))  # finite weights: written as usual
@@ -437,7 +439,7 @@ def test_failed_run_summary_names_the_cause_and_only_existing_files(tmp_path, ca
 
     from ray.exceptions import RayTaskError
 
-    from spade_rllib.run_summary import print_summary
+    from spade_rllib.training.run_summary import print_summary
 
     cause = ValueError("bad map in x.txt at line 2, column 3")
     error = RayTaskError("SpadePPO.train", "Traceback (most recent call last): ...", cause).as_instanceof_cause()

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, load_config
+from spade_rllib.config.run_config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_CKPT = ROOT / "tests" / "fixtures" / "checkpoint_before_issue12" / "checkpoint_000000"
@@ -49,8 +49,8 @@ def _trial(tmp_path: Path, *lose: str) -> tuple[Path, Path, Path]:
 
 
 def test_the_rule_is_read_from_the_checkpoint_not_a_hand_list():
-    from spade_rllib.checkpoint_guard import restore_reads
-    from spade_rllib.checkpoint_layout import checkpoint_problem
+    from spade_rllib.artifacts.checkpoint_guard import restore_reads
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_problem
 
     reads, problem = restore_reads(OLD_CKPT, "algorithm_state")
     assert problem is None and checkpoint_problem(OLD_CKPT) is None
@@ -73,7 +73,7 @@ def test_the_rule_is_read_from_the_checkpoint_not_a_hand_list():
     ("rllib_checkpoint.json", "rllib_checkpoint.json"),
 ])
 def test_a_checkpoint_that_lost_any_file_the_restore_reads_is_not_whole(tmp_path, lose, named):
-    from spade_rllib.checkpoint_layout import checkpoint_problem
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_problem
 
     _, _, new = _trial(tmp_path, lose)
     problem = checkpoint_problem(new)
@@ -81,7 +81,7 @@ def test_a_checkpoint_that_lost_any_file_the_restore_reads_is_not_whole(tmp_path
 
 
 def test_a_damaged_or_unreadable_file_is_named(tmp_path):
-    from spade_rllib.checkpoint_layout import checkpoint_problem
+    from spade_rllib.artifacts.checkpoint_layout import checkpoint_problem
 
     _, _, new = _trial(tmp_path)
     (new / LEARNER_STATE).write_bytes(b"\x80\x04garbage")
@@ -108,7 +108,7 @@ def test_resume_falls_back_to_the_newest_whole_checkpoint_with_one_line(tmp_path
 def test_evaluate_export_and_play_apply_the_same_rule(tmp_path, capsys):
     """They resolve through `resolve_checkpoint`: a trial gives its newest whole checkpoint, a checkpoint named
     directly that is not whole is refused in one line naming the file."""
-    from spade_rllib.checkpoint_layout import PolicyLoadError, resolve_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import PolicyLoadError, resolve_checkpoint
 
     trial, old, new = _trial(tmp_path, "env_runner/state.pkl")
     assert resolve_checkpoint(trial).path == old
@@ -122,7 +122,7 @@ def test_a_restore_never_repeats_a_certain_failure(tmp_path, capsys, monkeypatch
     that lost a file is replaced by the newest whole one before it, so no retry fails the same way again."""
     from ray.rllib.algorithms.ppo import PPO
 
-    from spade_rllib.checkpoint_layout import CheckpointError, restorable_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import CheckpointError, restorable_checkpoint
     from spade_rllib.rllib.algorithm import SpadePPO
 
     trial, old, new = _trial(tmp_path, LEARNER_STATE)
@@ -201,7 +201,7 @@ def test_report_reads_a_trial_given_twice_once(tmp_path, capsys):
 def test_exact_exploitability_is_refused_past_the_game_size_cap(monkeypatch):
     pytest.importorskip("pyspiel")
     from spade_rllib.games import exploitability as ex
-    from spade_rllib.preflight import check_exploitability
+    from spade_rllib.config.preflight import check_exploitability
 
     problem = ex.game_size_problem("phantom_ttt", 20_000)
     assert "more than 20,000 histories" in problem and "\n" not in problem
@@ -219,7 +219,7 @@ def test_exact_exploitability_is_refused_past_the_game_size_cap(monkeypatch):
 
 
 def test_a_teacher_is_measured_before_training_and_refused_past_its_limit(capsys):
-    from spade_rllib.teacher_cost import check_teacher_cost, measure_teacher
+    from spade_rllib.training.teacher_cost import check_teacher_cost, measure_teacher
 
     slow = itertools.count(0.0, 0.004)  # every clock reading 4 ms after the last: each call takes 4 ms
     cfg = load_config(CONNECT_FOUR, ["agent.teacher=tactical", "agent.teacher_max_ms=1"])

@@ -203,7 +203,7 @@ def test_report_cli_refuses_a_directory_without_runs(tmp_path, capsys):
 
 
 def test_final_verdicts_come_from_the_config_targets():
-    from spade_rllib.targets import SCORE, WIN_RATE, target_verdicts
+    from spade_rllib.training.targets import SCORE, WIN_RATE, target_verdicts
 
     final = {"final/random/win_rate": 0.8, "final/random/draw_rate": 0.2, "final/bot:rusher/win_rate": 0.5,
              "final/bot:rusher/draw_rate": 0.5}
@@ -215,7 +215,7 @@ def test_final_verdicts_come_from_the_config_targets():
 
 
 def test_targets_are_validated_before_ray():
-    from spade_rllib.config import ConfigError, parse_config
+    from spade_rllib.config.run_config import ConfigError, parse_config
 
     base = {"env": {"id": "CaptureTheFlag-v0"}, "evaluation": {"opponents": ["random", "bot:rusher"]}}
     cfg = parse_config({**base, "evaluation": {**base["evaluation"], "targets": {"bot:rusher": 0.75}}})

@@ -8,7 +8,7 @@ import pytest
 from ray.rllib.utils.metrics import EPISODE_LEN_MEAN, EPISODE_RETURN_MEAN
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-from spade_rllib.outcome import RESULTS
+from spade_rllib.core.outcome import RESULTS
 from spade_rllib.rllib.sampling import LaneStepping
 
 

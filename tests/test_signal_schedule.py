@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.envs import CaptureTheFlag, Level
 from spade_rllib.games import CTF_ID
 from spade_rllib.rllib.plan import DriverUpdate
 from spade_rllib.rllib.signal_schedule_component import SignalScheduleComponent
-from spade_rllib.signal_schedule import initial_values, value_at
+from spade_rllib.training.signal_schedule import initial_values, value_at
 
 ANNEAL = [[0, 0.005], [1000, 0.001], [2000, 0.0]]
 MAP = """\

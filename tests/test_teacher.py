@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError, parse_config
+from spade_rllib.config.run_config import ConfigError, parse_config
 from spade_rllib.games import CTF_ID
 from spade_rllib.rllib.packed import TEACHER_ACTIONS, PackedEpisodes
 

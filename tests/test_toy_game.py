@@ -93,11 +93,11 @@ def test_the_catalog_knows_the_toy_game_and_its_env_keeps_the_parallel_api(toy_g
 
 @pytest.mark.ray
 def test_toy_game_trains_evaluates_and_plays(toy_game, ray_session, tmp_path):
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.evaluation.match_engine import GameSpec, LevelEntry, play_game
     from spade_rllib.evaluation.players import PlayerSpec, build_player
     from spade_rllib.play import play_game as play_human
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config({

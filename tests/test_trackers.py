@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_logger_without_its_package_is_refused_before_ray(monkeypatch):
     import importlib.util
 
-    from spade_rllib.config import ConfigError, parse_config
+    from spade_rllib.config.run_config import ConfigError, parse_config
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))

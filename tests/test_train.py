@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib.config import parse_config
+from spade_rllib.config.run_config import parse_config
 
 pytestmark = pytest.mark.ray
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def test_build_train_checkpoint_restore(ray_session, tmp_path, env_id, extra):
             assert not np.isnan(result["eval"]["random"]["win_rate"])
             assert sum(v["games"] for v in result["train"].values()) > 0
         # where the iteration's time went: every phase present, and together they make up the iteration
-        from spade_rllib.phases import PHASES
+        from spade_rllib.training.phases import PHASES
 
         phases = result["spade"]["phase_s"]
         assert set(PHASES) <= set(phases) and phases["learn"] > 0 and phases["sample_wait"] > 0, phases
@@ -281,7 +281,7 @@ def test_packed_gae_matches_per_episode_reference():
 
 
 def test_console_line_summarizes_snapshots_exploiters_and_heldout():
-    from spade_rllib.train import format_line
+    from spade_rllib.training.console import format_line
 
     result = {
         "training_iteration": 7,

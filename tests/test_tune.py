@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_rllib.config import ConfigError
+from spade_rllib.config.run_config import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -129,7 +129,7 @@ def test_shipped_sweeps_load_and_smoke_is_tiny():
 
 
 def test_the_leduc_ppo_sweep_minimizes_exact_exploitability_on_two_cpus():
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.sweeps.sweep_spec import load_sweep
     from spade_rllib.tune import trial_cpus
 
@@ -144,7 +144,7 @@ def test_the_leduc_ppo_sweep_minimizes_exact_exploitability_on_two_cpus():
 def test_auto_metric_prefers_the_heldout_score_then_the_eval_win_rate():
     from types import SimpleNamespace
 
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.sweeps.sweep_spec import load_sweep, metric_candidates
     from spade_rllib.sweeps.trainable import SweepPPO
 
@@ -165,7 +165,7 @@ def test_auto_metric_prefers_the_heldout_score_then_the_eval_win_rate():
 
 @pytest.mark.parametrize("name", ["lr_gamma", "pbt", "asha"])
 def test_shipped_sweeps_rank_on_the_heldout_ladder(name):
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.sweeps.sweep_spec import load_sweep, metric_candidates
 
     spec, base = load_sweep(name)

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.ablations import flagship_ablation as fa
 from bench.ablation_common import UnitCache, heldout_paths, ladder_of, local_ray
-from spade_rllib.atomic_io import write_text
+from spade_rllib.artifacts.atomic_io import write_text
 
 ENV_ID = "CaptureTheFlag-v0"
 UNIT = re.compile(r"^(?P<arm>[a-z_]+)_seed(?P<seed>\d+)$")
@@ -66,7 +66,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> dict:
     args, cache, units, bots, overrides = parse_args(argv)
-    from spade_rllib.config import parse_config, read_yaml
+    from spade_rllib.config.run_config import parse_config, read_yaml
     from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.periodic_heldout_eval import play_heldout
 

@@ -18,7 +18,7 @@ One run, sequentially, the same minutes of training each, on the same CPUs:
    KeyError on a loaded machine's first iteration). ``RAY_STORAGE`` puts its Tune results (one checkpoint per iteration) under ``--out``.
 3. **games**, no Ray: both mains act by masked argmax. The peer reads OpenSpiel's observation of a
    shadow ``pyspiel`` state that replays the game's moves (exactly what it saw in training); ours
-   reads the PettingZoo observation (``spade_rllib.policy.load_policy``). Head to head: ``--games``
+   reads the PettingZoo observation (``spade_rllib.players.policy.load_policy``). Head to head: ``--games``
    games in pairs that share a random opening of ``--opening-plies`` plies with seats swapped. Each
    main also plays ``--ref-games`` games the same way against each scripted reference of
    ``spade_rllib.bots.c4_bots`` (random, tactical, lookahead).
@@ -160,7 +160,7 @@ class OursPlayer:
     """Our main (``load_policy``), masked argmax on the PettingZoo observation."""
 
     def __init__(self, checkpoint: Path):
-        from spade_rllib.policy import load_policy
+        from spade_rllib.players.policy import load_policy
 
         self.policy = load_policy(checkpoint, "main", env_id=ENV_ID)
 

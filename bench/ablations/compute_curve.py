@@ -203,7 +203,7 @@ def main(argv=None) -> dict:
                 "commit": commit(), "stage_wall_s": round(time.time() - start, 1),
                 "evaluation": json.loads((trial / "final_evaluation.json").read_text())}
         out.mkdir(parents=True, exist_ok=True)
-        from spade_rllib.atomic_io import write_text
+        from spade_rllib.artifacts.atomic_io import write_text
 
         write_text(path, json.dumps(unit, indent=1, sort_keys=True))
         done.append(unit)

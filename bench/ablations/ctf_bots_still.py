@@ -24,7 +24,7 @@ from spade_rllib.envs import FAMILIES, CaptureTheFlag, Knobs, generate_ctf_level
 from spade_rllib.envs.generators import MAX_SIZE, MIN_SIZE
 from spade_rllib.games import make_bot
 from spade_rllib.games.catalog import heldout_dir
-from spade_rllib.validation import did_you_mean
+from spade_rllib.core.validation import did_you_mean
 
 ENV_ID = "CaptureTheFlag-v0"
 

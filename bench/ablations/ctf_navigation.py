@@ -26,10 +26,10 @@ OPPONENTS = {"random": "random", "rusher": "bot:rusher"}
 def play_run(trial: Path, games: int, greedy: bool) -> dict:
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from spade_rllib.checkpoint_layout import RUN_CONFIG_FILE, module_dir
-    from spade_rllib.config import load_config
+    from spade_rllib.artifacts.checkpoint_layout import RUN_CONFIG_FILE, module_dir
+    from spade_rllib.config.run_config import load_config
     from spade_rllib.games import heldout_dir
-    from spade_rllib.outcome import MAIN
+    from spade_rllib.core.outcome import MAIN
     from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.periodic_heldout_eval import play_heldout
     from spade_rllib.train import find_checkpoint

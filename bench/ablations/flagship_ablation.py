@@ -24,7 +24,7 @@ and against a still team (the other team never moves: navigation; 1 = always cap
 (AlphaStar's test): a fresh learner, the flagship recipe without the league, trains `--exploit-minutes`
 (and at most `--exploit-env-steps`) with every game against the frozen final main, then plays it on the
 held-out maps: its score (lower = main is more robust). Then every pair of final mains plays `--games`
-games per map and seat; Bradley-Terry Elo (`spade_rllib.ratings`) rates them. Per arm: the mean over
+games per map and seat; Bradley-Terry Elo (`spade_rllib.core.ratings`) rates them. Per arm: the mean over
 seeds and a 95% percentile bootstrap interval over seeds (scores clipped to [0, 1]).
 
 A full run (3 arms x 3 seeds x (15 + 3) min, then the round robin) takes about 3.3 hours, so it can be
@@ -82,7 +82,7 @@ from bench.ablation_common import (
     unit_progress,
     unit_runs,
 )
-from spade_rllib.atomic_io import write_text
+from spade_rllib.artifacts.atomic_io import write_text
 
 DEFAULT_CONFIG = ROOT / "tune_configs" / "flagship.yaml"
 CONFIDENCE = 0.95
@@ -93,7 +93,7 @@ DEFAULT_ARMS = ("mirror", "pfsp", "maestro")
 
 def arm_config(base: dict, arm: str, seed: int, overrides: list[str], out_dir: Path) -> dict:
     """The flagship config for one arm and seed: no in-training evaluation (it would eat the budget)."""
-    from spade_rllib.config import apply_overrides
+    from spade_rllib.config.run_config import apply_overrides
 
     raw = copy.deepcopy(base)
     raw = deep_merge(raw, {"experiment": {"seed": int(seed), "name": f"{arm}_seed{seed}", "storage_path": str(out_dir / "runs")},
@@ -145,7 +145,7 @@ def cached_round_robin(cache: UnitCache, runs: dict, base: dict, overrides: list
                        ray: LazyRay) -> dict:
     """`round_robin` of every main in `runs` (each rebuilt from its unit: the arm's algorithm config and its
     cached weights), kept in `units/round_robin.json` and reused while the same units (same records) make it."""
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     key = {f"{arm}/seed{r['seed']}": hashlib.sha256(json.dumps(r, sort_keys=True).encode()).hexdigest()[:16]
@@ -181,7 +181,7 @@ def parse_args(argv=None):
         ap.error(f"--exploit-env-steps {args.exploit_env_steps}: expected >= 1 (leave it out for no env-step cap)")
     if not args.config.is_file():
         ap.error(f"--config {args.config}: no such file")
-    from spade_rllib.config import read_yaml
+    from spade_rllib.config.run_config import read_yaml
 
     base = read_yaml(args.config.read_text())
     args.out_dir = args.out_dir.resolve()

@@ -18,7 +18,7 @@ After each (setup, seed) run:
     against the frozen final main (`rllib.frozen_opponent`), then plays it on the held-out maps;
     its score is the exploitability (lower = more robust).
 Then every pair of final mains plays `--games` games per held-out map and seat; Bradley-Terry Elo
-(`spade_rllib.ratings`, bootstrap 95% intervals) rates every main; per setup the mean rating over
+(`spade_rllib.core.ratings`, bootstrap 95% intervals) rates every main; per setup the mean rating over
 seeds gets a 95% t-interval. PFSP's planned opponent probabilities (`league/plan/<member>`) of
 every iteration go to `<out-dir>/league_plan.json` and each league's final `league.csv` to
 `<out-dir>/league_<setup>_seed<k>.csv`; `pfsp_spread` is max/min planned probability

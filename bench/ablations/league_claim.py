@@ -84,7 +84,7 @@ from bench.ablation_common import (
     fmt_interval, head_to_head, heldout_scores, make_runner, over_seeds, paired_by_seed, parse_ablation_args,
     plot_curves, portable, pyplot, train, train_against, unit_manifest, unit_progress, unit_runs,
 )
-from spade_rllib.atomic_io import write_text
+from spade_rllib.artifacts.atomic_io import write_text
 
 ARMS = ("mirror", "league", "league_exploiters", "reference")
 DEFAULT_ARMS = ("mirror", "league", "league_exploiters")
@@ -136,7 +136,7 @@ GAMES: dict[str, ClaimGame] = {
 
 def arm_config(base: dict, game: ClaimGame, arm: str, seed: int, overrides: Sequence[str], out_dir: Path) -> dict:
     """The recipe of one arm and seed, no in-training evaluation (it would eat the budget)."""
-    from spade_rllib.config import apply_overrides
+    from spade_rllib.config.run_config import apply_overrides
 
     raw = deep_merge(copy.deepcopy(base), {
         "experiment": {"seed": int(seed), "name": f"{arm}_seed{seed}", "storage_path": str(out_dir / "runs")},
@@ -322,7 +322,7 @@ def save_mixture(path: Path, weights: Mapping[str, float], members: Mapping[str,
     """The mixture a unit scored: {"weights": {member: w}, "members": {member: state dict}} (torch.save)."""
     import torch
 
-    from spade_rllib.atomic_io import atomic_path
+    from spade_rllib.artifacts.atomic_io import atomic_path
 
     with atomic_path(path) as tmp:
         torch.save({"weights": dict(weights), "members": {m: {k: torch.from_numpy(np.asarray(v)) for k, v in w.items()}
@@ -462,7 +462,7 @@ def parse_args(argv=None):
         args.opponents = [o.strip() for o in args.opponents.split(",") if o.strip()]
         bad = [o for o in args.opponents if o not in game.opponents]
         if bad or not args.opponents:
-            from spade_rllib.validation import did_you_mean
+            from spade_rllib.core.validation import did_you_mean
 
             hint = did_you_mean(bad[0], game.opponents) if bad else ""
             ap.error(f"--opponents {','.join(bad) or 'empty'}{hint}: --game {args.game} has {','.join(game.opponents)}")
@@ -480,7 +480,7 @@ def parse_args(argv=None):
     if args.out_dir == Path("bench_out") / "league_claim":
         args.out_dir = Path("bench_out") / f"league_claim_{args.game}"
     args.out_dir = args.out_dir.resolve()
-    from spade_rllib.config import read_yaml
+    from spade_rllib.config.run_config import read_yaml
 
     base = read_yaml(game.config.read_text())
     return args, arms, overrides, game, base

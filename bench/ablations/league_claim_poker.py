@@ -63,7 +63,7 @@ from bench.ablation_common import (
     ROOT, LazyRay, UnitCache, ablation_parser, deep_merge, fmt_interval, over_seeds, paired_by_seed, parse_ablation_args,
     pyplot, save_figure, train, unit_manifest, unit_progress, unit_runs,
 )
-from spade_rllib.atomic_io import write_text
+from spade_rllib.artifacts.atomic_io import write_text
 
 POKER_ARMS = ("mirror", "league_uniform", "league_pfsp", "league_nash", "ppo_iig", "mirror_untuned")
 DEFAULT_POKER_ARMS = POKER_ARMS  # mirror_untuned only where the game's recipe was tuned (PokerGame.untuned)
@@ -105,7 +105,7 @@ def arm_config(base: dict, game: PokerGame, arm: str, seed: int, every: int, ove
                out_dir: Path) -> dict:
     """The recipe of one arm and seed: no in-training evaluation, exploitability every `every` iterations; the
     league arms snapshot main every `every` iterations (the measurement cadence)."""
-    from spade_rllib.config import apply_overrides
+    from spade_rllib.config.run_config import apply_overrides
 
     raw = deep_merge(copy.deepcopy(base), {
         "experiment": {"seed": int(seed), "name": f"{arm}_seed{seed}", "storage_path": str(out_dir / "runs")},
@@ -251,7 +251,7 @@ def parse_args(argv=None):
     if args.out_dir == Path("bench_out") / "league_claim":
         args.out_dir = Path("bench_out") / f"league_claim_{args.game}"
     args.out_dir = args.out_dir.resolve()
-    from spade_rllib.config import read_yaml
+    from spade_rllib.config.run_config import read_yaml
 
     return args, arms, overrides, game, read_yaml(game.config.read_text())
 

@@ -91,7 +91,7 @@ def _until(algo, steps_of, return_of, target: float, budget: int) -> dict:
 def run_spade(seed: int, use_lstm: bool = True, target: float = TARGET, budget: int = BUDGET) -> dict:
     """Train spade_rllib's PPO on StatelessCartPole until `target` or `budget` env steps (Ray must be up)."""
     register_env()
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     algo = build_algo_config(parse_config(memory_config(seed, use_lstm))).build_algo()

@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.ablation_common import ROOT, UnitCache, fmt_interval, over_seeds, pyplot, save_figure, unit_progress, unit_runs
 from bench.common import check_bench_args, refuse
-from spade_rllib.atomic_io import write_text
+from spade_rllib.artifacts.atomic_io import write_text
 
 PEERS = ("nfsp", "psro", "cfr_plus")
 LEARNERS = ("nfsp", "psro")
@@ -628,7 +628,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def manifest_of(args: argparse.Namespace) -> dict:
-    from spade_rllib.provenance import git_info
+    from spade_rllib.artifacts.provenance import git_info
 
     import open_spiel
 

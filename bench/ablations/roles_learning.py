@@ -37,7 +37,7 @@ def config(seed: int) -> dict:
 
 
 def run(seed: int, iterations: int, games: int) -> dict:
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     algo = build_algo_config(parse_config(config(seed))).build_algo()

@@ -160,7 +160,7 @@ sys.path.insert(0, {str(ROOT)!r})
 from pathlib import Path
 import ray
 from bench.faults.fault_kill_resume import expected_state, restored_state
-from spade_rllib.config import load_config
+from spade_rllib.config.run_config import load_config
 from spade_rllib.testing import assert_exactly_equal
 cfg = load_config({str(FLAGSHIP)!r}, {raw_sets!r})
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from spade_rllib.testing import assert_exactly_equal
 
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.train import find_checkpoint
 
     out: dict = {"checks": {}}

@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import ray
 
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(config(args.seed))

@@ -66,7 +66,7 @@ def main(argv=None) -> int:
 
     import ray
 
-    from spade_rllib.config import parse_config
+    from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = parse_config(soak_config(args.max_size, args.seed))

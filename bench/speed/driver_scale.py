@@ -54,7 +54,7 @@ PERTURBATION = 1e-3  # snapshot weights = main's + noise: no two snapshots share
 
 def flagship_config(num_snapshots: int, seed: int):
     """The flagship recipe with the league's size pinned at `num_snapshots` (no automatic snapshots)."""
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     return load_config(str(FLAGSHIP), [
         f"league.max_size={max(2, num_snapshots)}", "league.every_n_iterations=null", "league.win_rate_threshold=1.0",
@@ -83,7 +83,7 @@ def runner_member_id(comp, opponent: str) -> str:
 
 def synthetic_outcomes(league, curriculum, num_outcomes: int, runners: int, iteration: int, rng) -> tuple[list, dict]:
     """(one list of outcome records per runner, level_id -> (sum of max(GAE, 0), steps)) for one iteration."""
-    from spade_rllib.outcome import EpisodeOutcome
+    from spade_rllib.core.outcome import EpisodeOutcome
 
     source = curriculum.level_source()
     parts: list[list] = [[] for _ in range(runners)]

@@ -48,7 +48,7 @@ def run_case(num_snapshots: int, iterations: int, seed: int, lstm: bool = False)
     import numpy as np
     import ray
 
-    from spade_rllib.config import apply_overrides, load_raw, parse_config
+    from spade_rllib.config.run_config import apply_overrides, load_raw, parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     overrides = [

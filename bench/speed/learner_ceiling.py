@@ -126,7 +126,7 @@ def check_args(args: argparse.Namespace) -> None:
 def row_fixed(name: str, args: argparse.Namespace) -> list[str]:
     """Row `name`'s fixed-layout overrides, scoped to what `args.config`'s env has: the level size
     `env.difficulty` only on a level game (a row is then the config, one learner, the command's `--set` after)."""
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     level_game = load_config(args.config, args.overrides).resolved_env.is_level_game
     return [o for o in MODELS[name] if level_game or not o.startswith("env.difficulty=")]
@@ -134,7 +134,7 @@ def row_fixed(name: str, args: argparse.Namespace) -> list[str]:
 
 def row_raw(name: str, args: argparse.Namespace) -> dict:
     """The raw config of row `name`: `args.config` with its overrides (`args.row_overrides`)."""
-    from spade_rllib.config import apply_overrides, load_raw
+    from spade_rllib.config.run_config import apply_overrides, load_raw
 
     return apply_overrides(load_raw(args.config), args.row_overrides[name])
 
@@ -342,7 +342,7 @@ def profile_update(group, episodes: list, kw: dict, updates: int) -> dict:
 def measure_row(name: str, args) -> dict:
     import torch
 
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = load_config(args.config, args.row_overrides[name])
@@ -450,7 +450,7 @@ def train_ab(name: str, args) -> dict:
     """Full training (`SpadePPO.train()`, the config's own layout: remote runner, sample-ahead) with the lean and
     the stock learner, two algorithms built side by side and trained in alternating windows of `--ab-window`
     seconds for about `--train-ab` seconds each: env steps/s and the learn share of each, under the same load."""
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     extra = [*args.row_fixed[name], "evaluation.interval=0", *args.overrides]

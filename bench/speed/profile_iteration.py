@@ -208,7 +208,7 @@ def main() -> None:
 
     import ray
 
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
     from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.runner import SpadeEnvRunner
 

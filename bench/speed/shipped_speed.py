@@ -10,7 +10,7 @@ env, curriculum, league, evaluation and checkpoint settings, stopped after `--se
 iteration after the first `WARMUP_ITERS`:
   sps              env steps / the iterations' wall time (`time_this_iter_s`);
   spread           p10 / median / p90 of the per-iteration env steps/s;
-  phase_s          seconds per phase summed over those iterations (`spade/phase_s`, spade_rllib.phases):
+  phase_s          seconds per phase summed over those iterations (`spade/phase_s`, spade_rllib.training.phases):
                    sample_wait, learn, weight_sync, outcomes, components (league, curriculum, ... inside it),
                    evaluation, heldout, checkpoint, other; phase_share the same as shares;
   command_s        the whole command's wall time; overhead_s what it spent outside training iterations
@@ -67,9 +67,9 @@ def read_results(trial: Path) -> list[dict]:
 
 def summarize(results: list[dict], warmup: int = WARMUP_ITERS) -> dict:
     """sps, spread, phase seconds and shares of the iterations after `warmup` (pure: tested on synthetic rows)."""
-    from spade_rllib.console import iteration_rate
-    from spade_rllib.phases import PhaseTotals, phase_shares, rate_spread
-    from spade_rllib.result_lookup import result_value
+    from spade_rllib.training.console import iteration_rate
+    from spade_rllib.training.phases import PhaseTotals, phase_shares, rate_spread
+    from spade_rllib.artifacts.result_lookup import result_value
 
     rows = results[warmup:] if len(results) > warmup else results
     totals = PhaseTotals()
@@ -128,7 +128,7 @@ def in_process(name: str, overrides: tuple, seconds: float, stock_seconds: float
 
     from bench.speed.learner_ceiling import bare_ceiling
     from bench.speed.measure import learner_only, set_learner_threads, stock
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
     cfg = load_config(ROOT / "tune_configs" / f"{name}.yaml", list(overrides))
@@ -205,7 +205,7 @@ def check_seconds(seconds: float, stock_seconds: float) -> None:
 
 
 def _phase_line(row: dict) -> str:
-    from spade_rllib.phases import phase_text
+    from spade_rllib.training.phases import phase_text
 
     s = row["spread"]
     return (f"{phase_text(row['phase_s'], 0.005)} | per iteration p10 {s['p10']:,.0f} median {s['median']:,.0f} "
@@ -217,7 +217,7 @@ def parse_configs(text: str) -> list[str]:
     names = [n.strip() for n in (text or ",".join(SHIPPED)).split(",") if n.strip()]
     for n in names:
         if not (ROOT / "tune_configs" / f"{n}.yaml").is_file():
-            from spade_rllib.validation import did_you_mean
+            from spade_rllib.core.validation import did_you_mean
 
             raise SystemExit(f"--configs: {n!r} is not a config under tune_configs/{did_you_mean(n, SHIPPED)}; "
                              f"shipped: {', '.join(SHIPPED)}")
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
         if any("=" not in part for part in v.split(";")):
             print(f"--variant {v!r}: expected KEY=VALUE, e.g. training.torch_threads=2", file=sys.stderr)
             raise SystemExit(2)
-        from spade_rllib.config import ConfigError, load_config
+        from spade_rllib.config.run_config import ConfigError, load_config
 
         try:  # a bad key or value says so now, not after the first rows have run
             load_config(ROOT / "tune_configs" / "quickstart.yaml", v.split(";"))

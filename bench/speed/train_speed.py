@@ -281,7 +281,7 @@ def main() -> None:
 
     import ray
 
-    from spade_rllib.config import load_config
+    from spade_rllib.config.run_config import load_config
 
     # The rows compare layouts with the MLP [128, 128] (the model stock RLlib is configured alike with); the
     # quickstart's own model is an LSTM, measured in the LSTM rows. --set overrides either.

@@ -5,6 +5,8 @@ holds ``BOTS`` (name -> class). ``cls(seed).act(env, agent) -> int``, determinis
 Which bots a game has is its `GameSpec.bots` (``spade_rllib.games.make_bot(name, seed, env_id=...)``,
 ``bot_names(env_id)``); which are played when none are named, its `GameSpec.default_bots`
 (``default_bot_names(env_id)``).
+
+May import: `envs/`, `core/` (floor 2); no Ray, no torch.
 """
 from . import c4_bots, ctf_bots, race_bots
 

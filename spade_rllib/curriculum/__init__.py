@@ -1,6 +1,9 @@
 """Adaptive curriculum: strategies (threshold, plr, accel, uniform, fixed, maestro), ACCEL level edits, level specs, the PettingZoo
 wrapper, the runner-side level source for the RLlib glue (`source`; the driver component is
-`spade_rllib.rllib.curriculum_component`) and the held-out level loader. Pure Python/numpy; no Ray import. See docs/curriculum.md."""
+`spade_rllib.rllib.curriculum_component`) and the held-out level loader. Pure Python/numpy; no Ray import. See docs/curriculum.md.
+
+May import: `core/`, `envs/`, `bots/`, `games/` (floor 4, the pure core); no Ray, no torch, no `config/`.
+"""
 from spade_rllib.curriculum.curriculum_config import (
     AccelConfig,
     CurriculumConfig,

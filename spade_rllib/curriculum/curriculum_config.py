@@ -2,7 +2,7 @@
 
 Every field has a one-line doc. `CurriculumConfig.from_dict(d)` accepts the YAML mapping, rejects
 unknown keys with a "did you mean" hint, and every bad value raises `ConfigError` (a `ValueError`)
-naming the field, the value and the allowed range, worded as in `spade_rllib.validation`. The run
+naming the field, the value and the allowed range, worded as in `spade_rllib.core.validation`. The run
 config's `curriculum:` section embeds it (`enabled` plus these fields).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Mapping
 
-from spade_rllib.validation import check_choice, check_number, out_of_range, setting, unknown_key, validate_fields, wrong_type
+from spade_rllib.core.validation import check_choice, check_number, out_of_range, setting, unknown_key, validate_fields, wrong_type
 
 STRATEGIES = ("threshold", "plr", "accel", "uniform", "fixed", "maestro")
 SIGNALS = ("score", "win_rate", "completion", "return")

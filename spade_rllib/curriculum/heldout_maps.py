@@ -13,7 +13,7 @@ from typing import Iterable
 
 from spade_rllib.curriculum.level_spec import LevelSpec, normalize_ascii
 from spade_rllib.games.catalog import heldout_dir, level_game_for
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.core.outcome import EpisodeOutcome
 
 MAP_SUFFIX = ".txt"
 

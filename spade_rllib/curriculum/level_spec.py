@@ -5,7 +5,7 @@ A `LevelSpec` is what a curriculum hands out and stores: either generator knobs 
 ASCII grid. Its `level_id` is a content hash (sha1, never Python's per-process `hash()`), so the
 same level has the same id on the driver and on every env runner.
 
-Outcomes are `EpisodeOutcome` records (spade_rllib/outcome.py); the strategies read the learner's
+Outcomes are `EpisodeOutcome` records (spade_rllib/core/outcome.py); the strategies read the learner's
 result and return from it, `difficulty` and `level_id` from `outcome.level`, and rebuild a level
 from `outcome.level_spec` (PLR), with the helpers at the end of this module.
 No Ray import; building a `Level` imports `spade_rllib.envs` lazily.
@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from spade_rllib.outcome import DRAW, EpisodeOutcome
+from spade_rllib.core.outcome import DRAW, EpisodeOutcome
 
 COMPLETED_REASONS = frozenset({"flag", "both_flag", "capture"})  # MazeRace; CaptureTheFlag
 
@@ -180,7 +180,7 @@ def build_level(spec: LevelSpec, env_id: str):
     return Level.from_ascii(spec.ascii, meta={"family": "grid", "name": spec.name, **tags})
 
 
-# ----- what the strategies read from an EpisodeOutcome (spade_rllib/outcome.py) -----
+# ----- what the strategies read from an EpisodeOutcome (spade_rllib/core/outcome.py) -----
 
 def outcome_completed(outcome: EpisodeOutcome) -> bool:
     """Some team captured the flag before timeout."""

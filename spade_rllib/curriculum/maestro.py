@@ -43,7 +43,7 @@ from spade_rllib.curriculum.strategies import (
     uniform_sampling,
 )
 from spade_rllib.curriculum.sampling_state import JointSampling
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.core.outcome import EpisodeOutcome
 
 NO_OPPONENT = "none"
 """Buffer key of outcomes without an opponent (single-team games)."""

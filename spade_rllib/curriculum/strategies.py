@@ -52,7 +52,7 @@ from spade_rllib.curriculum.sampling_state import (
     UniformSampling,
     sampling_record,
 )
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.core.outcome import EpisodeOutcome
 from spade_rllib.curriculum.level_spec import (
     LevelSpec,
     outcome_completed,

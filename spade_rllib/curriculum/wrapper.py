@@ -2,7 +2,7 @@
 
 On `reset` it asks for a `LevelSpec`, builds the level and resets the inner env with
 `options={"level": level}`; when the episode ends it turns the final infos into an `EpisodeOutcome`
-(spade_rllib/outcome.py) and reports it.
+(spade_rllib/core/outcome.py) and reports it.
 
 Two modes:
 * **local** (`AdaptiveCurriculum(env, strategy=...)`): standalone, no Ray. Levels come from
@@ -33,7 +33,7 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from spade_rllib.curriculum.level_spec import LevelSpec, build_level
 from spade_rllib.curriculum.strategies import CurriculumStrategy, sample_level
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.core.outcome import EpisodeOutcome
 
 CALLER_LEVEL_OPTIONS = ("level", "knobs", "difficulty")
 LEVEL_CACHE_SIZE = 32  # built levels kept by level_id (PLR replays the same specs)

@@ -3,6 +3,8 @@
 See ``spade_rllib/envs/maze_race.py`` / ``ctf.py`` (the envs' manuals), ``docs/env.md``, ``docs/ctf.md``.
 Build an env by id with ``spade_rllib.games.make_env`` (the catalog knows every game). The OpenSpiel games'
 env (``openspiel_env.OpenSpielEnv``) is imported by the catalog itself, not here.
+
+May import: `core/` (floor 1); no Ray, no torch.
 """
 from .ctf import CaptureTheFlag
 from .generators import (FAMILIES, Knobs, ctf_default_max_steps, default_max_steps, flag_distance_tolerance,

@@ -119,7 +119,7 @@ class Knobs:
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
-            from spade_rllib.validation import did_you_mean
+            from spade_rllib.core.validation import did_you_mean
 
             raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}{did_you_mean(self.family, FAMILIES)}")
         if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) \

@@ -25,9 +25,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from spade_rllib.atomic_io import atomic_open, atomic_path, write_text
+from spade_rllib.artifacts.atomic_io import atomic_open, atomic_path, write_text
 
-from spade_rllib import ratings as rating_math
+from spade_rllib.core import ratings as rating_math
 from spade_rllib.evaluation.ctf_reasons import REASONS, WIN
 from spade_rllib.evaluation.match_engine import DRAW, GameResult, LevelEntry
 
@@ -116,7 +116,7 @@ class Ratings:
 
 def fit_ratings(players: Sequence[str], results: Sequence[GameResult], n_bootstrap: int = 200,
                 seed: int = 0) -> Ratings:
-    """BT-ML Elo with bootstrap intervals and OpenSkill, both from `spade_rllib.ratings`."""
+    """BT-ML Elo with bootstrap intervals and OpenSkill, both from `spade_rllib.core.ratings`."""
     index = {p: i for i, p in enumerate(players)}
     a = np.array([index[r.seat0] for r in results], dtype=np.int64)
     b = np.array([index[r.seat1] for r in results], dtype=np.int64)

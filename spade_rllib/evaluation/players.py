@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from spade_rllib.games import bot_names, default_bot_names, is_level_game, make_bot
-from spade_rllib.policy import Policy, load_policy
+from spade_rllib.players.policy import Policy, load_policy
 
 GENERIC_BOTS = ("random",)
 BOT_KIND = "bot"
@@ -113,7 +113,7 @@ class BotPlayer:
 
 
 class ModulePlayer:
-    """A trained RLModule (or league snapshot) behind `spade_rllib.policy.Policy`. A recurrent
+    """A trained RLModule (or league snapshot) behind `spade_rllib.players.policy.Policy`. A recurrent
     policy keeps one state per agent it moves, from zeros at each `new_game`."""
 
     def __init__(self, spec: PlayerSpec, policy: Policy):

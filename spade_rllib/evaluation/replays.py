@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from spade_rllib.atomic_io import atomic_path, write_text
+from spade_rllib.artifacts.atomic_io import atomic_path, write_text
 from spade_rllib.evaluation.match_engine import GameResult, GameSpec, LevelEntry, num_actions, play_game, render_modes
 from spade_rllib.evaluation.players import PlayerSpec, build_player
 

@@ -11,6 +11,8 @@
 
 Adding a game: write its env (a `spade_rllib.envs.LevelGame` subclass for a level game) and register
 one `GameSpec` in `catalog.py`. No Ray, no torch.
+
+May import: `core/`, `envs/`, `bots/` (floor 3).
 """
 from spade_rllib.games.catalog import (CONNECT_FOUR_ID, CTF_ID, MAZERACE_ID, GameSpec, bot_names,
                                        default_bot_names, find_game, game, game_ids, heldout_dir, heldout_opponents,

@@ -28,8 +28,8 @@ from spade_rllib.envs import CaptureTheFlag, Level, MazeRace
 from spade_rllib.envs.ctf import TRAINING_SIGNALS as CTF_TRAINING_SIGNALS
 from spade_rllib.envs.level_game import ACTION_NAMES, LevelGame
 from spade_rllib.envs.openspiel_env import OPENSPIEL_PREFIX, OpenSpielEnv, load_game, require_pyspiel
-from spade_rllib.outcome import BOT_PREFIX, MIRROR
-from spade_rllib.validation import did_you_mean
+from spade_rllib.core.outcome import BOT_PREFIX, MIRROR
+from spade_rllib.core.validation import did_you_mean
 
 __all__ = ["GameSpec", "Turns", "register", "unregister", "game", "find_game", "game_ids", "level_game_ids",
            "make_env", "make_bot", "bot_names", "default_bot_names", "heldout_dir", "heldout_opponents",

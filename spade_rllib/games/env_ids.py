@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, NamedTuple, Optional
 
 from spade_rllib.games.catalog import find_game, level_game_ids
-from spade_rllib.validation import did_you_mean
+from spade_rllib.core.validation import did_you_mean
 
 LEVEL_KIND = "level"
 EnvKind = Literal["level", "pettingzoo", "gymnasium"]

@@ -1,6 +1,6 @@
 """`ResolvedEnv`: an env id read once (`spade_rllib.games.env_ids`), the record every layer takes.
 
-`config.parse_config` builds it once per run config (`RunConfig.resolved_env`; `config.resolved_env_of(cfg)`
+`run_config.parse_config` builds it once per run config (`RunConfig.resolved_env`; `run_config.resolved_env_of(cfg)`
 reads it) and the checks before Ray, the game-loop adapter (`make_game_factory`, `game_factory_for`,
 `roles.env_roles`) and the trainer's glue (`describe_env`, `env_kwargs_for`, `build_algo_config`, the env
 runner) read its kind, catalog spec and resolver entry instead of parsing and resolving the id again.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from spade_rllib.validation import ConfigError, did_you_mean
+from spade_rllib.core.validation import ConfigError, did_you_mean
 
 ROLE_MODULE_PREFIX = "main_"
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_]*")

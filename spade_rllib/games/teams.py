@@ -21,8 +21,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from spade_rllib.outcome import team_index, team_letter
-from spade_rllib.validation import did_you_mean
+from spade_rllib.core.outcome import team_index, team_letter
+from spade_rllib.core.validation import did_you_mean
 
 MODES = ("auto", "free_for_all", "cooperative")
 

@@ -3,6 +3,10 @@
 Public API::
 
     from spade_rllib.league import League, LeagueConfig, MemberId, Role, MAIN, RANDOM, MatchPlan, Matchup
+
+May import: `core/` (the outcome, ratings, keyed draws, typed fields), `artifacts.atomic_io` (the league
+table's writes) (floor 4, the pure core); no Ray, no torch, no `config/`. The league as a player from a
+checkpoint (torch) is `players/league_player.py`, its export `players/league_export.py`.
 """
 from spade_rllib.league.league_config import EVICTION_RULES, PFSP_WEIGHTINGS, RATING_SYSTEMS, SAMPLING_MODES, LeagueConfig
 from spade_rllib.league.member_ids import MAIN, RANDOM, MemberId, Role

@@ -40,13 +40,13 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from spade_rllib import ratings
+from spade_rllib.core import ratings
 from spade_rllib.league.league_config import LeagueConfig
 from spade_rllib.league.member_ids import MAIN, RANDOM, MemberId, Role, learner_ids
 from spade_rllib.league.match_plan import MatchPlan, PlanEntry
 from spade_rllib.league.sampling import (allocate_slots, mix_latest, normalise, pfsp_weights, reference_floor,
                                          win_rate_estimate)
-from spade_rllib.outcome import DRAW, TEAM_LETTERS, EpisodeOutcome
+from spade_rllib.core.outcome import DRAW, TEAM_LETTERS, EpisodeOutcome
 
 STATE_VERSION = 1
 MAX_EVENTS = 100
@@ -647,7 +647,7 @@ class League:
 
 def write_table_rows(path, rows: list[Mapping[str, Any]]) -> None:
     """Write league table rows (:meth:`League.table`, members maybe renamed) as a ``league.csv``."""
-    from spade_rllib.atomic_io import atomic_open
+    from spade_rllib.artifacts.atomic_io import atomic_open
 
     with atomic_open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=TABLE_COLUMNS)

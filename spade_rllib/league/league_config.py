@@ -1,5 +1,5 @@
 """``LeagueConfig``: the league's settings, typed and validated (the run config's ``league:`` section
-embeds it: ``enabled`` plus these fields). Each field is a ``spade_rllib.validation.setting`` (help line
+embeds it: ``enabled`` plus these fields). Each field is a ``spade_rllib.core.validation.setting`` (help line
 and constraints), checked by ``validate_fields``; errors are one line, worded as there."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from spade_rllib.ratings import ELO_DEFAULT_INITIAL, ELO_DEFAULT_K, OPENSKILL_MODELS
-from spade_rllib.validation import ConfigError, out_of_range, setting, unknown_key, validate_fields, wrong_type
+from spade_rllib.core.ratings import ELO_DEFAULT_INITIAL, ELO_DEFAULT_K, OPENSKILL_MODELS
+from spade_rllib.core.validation import ConfigError, out_of_range, setting, unknown_key, validate_fields, wrong_type
 
 SAMPLING_MODES = ("uniform", "pfsp", "nash")
 PFSP_WEIGHTINGS = ("hard", "variance", "linear", "linear_capped")

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from spade_rllib.keyed_random import keyed_uniform
+from spade_rllib.core.keyed_random import keyed_uniform
 from spade_rllib.league.member_ids import MemberId
 
 NUM_SEATS = 2

@@ -25,7 +25,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from spade_rllib.outcome import MAIN as MAIN_MODULE_ID
+from spade_rllib.core.outcome import MAIN as MAIN_MODULE_ID
 
 SNAPSHOT_SUFFIX = "_v"
 

@@ -6,6 +6,8 @@
 - `figures`: matplotlib figures as PNG bytes and the HTML heatmaps, pure functions of `RunData`.
 - `html`: one HTML file with every image embedded (base64), a short self-check script and no
   network access; `write_report` writes it atomically (temporary file, then rename).
+
+May import: anything below floor 7, and `evaluation/`, `sweeps/` (floor 7; nothing of `training/` but `targets`).
 """
 from spade_rllib.reporting.html import build_html, write_report
 from spade_rllib.reporting.run_reader import RunData, ReportInputError, find_runs, load_run

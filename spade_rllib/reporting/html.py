@@ -228,7 +228,7 @@ def final_rows(run: RunData, prefix: str = "final", targets_key: str = "targets"
     """The final evaluation (`final/...`, or the held-out line's `final_heldout/...` and
     `final_heldout_all/...`) per opponent with its verdict against the config's `evaluation.<targets_key>`
     (`final_heldout_navigation_target`: the still team's least score)."""
-    from spade_rllib.targets import target_verdicts
+    from spade_rllib.training.targets import target_verdicts
 
     final = run.final or {}
     opps = list(dict.fromkeys(k.split("/")[1] for k in final if k.startswith(prefix + "/") and k.count("/") == 2
@@ -452,7 +452,7 @@ def write_report(runs: Sequence[RunData], out: str | Path, command: str = "") ->
     if out.is_dir() or not out.suffix:
         out = out / REPORT_FILE
     out.parent.mkdir(parents=True, exist_ok=True)
-    from spade_rllib.atomic_io import write_text
+    from spade_rllib.artifacts.atomic_io import write_text
 
     write_text(out, build_html(runs, command=command))  # temporary file + rename: never half a report
     return out

@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from spade_rllib.result_lookup import flatten
+from spade_rllib.artifacts.result_lookup import flatten
 
 TRAIN, EVAL = "train", "eval"
 RESULT_FILE = "result.json"

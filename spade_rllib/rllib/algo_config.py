@@ -15,7 +15,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-from spade_rllib.config import RunConfig, resolved_env_of
+from spade_rllib.config.run_config import RunConfig, resolved_env_of
 from spade_rllib.rllib.algorithm import SpadePPO, _make_gae_connector, _policy_mapping_fn, _role_policy_mapping
 from spade_rllib.rllib.components import SelfPlayComponent
 from spade_rllib.rllib.env_description import describe_env, env_kwargs_for
@@ -61,7 +61,7 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
 
     learners = learner_module_ids(cfg, info)
     if info.roles and (cfg.league.main_exploiters or cfg.league.league_exploiters):
-        from spade_rllib.validation import ConfigError
+        from spade_rllib.core.validation import ConfigError
 
         raise ConfigError(f"league.main_exploiters = {cfg.league.main_exploiters}: exploiters are not supported in a "
                           f"role game ({cfg.env.id} has roles {', '.join(info.role_shapes)}); set them to 0")

@@ -17,10 +17,18 @@
     init, a fresh optimizer state, pushed to the runners at once.
 
 The `PPOConfig` whose algo class is `SpadePPO` is built by `spade_rllib.rllib.algo_config.build_algo_config`.
+
+Why these concepts share one class: each is a hook RLlib calls on the `Algorithm` itself (`setup`,
+`training_step`, `step`, `save_checkpoint`, `get_state` / `set_state`, `restore_from_path`,
+`restore_env_runners`, `cleanup`), so the override must be a method here, and `step` is where one iteration's
+pieces meet in order. Each method only sequences; the work lives in the module of its concept: the components
+(`components`, `league_component`, `curriculum_component`), the metrics (`metrics`), the runners' evaluation
+games (`evaluation_runner`), health checks (`health`), the phase clock (`training.phases`), the checkpoint
+names (`artifacts.checkpoint_layout`) and the run's `runinfo.json` (`artifacts.provenance.write_runinfo`).
+The class's path is pickled into every checkpoint (`class_and_ctor_args.pkl`), so it stays in this module.
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -42,10 +50,11 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
-from spade_rllib.checkpoint_layout import COMPONENTS_STATE_KEY
-from spade_rllib.config import RunConfig, parse_config
-from spade_rllib.outcome import MAIN
-from spade_rllib.phases import COMPONENT_PREFIX, PhaseClock
+from spade_rllib.artifacts.checkpoint_layout import COMPONENTS_STATE_KEY
+from spade_rllib.artifacts.provenance import write_runinfo
+from spade_rllib.config.run_config import RunConfig, dump_config, parse_config
+from spade_rllib.core.outcome import MAIN
+from spade_rllib.training.phases import COMPONENT_PREFIX, PhaseClock
 from spade_rllib.rllib.component_registry import build_components
 from spade_rllib.rllib.components import DriverContext, DriverUpdate
 from spade_rllib.rllib.env_description import describe_env
@@ -104,7 +113,7 @@ class SpadePPO(PPO):
         if spade.runinfo:
             trial_dir = self.trial_dir()
             if trial_dir is not None:
-                _write_runinfo(trial_dir, spade.runinfo, self.run_config)
+                write_runinfo(trial_dir, spade.runinfo, dump_config(self.run_config))
         if spade.restore_from:
             logger.info("restoring from %s", spade.restore_from)
             self.restore_from_path(spade.restore_from)
@@ -447,7 +456,7 @@ class SpadePPO(PPO):
 
     def restore_from_path(self, path, *args, **kwargs):
         if kwargs.get("component") is None:  # a whole checkpoint: the newest whole one if it lost a file
-            from spade_rllib.checkpoint_layout import restorable_checkpoint
+            from spade_rllib.artifacts.checkpoint_layout import restorable_checkpoint
 
             path = str(restorable_checkpoint(path))
         super().restore_from_path(path, *args, **kwargs)
@@ -501,13 +510,5 @@ def _reapply_config_lr(learner) -> None:
         schedule = learner._optimizer_lr_schedules.get(optimizer)
         if schedule is not None:
             learner._set_optimizer_lr(optimizer, float(schedule.get_current_value()))
-
-
-def _write_runinfo(logdir: Path, runinfo: dict, cfg: RunConfig) -> None:
-    from spade_rllib.config import dump_config
-
-    logdir.mkdir(parents=True, exist_ok=True)
-    (logdir / "config.yaml").write_text(dump_config(cfg))
-    (logdir / "runinfo.json").write_text(json.dumps(runinfo, indent=2, sort_keys=True, default=str))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from spade_rllib.config import RunConfig
+from spade_rllib.config.run_config import RunConfig
 from spade_rllib.rllib import (curriculum_component, draw_watch_component, exploitability_component, league_component,
                                signal_schedule_component)
 from spade_rllib.rllib.components import EnvInfo, make_self_play_component

@@ -2,7 +2,7 @@
 
 A driver component lives in the `SpadePPO` algorithm on the driver. Each training iteration:
 
-  1. `SpadePPO` drains the `EpisodeOutcome` records (spade_rllib/outcome.py) of every env runner
+  1. `SpadePPO` drains the `EpisodeOutcome` records (spade_rllib/core/outcome.py) of every env runner
      (`foreach_env_runner(lambda r: r.pop_episode_outcomes())`).
   2. It calls `component.update(outcomes, ctx)` on every component, in registry order; each returns
      a flat dict of metrics with path keys ("league/size", "curriculum/difficulty"), which land in
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 
-from spade_rllib.config import RunConfig
-from spade_rllib.outcome import BOT_PREFIX
-from spade_rllib.outcome import MAIN
+from spade_rllib.config.run_config import RunConfig
+from spade_rllib.core.outcome import BOT_PREFIX
+from spade_rllib.core.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR, RANDOM, DriverUpdate, OpponentPlan
 
 COPLAYER_PRIORITY = "coplayer_priority"

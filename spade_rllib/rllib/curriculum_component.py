@@ -21,14 +21,14 @@ import dataclasses
 import functools
 from typing import Any, Callable, Mapping, Optional
 
-from spade_rllib.config import ConfigError, RunConfig
+from spade_rllib.config.run_config import ConfigError, RunConfig
 from spade_rllib.curriculum.curriculum_config import CurriculumConfig
 from spade_rllib.curriculum.level_spec import build_level
 from spade_rllib.curriculum.maestro import coplayer_priority_of, value_key
 from spade_rllib.curriculum.source import CurriculumLevelSource
 from spade_rllib.games import LEVEL_KIND, spade_env_ids
 from spade_rllib.curriculum.strategies import KnobsFn, make_strategy
-from spade_rllib.outcome import MAIN, EpisodeOutcome
+from spade_rllib.core.outcome import MAIN, EpisodeOutcome
 from spade_rllib.rllib.components import COPLAYER_PRIORITY, EnvInfo
 from spade_rllib.rllib.plan import DriverUpdate
 

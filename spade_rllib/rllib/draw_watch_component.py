@@ -1,4 +1,4 @@
-"""The draw watch's driver component (`spade_rllib.draw_watch`; protocol in `spade_rllib.rllib.components`).
+"""The draw watch's driver component (`spade_rllib.training.draw_watch`; protocol in `spade_rllib.rllib.components`).
 
 On in every run of a two-team game: each iteration it folds main's outcomes into the watch and
 reports `draws/*` (mirror draw rate, draw rate, captures per game, `draws/collapsed`); on the
@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional
 
-from spade_rllib.config import RunConfig
-from spade_rllib.draw_watch import DrawWatch
+from spade_rllib.config.run_config import RunConfig
+from spade_rllib.training.draw_watch import DrawWatch
 from spade_rllib.rllib.components import EnvInfo
 
 logger = logging.getLogger(__name__)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spade_rllib.signal_schedule import initial_values
-from spade_rllib.config import RunConfig, resolved_env_of
+from spade_rllib.training.signal_schedule import initial_values
+from spade_rllib.config.run_config import RunConfig, resolved_env_of
 from spade_rllib.games.adapter import game_factory_for
 from spade_rllib.rllib.components import EnvInfo
-from spade_rllib.validation import ConfigError
+from spade_rllib.core.validation import ConfigError
 
 
 def env_kwargs_for(cfg: RunConfig) -> dict:

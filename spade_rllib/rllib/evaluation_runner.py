@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.core.outcome import EpisodeOutcome
 from spade_rllib.rllib.action_sampling import single_torch_thread
 from spade_rllib.rllib.lanes import LaneStates
 from spade_rllib.rllib.plan import RANDOM

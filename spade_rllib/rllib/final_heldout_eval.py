@@ -6,7 +6,7 @@ Config (`evaluation`): `final_heldout_levels` (files or directories of ASCII map
 `final_heldout_opponents` (`still`: the other team never moves, so main's score is pure navigation:
 1 for a capture, 0.5 for a timeout; `random`; `bot:<name>`), `final_heldout_games` (games per map,
 opponent and seat) and `final_heldout_targets` (opponent -> least score, win + draw/2; the
-verdicts come from `spade_rllib.targets`, as the final evaluation's).
+verdicts come from `spade_rllib.training.targets`, as the final evaluation's).
 
 `final_heldout_navigation_target` (a least score, or null) also plays the still team on every map, whatever
 the size limit, under `final_heldout_all/still/...`: navigation on the large maps too, with one more line.
@@ -27,7 +27,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from spade_rllib.outcome import MAIN, TEAM_LETTERS
+from spade_rllib.core.outcome import MAIN, TEAM_LETTERS
 
 STILL = "still"
 """Opponent id of a team that never moves (every agent plays action 0, noop, in both level games)."""
@@ -216,7 +216,7 @@ def final_heldout_evaluation(algo_config: Any, weights: Mapping[str, Any], paths
 
 def navigation_line(final: Mapping[str, Any], target: float) -> Optional[str]:
     """The line of `final_heldout_navigation_target`: main alone vs a still team on every held-out map."""
-    from spade_rllib.targets import score_text, target_verdicts
+    from spade_rllib.training.targets import score_text, target_verdicts
 
     verdicts = target_verdicts({"evaluation": {"targets": {STILL: target}}}, final, prefix=ALL_PREFIX)
     if not verdicts:
@@ -233,7 +233,7 @@ def navigation_line(final: Mapping[str, Any], target: float) -> Optional[str]:
 def heldout_line(final: Mapping[str, Any], opponents: Sequence[str], targets: Mapping[str, float],
                  max_size: int = 0) -> str:
     """One summary line: main's score per opponent on the held-out maps, each with its verdict."""
-    from spade_rllib.targets import score_text, target_verdicts
+    from spade_rllib.training.targets import score_text, target_verdicts
 
     verdicts = {v.opponent: v for v in target_verdicts({"evaluation": {"targets": dict(targets)}}, final, prefix=PREFIX)}
     names = final.get(f"{PREFIX}/levels") or []
@@ -257,7 +257,7 @@ def run_final_heldout(cfg: Any, checkpoint: str) -> Optional[dict]:
         return None
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from spade_rllib.checkpoint_layout import module_dir
+    from spade_rllib.artifacts.checkpoint_layout import module_dir
     from spade_rllib.rllib.algo_config import build_algo_config
 
     weights = RLModule.from_checkpoint(str(module_dir(checkpoint, MAIN))).get_state()

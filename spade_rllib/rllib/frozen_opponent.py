@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from spade_rllib.outcome import MAIN
+from spade_rllib.core.outcome import MAIN
 from spade_rllib.rllib.plan import DriverUpdate, OpponentPlan, slot_id
 
 FROZEN_SLOT = slot_id(0)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from ray.tune import Stopper
 
-from spade_rllib.result_lookup import result_value
+from spade_rllib.artifacts.result_lookup import result_value
 
 TUNE_INTERRUPT = getattr(signal, "SIGUSR1", None)
 """The signal Tune always listens to for "end the experiment now" (it saves its state first)."""

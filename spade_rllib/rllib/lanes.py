@@ -15,7 +15,7 @@ import numpy as np
 
 from spade_rllib.games.adapter import Game
 from spade_rllib.games.roles import role_names
-from spade_rllib.outcome import MAIN
+from spade_rllib.core.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
 
 

@@ -3,7 +3,7 @@
 `make_component(run_config, env_info)` returns a `LeagueComponent` when `league.enabled` is true.
 `SpadePPO` calls it once per training iteration, after PPO's sample -> learn -> weight sync:
 
-1. **Results in.** `update(outcomes, ctx)` feeds every `EpisodeOutcome` (spade_rllib/outcome.py)
+1. **Results in.** `update(outcomes, ctx)` feeds every `EpisodeOutcome` (spade_rllib/core/outcome.py)
    to `League.record`. The env runner already names the member behind an opponent slot (the
    member that sat in the slot when the episode *started*); opponent ids are translated by
    `league_member_of`: `main_v3` -> that snapshot, `random` -> `random`, `mirror` -> `main`
@@ -47,14 +47,14 @@ import numpy as np
 
 from dataclasses import dataclass
 
-from spade_rllib.checkpoint_layout import LEAGUE_CORE_KEY, LEAGUE_CSV, ROLE_LEAGUES_KEY, role_league_csv
-from spade_rllib.config import ConfigError, RunConfig
+from spade_rllib.artifacts.checkpoint_layout import LEAGUE_CORE_KEY, LEAGUE_CSV, ROLE_LEAGUES_KEY, role_league_csv
+from spade_rllib.config.run_config import ConfigError, RunConfig
 from spade_rllib.games.roles import role_module_id
 from spade_rllib.league.league_config import LeagueConfig
 from spade_rllib.league.member_ids import MAIN, RANDOM, SNAPSHOT_SUFFIX, MemberId, Role
 from spade_rllib.league.league import League, format_table, write_table_rows
 from spade_rllib.league.match_plan import MatchPlan
-from spade_rllib.outcome import EpisodeOutcome
+from spade_rllib.core.outcome import EpisodeOutcome
 from spade_rllib.rllib.components import COPLAYER_PRIORITY, DriverContext, EnvInfo
 from spade_rllib.rllib.exploitability_component import LEAGUE_CONTEXT_KEY
 from spade_rllib.rllib.plan import BOT_PREFIX, LIVE_PREFIX, MIRROR, SLOT_PREFIX, DriverUpdate, OpponentPlan, slot_id

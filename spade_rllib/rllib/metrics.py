@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
-from spade_rllib.outcome import RESULTS, EpisodeOutcome
+from spade_rllib.core.outcome import RESULTS, EpisodeOutcome
 
 
 def outcome_summary(outcomes: Iterable[EpisodeOutcome]) -> dict:

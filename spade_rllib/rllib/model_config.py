@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from spade_rllib.config import MEMORY_LSTM, RunConfig
-from spade_rllib.outcome import MAIN
+from spade_rllib.config.run_config import MEMORY_LSTM, RunConfig
+from spade_rllib.core.outcome import MAIN
 from spade_rllib.rllib.components import EnvInfo
 
 
@@ -48,7 +48,7 @@ def model_config_for(cfg: RunConfig, info: EnvInfo, module_id: str = MAIN) -> di
 
 def check_modules_fit_memory(cfg: RunConfig, info: EnvInfo, memory: Optional[int] = None) -> None:
     """`resources.check_model_memory` for the trained modules this run builds (one-line `ConfigError`)."""
-    from spade_rllib.resources import check_model_memory
+    from spade_rllib.config.resources import check_model_memory
 
     check_model_memory(cfg, model_config_for(cfg, info), info.obs_size, info.num_actions, len(learner_module_ids(cfg, info)),
                        memory=memory)

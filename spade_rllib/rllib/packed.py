@@ -49,7 +49,7 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.framework import try_import_torch
 
 torch, _ = try_import_torch()
-from spade_rllib.outcome import MAIN  # noqa: E402
+from spade_rllib.core.outcome import MAIN  # noqa: E402
 ARRAY_FIELDS = ("obs", "is_boot", "actions", "rewards", "logp", "logits", "lengths", "terminated", "levels",
                 "states", "prev_actions", "prev_rewards", "teacher")
 TEACHER_ACTIONS = "teacher_actions"

@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from spade_rllib.curriculum.heldout_maps import heldout_metrics, heldout_reset_options, load_heldout_levels
 from spade_rllib.games import LEVEL_KIND
 from spade_rllib.games import heldout_opponents as game_heldout_opponents
-from spade_rllib.outcome import MAIN
+from spade_rllib.core.outcome import MAIN
 
 logger = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from typing import Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-from spade_rllib.keyed_random import keyed_uniform
-from spade_rllib.outcome import BOT_PREFIX, LIVE_PREFIX, MAIN, MIRROR, RANDOM, SLOT_PREFIX  # noqa: F401 - the ids (outcome.py)
+from spade_rllib.core.keyed_random import keyed_uniform
+from spade_rllib.core.outcome import BOT_PREFIX, LIVE_PREFIX, MAIN, MIRROR, RANDOM, SLOT_PREFIX  # noqa: F401 - the ids (outcome.py)
 
 EpisodeKey = tuple  # (worker_index, env_index, episode_number)
 RUNNER_SPEC_KEY = "spade"

@@ -26,7 +26,7 @@ from typing import Any, Optional
 from ray.tune import Callback
 from ray.tune.result import SHOULD_CHECKPOINT
 
-from spade_rllib.result_lookup import result_value
+from spade_rllib.artifacts.result_lookup import result_value
 
 LIFETIME = "env_runners/num_env_steps_sampled_lifetime"
 THIS_ITERATION = "env_runners/num_env_steps_sampled"

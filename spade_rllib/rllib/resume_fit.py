@@ -6,22 +6,22 @@ config's env, and each trained module's observation size, action count and effec
 config builds now, and a module built from the config (`SpadeModule`, CPU, no Ray) takes every saved
 tensor by name and shape (a mismatch would otherwise fail inside Ray, or leave the trunk random). Each
 refusal is a one-line `ConfigError`. It stands in rllib/ because it builds the trainer's own module; the
-checks that need only the config, the games and this machine are in `spade_rllib.preflight`, `resources`
+checks that need only the config, the games and this machine are in `spade_rllib.config.preflight`, `resources`
 and `output_paths`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from spade_rllib.model_compat import (comparable_value, effective_model_config, model_config_key, model_config_value,
+from spade_rllib.config.model_compat import (comparable_value, effective_model_config, model_config_key, model_config_value,
                                      model_differences)
-from spade_rllib.validation import ConfigError
+from spade_rllib.core.validation import ConfigError
 
 
 def _module_misfit(module, model_config: dict) -> str | None:
     """Build the module the config makes now (same spaces, on CPU, no Ray) and check the saved
     tensors against it: the first key or shape that would not load, else None."""
-    from spade_rllib.checkpoint_guard import state_problem
+    from spade_rllib.artifacts.checkpoint_guard import state_problem
     from spade_rllib.rllib.module import SpadeModule
 
     try:
@@ -36,9 +36,9 @@ def check_resume(cfg, checkpoint: str, info=None) -> None:
     """The checkpoint fits the config it resumes with (see the module docstring): every learner module's
     effective `model_config` equals what the config builds now (defaults filled in, so a key recorded
     only when on still counts), and the module the config builds takes every saved tensor, name and shape."""
-    from spade_rllib.checkpoint_layout import CheckpointError, checkpoint_env_id, resolve_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import CheckpointError, checkpoint_env_id, resolve_checkpoint
     from spade_rllib.games import canonical_env_id
-    from spade_rllib.policy import load_module
+    from spade_rllib.players.policy import load_module
     from spade_rllib.rllib.env_description import check_env_builds
     from spade_rllib.rllib.model_config import learner_module_ids, model_config_for
 

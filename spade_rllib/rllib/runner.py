@@ -22,7 +22,7 @@ to the learner, and syncs the trained modules' weights back through `set_state({
 Per episode the learner, its opponent and its seat come from the broadcast `OpponentPlan` as a pure
 function of (worker_index, env_index, episode_number); the learner's team alternates between
 episodes. Experience is recorded for every agent the learner controls (all of them against
-"mirror"). At the end of each episode an `EpisodeOutcome` (spade_rllib/outcome.py) is appended to
+"mirror"). At the end of each episode an `EpisodeOutcome` (spade_rllib/core/outcome.py) is appended to
 a buffer that the driver drains with `pop_episode_outcomes()` via `foreach_env_runner`; its
 `learner_team` and `learner` fields name the learner's team and module.
 
@@ -56,7 +56,7 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
-from spade_rllib.outcome import MAIN, EpisodeOutcome
+from spade_rllib.core.outcome import MAIN, EpisodeOutcome
 from spade_rllib.games.adapter import Game, game_factory_for
 from spade_rllib.games.catalog import evaluation_kwargs
 from spade_rllib.games.resolved_env import read_env_id

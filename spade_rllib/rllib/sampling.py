@@ -25,7 +25,7 @@ import numpy as np
 from ray.rllib.utils.framework import try_import_torch
 from ray.rllib.utils.metrics import EPISODE_LEN_MEAN, EPISODE_RETURN_MEAN
 
-from spade_rllib.outcome import MAIN, RESULTS, EpisodeOutcome
+from spade_rllib.core.outcome import MAIN, RESULTS, EpisodeOutcome
 from spade_rllib.games.adapter import LEVEL_RESET_KEYS, Game
 from spade_rllib.games.roles import role_module_id, role_names
 from spade_rllib.rllib.action_sampling import sample_actions, sample_gaussian

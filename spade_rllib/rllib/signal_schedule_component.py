@@ -1,4 +1,4 @@
-"""The driver component of `env.signal_schedule` (pure core: `spade_rllib.signal_schedule`; protocol in
+"""The driver component of `env.signal_schedule` (pure core: `spade_rllib.training.signal_schedule`; protocol in
 `spade_rllib.rllib.components`).
 
 Each iteration it reads the run's lifetime env steps, reports `signals/<name>` (the value the training envs use
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from spade_rllib.config import RunConfig
+from spade_rllib.config.run_config import RunConfig
 from spade_rllib.rllib.components import EnvInfo
 from spade_rllib.rllib.plan import DriverUpdate
-from spade_rllib.signal_schedule import initial_values, values_at
+from spade_rllib.training.signal_schedule import initial_values, values_at
 
 METRIC_PREFIX = "signals/"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from spade_rllib.atomic_io import atomic_open, atomic_path, write_text
+from spade_rllib.artifacts.atomic_io import atomic_open, atomic_path, write_text
 from spade_rllib.sweeps.sweep_spec import SEED_KEY, SweepSpec
 from spade_rllib.sweeps.stats import SeedInterval, metric_bounds, seed_interval
 

@@ -26,7 +26,7 @@ how much to spend. Every key and value is checked before Ray starts; a problem r
 Merge order for a trial's training config: base YAML -> `overrides` -> `budget.stop` (into
 `training.stop`) -> `--smoke` defaults and the sweep's `smoke` section -> `--set` -> the trial's
 sampled `space` values. The file and `--set` values are read like a training config
-(`config.read_yaml`), and errors use the one wording of `spade_rllib.validation`.
+(`config.read_yaml`), and errors use the one wording of `spade_rllib.core.validation`.
 """
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ from typing import Any, Optional
 
 import yaml
 
-from spade_rllib.config import (OLD_SPELLINGS, ConfigError, RunConfig, apply_overrides, current_spelling, load_raw, parse_config,
+from spade_rllib.config.run_config import (OLD_SPELLINGS, ConfigError, RunConfig, apply_overrides, current_spelling, load_raw, parse_config,
                                 read_yaml)
-from spade_rllib.validation import check_number, config_path, did_you_mean, setting, validate_fields
+from spade_rllib.core.validation import check_number, config_path, did_you_mean, setting, validate_fields
 
 SWEEPS_DIR = Path(__file__).resolve().parent.parent.parent / "tune_configs" / "sweeps"
 """Where `--sweep NAME` looks for `NAME.yaml` (the repository's `tune_configs/sweeps/`)."""

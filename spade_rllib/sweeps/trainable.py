@@ -20,7 +20,7 @@ from typing import Any, Optional
 from spade_rllib.rllib.algo_config import build_algo_config
 from spade_rllib.rllib.algorithm import SpadePPO
 from spade_rllib.sweeps.sweep_spec import trial_run_config
-from spade_rllib.tuner_inputs import result_value
+from spade_rllib.training.tuner_inputs import result_value
 
 SWEEP_KEY = "spade_sweep"
 OBJECTIVE = "sweep/objective"
@@ -47,7 +47,7 @@ def resources_for(cfg, cpus_per_trial: Optional[float], gpus_per_trial: Optional
         others = t.num_env_runners * r.num_cpus_per_env_runner + r.num_learners * r.num_cpus_per_learner
         main_cpus = int(math.floor(cpus_per_trial - others + 1e-9))
         if main_cpus < 1:
-            from spade_rllib.config import ConfigError
+            from spade_rllib.config.run_config import ConfigError
 
             raise ConfigError(
                 f"--cpus-per-trial {cpus_per_trial:g}: too few; the trial's env runners and learners take {others:g} CPUs "

@@ -11,7 +11,7 @@ old checkpoint the tests keep under `tests/fixtures/`).
         learner_group/learner/rl_module/        a MultiRLModule
           main/                                 a `SpadeModule` (random init from `seed`)
         algorithm_state.pkl                     with optional league snapshots, where SpadePPO stores them
-                                                (`spade_rllib.checkpoint_layout`): spade_components ->
+                                                (`spade_rllib.artifacts.checkpoint_layout`): spade_components ->
                                                 league -> league -> League.state_dict()-like members
 
 The modules are random MLPs: useful for plumbing (loading, export, schedules, CSVs), not strength.
@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from spade_rllib.checkpoint_layout import (
+from spade_rllib.artifacts.checkpoint_layout import (
     ALGORITHM_STATE_FILE,
     COMPONENTS_STATE_KEY,
     LEAGUE_COMPONENT,
@@ -34,7 +34,7 @@ from spade_rllib.checkpoint_layout import (
     RL_MODULE_SUBPATH,
     TUNE_PARAMS_FILE,
 )
-from spade_rllib.policy import _quiet_deprecations
+from spade_rllib.players.policy import _quiet_deprecations
 
 
 def env_spaces(env_id: str):
@@ -114,7 +114,7 @@ def save_tiny_checkpoint(root: str | Path, env_id: str, module_ids: Sequence[str
     if env_kwargs:
         import yaml
 
-        from spade_rllib.checkpoint_layout import RUN_CONFIG_FILE
+        from spade_rllib.artifacts.checkpoint_layout import RUN_CONFIG_FILE
         from spade_rllib.games import make_env
 
         env = make_env(env_id, **env_kwargs)
@@ -153,7 +153,7 @@ def save_tiny_role_checkpoint(root: str | Path, env_id: str, kwargs: dict | None
     import gymnasium as gym
     import yaml
 
-    from spade_rllib.checkpoint_layout import RUN_CONFIG_FILE, ROLE_LEAGUES_KEY
+    from spade_rllib.artifacts.checkpoint_layout import RUN_CONFIG_FILE, ROLE_LEAGUES_KEY
     from spade_rllib.games.adapter import make_game_factory
     from spade_rllib.games.roles import game_roles, role_module_id, role_names
 

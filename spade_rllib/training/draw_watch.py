@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from spade_rllib.outcome import MAIN, EpisodeOutcome
+from spade_rllib.core.outcome import MAIN, EpisodeOutcome
 
 MIRROR = "mirror"
 

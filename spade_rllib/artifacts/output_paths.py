@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spade_rllib.validation import ConfigError, did_you_mean
+from spade_rllib.core.validation import ConfigError, did_you_mean
 
 
 def check_experiment_name(name: str, key: str = "experiment.name") -> None:
@@ -88,7 +88,7 @@ def check_output_path(path: str, key: str, *, directory: bool) -> None:
 def check_not_in_checkpoint(path: str, key: str, inputs: tuple = ()) -> None:
     """An output may not land inside a checkpoint (an algorithm checkpoint, a module directory, or
     one of the command's `inputs`): writing there would change what the next load reads."""
-    from spade_rllib.checkpoint_layout import CTOR_FILE, is_algorithm_checkpoint
+    from spade_rllib.artifacts.checkpoint_layout import CTOR_FILE, is_algorithm_checkpoint
 
     target = Path(os.path.expanduser(str(path))).resolve()
     roots = {Path(os.path.expanduser(str(p))).resolve() for p in inputs}

@@ -2,7 +2,7 @@
 
 NFSP's average-policy network as a league feature. `load_policy(checkpoint, "league:average")` (so `play`,
 `evaluate --league-player average`, `export --module league:average`) returns an `AveragePolicy`: a plain
-`spade_rllib.policy.Policy` of main's module class whose weights were fitted, by supervised learning
+`spade_rllib.players.policy.Policy` of main's module class whose weights were fitted, by supervised learning
 (cross-entropy), to the league's mixture (`DistillSettings.source`, default ``uniform``: main's snapshots and
 main, fictitious play's average). Ray-free; torch on the CPU.
 
@@ -45,7 +45,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from spade_rllib.checkpoint_layout import PolicyLoadError, resolve_checkpoint
+from spade_rllib.artifacts.checkpoint_layout import PolicyLoadError, resolve_checkpoint
 from spade_rllib.league.mixture import MIXTURE_MODES
 
 AVERAGE_MODE = "average"
@@ -268,7 +268,7 @@ _CLASSES: dict = {}
 
 def _policy_class(Policy: type):
     """`AveragePolicy` over the loader's `Policy` class (handed in as main's type: this module does not import
-    `spade_rllib.policy`, which loads it)."""
+    `spade_rllib.players.policy`, which loads it)."""
     if Policy in _CLASSES:
         return _CLASSES[Policy]
 
@@ -280,7 +280,7 @@ def _policy_class(Policy: type):
 
         def __init__(self, module, base, source: str, distilled: dict, openspiel_game: Optional[str]):
             super().__init__(module, AVERAGE_MODULE_ID, checkpoint=base.checkpoint, env_id=base.env_id)
-            from spade_rllib.league_player import Member, policy_fn
+            from spade_rllib.players.league_player import Member, policy_fn
 
             self.source = source
             self.distilled = distilled
@@ -328,7 +328,7 @@ def _read_cache(path: Optional[Path], module, where: str) -> Optional[dict]:
         with np.load(path, allow_pickle=False) as data:
             report = json.loads(str(data["__report__"]))
             weights = {k: np.asarray(data[k]) for k in data.files if k != "__report__"}
-        from spade_rllib.checkpoint_guard import state_problem
+        from spade_rllib.artifacts.checkpoint_guard import state_problem
 
         if state_problem(module.get_state(), weights, lambda key: False):
             return None
@@ -344,7 +344,7 @@ def _write_cache(path: Optional[Path], module, report: dict) -> None:
         return
     import io
 
-    from spade_rllib.atomic_io import write_bytes
+    from spade_rllib.artifacts.atomic_io import write_bytes
 
     state = {k: np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v)
              for k, v in module.get_state().items()}
@@ -374,10 +374,10 @@ def check_distillable(main) -> None:
 def load_average_policy(checkpoint: str | Path, load: Callable[..., Any], env_id: Optional[str] = None,
                         settings: Optional[DistillSettings] = None, cache: bool = True):
     """The league of `checkpoint` as one network (``league:average``, an `AveragePolicy`): fitted to the
-    `settings.source` mixture, or read from the cache. `load` is `spade_rllib.policy.load_policy`.
+    `settings.source` mixture, or read from the cache. `load` is `spade_rllib.players.policy.load_policy`.
     PolicyLoadError (one line) for bad settings, a checkpoint without a league, a recurrent or Box main."""
-    from spade_rllib.league_player import checkpoint_league, load_league_policy, openspiel_game
-    from spade_rllib.outcome import MAIN as MAIN_MODULE
+    from spade_rllib.players.league_player import checkpoint_league, load_league_policy, openspiel_game
+    from spade_rllib.core.outcome import MAIN as MAIN_MODULE
 
     settings = settings or DistillSettings()
     try:
@@ -407,7 +407,7 @@ def load_average_policy(checkpoint: str | Path, load: Callable[..., Any], env_id
                                  tolerance=EXACT_TOLERANCE)
             report.update(targets="exact", fit=fitted)
         else:
-            from spade_rllib.checkpoint_layout import checkpoint_env_setup
+            from spade_rllib.artifacts.checkpoint_layout import checkpoint_env_setup
             from spade_rllib.games.adapter import make_game_factory
 
             from spade_rllib.games import find_game
@@ -450,7 +450,7 @@ def openspiel_exploitability(average_policy_file: str | Path) -> float:
     from open_spiel.python.algorithms import exploitability as os_exploitability
 
     from spade_rllib.envs.openspiel_env import load_game
-    from spade_rllib.league_export import read_average_policy
+    from spade_rllib.players.league_export import read_average_policy
 
     game_name, table = read_average_policy(average_policy_file)
     game = load_game(game_name)

@@ -111,7 +111,7 @@ def _openskill_model(name: str):
         "thurstone_mosteller_part": models.ThurstoneMostellerPart,
     }
     if name not in classes:
-        from spade_rllib.validation import did_you_mean
+        from spade_rllib.core.validation import did_you_mean
 
         raise ValueError(f"openskill model = {name!r} is unknown{did_you_mean(name, OPENSKILL_MODELS)}; "
                          f"allowed: {', '.join(OPENSKILL_MODELS)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from spade_rllib.validation import ConfigError
+from spade_rllib.core.validation import ConfigError
 
 
 CPU_OVERCOMMIT = 4

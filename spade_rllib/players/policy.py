@@ -1,6 +1,6 @@
 """Ray-free policy loading: a trained RLModule (or a league snapshot) behind `act()`.
 
-    from spade_rllib.policy import load_policy
+    from spade_rllib.players.policy import load_policy
     policy = load_policy("runs/quickstart/PPO_.../checkpoint_000003")   # module "main"
     action = policy.act(obs, action_mask=None, deterministic=True)
 
@@ -22,7 +22,7 @@ What a *checkpoint* may be (resolved by `resolve_checkpoint`):
 Nothing here starts Ray: `RLModule.from_checkpoint(<ckpt>/learner_group/learner/rl_module/<id>)`
 reads the module's pickled constructor arguments and its state and runs on torch alone.
 
-Where everything lives inside a checkpoint is `spade_rllib.checkpoint_layout`'s business
+Where everything lives inside a checkpoint is `spade_rllib.artifacts.checkpoint_layout`'s business
 (`resolve_checkpoint`, `league_member_states`, `checkpoint_env_id`; re-exported here). League
 snapshots are numpy state dicts of main's architecture; a snapshot is built as main's module class
 with its weights. The env a checkpoint was trained on comes from run metadata or, when that names no
@@ -40,7 +40,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loader's users import them from here
+from spade_rllib.artifacts.checkpoint_layout import (  # noqa: F401 - re-exported: the loader's users import them from here
     RL_MODULE_SUBPATH,
     CheckpointInfo,
     PolicyLoadError,
@@ -52,8 +52,8 @@ from spade_rllib.checkpoint_layout import (  # noqa: F401 - re-exported: the loa
     resolve_checkpoint,
 )
 from spade_rllib.games import canonical_env_id, game_ids, resolve_env
-from spade_rllib.outcome import MAIN
-from spade_rllib.validation import did_you_mean
+from spade_rllib.core.outcome import MAIN
+from spade_rllib.core.validation import did_you_mean
 
 DEFAULT_MODULE_ID = MAIN
 MASKED_OBS_KEY = "observations"
@@ -134,7 +134,7 @@ def _explain_misfit(directory: Path, saved: Any, where: str) -> None:
 
 def check_weights_fit(module, saved: Any, where: str, snapshot: bool = False) -> None:
     """Raise `PolicyLoadError` naming `where` and the first bad key unless `saved` fits `module`."""
-    from spade_rllib.checkpoint_guard import state_problem
+    from spade_rllib.artifacts.checkpoint_guard import state_problem
 
     optional = (lambda key: key.startswith(VALUE_KEY_PREFIX)) if snapshot else (lambda key: False)
     problem = state_problem(module.get_state(), saved, optional)
@@ -512,8 +512,8 @@ def load_policy(
 
     `role` (a role game): that role's main, `main_<role>` (same as `module_id="main_<role>"`).
     `module_id` "league:uniform" | "league:plan" | "league:nash": the league as one player
-    (`spade_rllib.league_player.MixturePolicy`); "league:average": the league distilled into one network
-    (`spade_rllib.league_average.AveragePolicy`, a `Policy`).
+    (`spade_rllib.players.league_player.MixturePolicy`); "league:average": the league distilled into one network
+    (`spade_rllib.players.league_average.AveragePolicy`, a `Policy`).
     With `env_id`, refuse a checkpoint trained on another env (recorded id or incompatible spaces).
     Raises `PolicyLoadError` (one-line message) on any bad input.
     """
@@ -526,11 +526,11 @@ def load_policy(
             roles = [m[len("main_"):] for m in info.module_ids if m.startswith("main_") and "exploiter" not in m]
             raise PolicyLoadError(f"role {role!r} is not in checkpoint {info.path}{did_you_mean(role, roles)}; roles: "
                                   f"{', '.join(roles) or 'none (a symmetric game: its module is main)'}")
-    from spade_rllib.league_player import league_mode, load_league_policy
+    from spade_rllib.players.league_player import league_mode, load_league_policy
 
     mode = league_mode(module_id)
     if mode == "average":  # "league:average": the league distilled into one network (an AveragePolicy)
-        from spade_rllib.league_average import load_average_policy
+        from spade_rllib.players.league_average import load_average_policy
 
         return load_average_policy(info.path, load_policy, env_id=env_id)
     if mode is not None:  # "league:uniform|plan|nash": the league's mixture (a MixturePolicy)

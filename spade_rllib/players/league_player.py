@@ -1,5 +1,5 @@
 """The league as a player, from a checkpoint: ``league:uniform``, ``league:plan``, ``league:nash`` (and
-``league:average``, the league distilled into one network: `spade_rllib.league_average`).
+``league:average``, the league distilled into one network: `spade_rllib.players.league_average`).
 
 `load_policy(checkpoint, "league:<mode>")` (so `play --module league:nash`, and every tool that loads
 a module by id) returns a `MixturePolicy`: the league's members weighted as `spade_rllib.league.mixture`
@@ -14,9 +14,9 @@ How it plays:
 - Elsewhere (CaptureTheFlag, Connect Four, ...): one member drawn per game (`reset` / `new_game`), which
   then plays as asked (argmax or sampled). That is the same mixture in expectation.
 
-`spade_rllib.exploitability_report` scores a checkpoint's main, members and mixtures exactly.
+`spade_rllib.players.exploitability_report` scores a checkpoint's main, members and mixtures exactly.
 
-Ray-free (torch through `spade_rllib.policy`).
+Ray-free (torch through `spade_rllib.players.policy`).
 """
 from __future__ import annotations
 
@@ -26,14 +26,14 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from spade_rllib.checkpoint_layout import PolicyLoadError, league_state, resolve_checkpoint
+from spade_rllib.artifacts.checkpoint_layout import PolicyLoadError, league_state, resolve_checkpoint
 from spade_rllib.league.member_ids import MAIN, RANDOM
 from spade_rllib.league.mixture import MIXTURE_MODES, check_mode, mixture_weights
-from spade_rllib.outcome import MAIN as MAIN_MODULE
+from spade_rllib.core.outcome import MAIN as MAIN_MODULE
 
 LEAGUE_MODULE_PREFIX = "league:"
 AVERAGE_MODE = "average"
-"""``league:average``: the league as one network distilled from a mixture (`spade_rllib.league_average`)."""
+"""``league:average``: the league as one network distilled from a mixture (`spade_rllib.players.league_average`)."""
 LEAGUE_MODES = (*MIXTURE_MODES, AVERAGE_MODE)
 LEAGUE_MODULE_IDS = tuple(f"{LEAGUE_MODULE_PREFIX}{m}" for m in LEAGUE_MODES)
 
@@ -95,7 +95,7 @@ class Member:
 
 
 class MixturePolicy:
-    """The league as one player (see the module docstring); quacks like `spade_rllib.policy.Policy`."""
+    """The league as one player (see the module docstring); quacks like `spade_rllib.players.policy.Policy`."""
 
     recurrent = False
     uses_prev_reward = False
@@ -188,14 +188,14 @@ class MixturePolicy:
 
 
 LoadFn = Callable[..., Any]
-"""`spade_rllib.policy.load_policy` (handed in: the loader calls this module, not the other way round)."""
+"""`spade_rllib.players.policy.load_policy` (handed in: the loader calls this module, not the other way round)."""
 
 
 def load_league_policy(checkpoint: str | Path, mode: str, load: LoadFn, env_id: Optional[str] = None,
                        seed: int = 0) -> MixturePolicy:
     """The league of `checkpoint` as one player (`league:<mode>`), its members loaded by `load(path, module_id,
     env_id=)`; PolicyLoadError (one line) without a league. (``average``, one network, is
-    `spade_rllib.league_average.load_average_policy`'s.)"""
+    `spade_rllib.players.league_average.load_average_policy`'s.)"""
     check_mode(mode)
     info = resolve_checkpoint(checkpoint)
     league = checkpoint_league(info.path)

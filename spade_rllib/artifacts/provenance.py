@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import socket
@@ -61,3 +62,10 @@ def collect_runinfo(seed: int, config_path: Optional[str] = None, extra: Optiona
     if extra:
         info.update(extra)
     return info
+
+
+def write_runinfo(trial_dir: Path, runinfo: dict, config_yaml: str) -> None:
+    """The trial directory's `config.yaml` (the resolved run config, as text) and `runinfo.json`."""
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    (trial_dir / "config.yaml").write_text(config_yaml)
+    (trial_dir / "runinfo.json").write_text(json.dumps(runinfo, indent=2, sort_keys=True, default=str))

@@ -201,7 +201,7 @@ def config_path(value: str) -> Path:
     so shipped configs run from any directory."""
     path = Path(os.path.expanduser(value))
     if not path.is_absolute() and not path.exists() and path.parts[:1] == ("spade_rllib",):
-        shipped = Path(__file__).resolve().parent.parent / path
+        shipped = Path(__file__).resolve().parents[2] / path  # the directory holding the spade_rllib package
         if shipped.exists():
             return shipped
     return path

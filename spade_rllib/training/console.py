@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-from spade_rllib.phases import PhaseTotals
-from spade_rllib.result_lookup import result_value
+from spade_rllib.artifacts.result_lookup import result_value
+from spade_rllib.core.outcome import MAIN
+from spade_rllib.training.phases import PhaseTotals
+
+if TYPE_CHECKING:
+    from spade_rllib.config.run_config import RunConfig
 
 WIDTH = 80
 LOG_FILE = "iterations.log"
@@ -344,3 +349,127 @@ def final_table(opponents: Sequence[str], final: dict, verdicts: Sequence, mirro
         verdict = "-" if v is None else (f"{'PASS' if v.met else 'BELOW TARGET'} ({v.metric} >= {v.target:g})")
         lines.append(f"  {opp[:16]:<16} {w + d / 2:5.3f}  {w:4.2f} {d:4.2f} {l_:4.2f}  {verdict}")
     return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-iteration line and the Tune callback that shows it
+# ---------------------------------------------------------------------------------------------
+
+
+def heldout_scores(result: dict) -> dict[str, float]:
+    """{opponent: main's mean held-out score} from `heldout/<opponent>/score` (levels' keys skipped)."""
+    held = result.get("heldout") or {}
+    out = {}
+    for opp, m in held.items():
+        if opp != "self" and isinstance(m, dict) and isinstance(m.get("score"), (int, float)) and not math.isnan(m["score"]):
+            out[opp] = float(m["score"])
+    return out
+
+
+_SNAPSHOT_ID = re.compile(r".+_v\d+")
+
+
+def format_line(result: dict) -> str:
+    """One compact line for an iteration result."""
+    it = int(result.get("training_iteration", 0))
+    steps = result_value(result, "env_runners/num_env_steps_sampled_lifetime", 0)
+    sps = result_value(result, "env_runners/num_env_steps_sampled_lifetime_throughput", math.nan)
+    if not isinstance(sps, (int, float)) or math.isnan(sps):
+        sps = result_value(result, "env_runners/num_env_steps_sampled", 0) / max(1e-9, float(result.get("time_this_iter_s", 1e-9)))
+    ret = result_value(result, "env_runners/episode_return_mean")
+    parts = [f"iter {it:4d}", f"steps {int(steps):>9,d}", f"{sps:7,.0f} sps", f"ret {ret:+.3f}" if isinstance(ret, float) else f"ret {ret}"]
+    # League snapshots (main_v<N>, main_exploiter_0_v<N>, ...) share one aggregate, so the line
+    # stays compact as the league grows.
+    wdl: dict[str, list[float]] = {}
+    for opp, m in sorted((result.get("train") or {}).items()):
+        if isinstance(m, dict) and m.get("games"):
+            row = wdl.setdefault("league" if _SNAPSHOT_ID.fullmatch(opp) else opp, [0.0, 0.0, 0.0, 0.0])
+            for i, k in enumerate(("win_rate", "draw_rate", "loss_rate")):
+                row[i] += m[k] * m["games"]
+            row[3] += m["games"]
+    # Entropy and game counts per opponent make a collapse (entropy -> 0, one opponent crowding out
+    # the others, e.g. PFSP starving the random reference) visible on the line itself.
+    entropy = result_value(result, f"learners/{MAIN}/entropy")
+    if isinstance(entropy, (int, float)) and not math.isnan(entropy):
+        parts.append(f"entropy {entropy:.2f}")
+    for opp, (w, d, l, n) in wdl.items():
+        parts.append(f"vs {opp} ({n:g}) W/D/L {w / n:.2f}/{d / n:.2f}/{l / n:.2f}")
+    ev = result.get("eval") or {}
+    evs = [f"{opp} {m['win_rate']:.2f}" for opp, m in sorted(ev.items()) if isinstance(m, dict) and not math.isnan(m.get("win_rate", math.nan))]
+    if evs:
+        parts.append("eval win " + ", ".join(evs))
+    league_size = result_value(result, "league/size")
+    if not (isinstance(league_size, float) and math.isnan(league_size)):
+        text = f"league {league_size:g}"
+        rating, snap = result_value(result, "league/main_rating"), result_value(result, "league/snapshot_event", 0.0)
+        if isinstance(rating, (int, float)) and not math.isnan(rating):
+            text += f" elo {rating:.0f}"
+        wr = result_value(result, "league/main_win_rate")
+        if isinstance(wr, (int, float)) and not math.isnan(wr):
+            text += f" wr {wr:.2f}"
+        if isinstance(snap, (int, float)) and snap > 0:
+            text += " +snapshot"
+        parts.append(text)
+        learners = result_value(result, "league/learner", {})  # exploiters: their own win rate, snapshots
+        for name, m in sorted(learners.items() if isinstance(learners, dict) else ()):
+            if isinstance(m, dict):
+                wr = m.get("win_rate", math.nan)
+                wr_text = "-" if not isinstance(wr, (int, float)) or math.isnan(wr) else f"{wr:.2f}"
+                parts.append(f"{name} wr {wr_text} v{int(m.get('snapshots', 0))}")
+    diff = result_value(result, "curriculum/difficulty")
+    if not (isinstance(diff, float) and math.isnan(diff)):
+        parts.append(f"difficulty {diff:.2f}")
+    buf = result_value(result, "curriculum/buffer_size")  # plr
+    if isinstance(buf, (int, float)) and not math.isnan(buf):
+        parts.append(f"plr buffer {buf:g} replay {result_value(result, 'curriculum/replay_share'):.2f}")
+    held = result_value(result, "heldout/rusher_tagger/win_rate")
+    if isinstance(held, (int, float)) and not math.isnan(held):
+        score = result_value(result, "heldout/rusher_tagger/score")
+        parts.append(f"heldout vs rusher_tagger win {held:.2f} score {score:.2f} (it {result_value(result, 'heldout/iteration'):g})")
+    else:  # CTF: main's held-out score against each ladder bot
+        scores = heldout_scores(result)
+        if scores:
+            parts.append("heldout score " + " ".join(f"{o} {s:.2f}" for o, s in scores.items())
+                         + f" (it {result_value(result, 'heldout/iteration'):g})")
+    phases = result_value(result, "spade/phase_s", {})
+    if isinstance(phases, dict) and phases:  # where this iteration's wall time went (spade_rllib.training.phases)
+        from spade_rllib.training.phases import phase_ms_text
+
+        text = phase_ms_text(phases)
+        if text:
+            parts.append(text)
+    return " | ".join(parts)
+
+
+def console_callback(cfg: Optional["RunConfig"] = None, live: Optional[bool] = None):
+    """A Tune callback showing each result (`spade_rllib.training.console`: a live panel on a terminal, short
+    lines otherwise; the full `format_line` in the trial's iterations.log) instead of Tune's table."""
+    from ray.tune import Callback
+
+    from spade_rllib.training.console import RunConsole
+
+    budget = cfg.training.stop.time_s if cfg is not None else None
+    title = f"{cfg.env.id} / {cfg.experiment.name}" if cfg is not None else "training"
+
+    class SpadeConsole(Callback):
+        def __init__(self):
+            self.last_result: Optional[dict] = None
+            self.trial_path: Optional[str] = None
+            self.view = RunConsole(budget, title, format_line, live=live,
+                                   budget_steps=cfg.training.stop.env_steps if cfg is not None else None)
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            self.last_result = result
+            self.trial_path = trial.path
+            self.view.on_result(result, trial.path)
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            self.view.close()
+            self.trial_path = trial.path
+            error_file = Path(trial.path) / "error.txt"
+            print(f"trial {trial.trial_id} failed" + (f"; see {error_file}" if error_file.is_file() else ""), flush=True)
+
+        def on_experiment_end(self, trials, **info):
+            self.view.close()
+
+    return SpadeConsole()

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from spade_rllib.validation import ConfigError
+from spade_rllib.core.validation import ConfigError
 
 PACKAGES = {"mlflow": "mlflow", "wandb": "wandb"}
 EXTRA = "pip install -e '.[trackers]'"

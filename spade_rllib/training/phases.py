@@ -29,7 +29,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from spade_rllib.result_lookup import flatten
+from spade_rllib.artifacts.result_lookup import flatten
 
 PHASES = ("sample_wait", "learn", "weight_sync", "outcomes", "components", "evaluation", "heldout", "checkpoint",
           "other")

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from spade_rllib.config import RunConfig
-from spade_rllib.result_lookup import result_value
+from spade_rllib.config.run_config import RunConfig
+from spade_rllib.artifacts.result_lookup import result_value
 
 __all__ = ["make_tune_config", "make_tune_run_config", "result_value", "stop_criteria", "storage_uri_or_path",
            "trainable_and_param_space"]

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from spade_rllib import checkpoint_guard as _guard
+from spade_rllib.artifacts import checkpoint_guard as _guard
 from spade_rllib.games import canonical_env_id
-from spade_rllib.outcome import MAIN
+from spade_rllib.core.outcome import MAIN
 
 RL_MODULE_SUBPATH = Path("learner_group") / "learner" / "rl_module"
 """Where the learner saves the MultiRLModule, relative to a checkpoint."""

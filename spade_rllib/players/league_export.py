@@ -25,7 +25,7 @@ export stays beside it.
 How the mixture plays (``how_to_play``): draw one member per game with the weights and let it play the whole
 game (on an OpenSpiel game the average policy above is the same player, move by move).
 
-``league:average`` (`spade_rllib.league_average`) is written in the same form with ONE member, the distilled network
+``league:average`` (`spade_rllib.players.league_average`) is written in the same form with ONE member, the distilled network
 (``league_average.onnx``, weight 1), its own ``how_to_play`` (sample its softmax), ``average_policy.json`` holding the
 network's own table, and ``"distilled"``: how it was fitted and, on OpenSpiel games, its exact exploitability beside
 the mixture's.
@@ -40,7 +40,7 @@ from typing import Optional
 
 import numpy as np
 
-from spade_rllib.atomic_io import write_text
+from spade_rllib.artifacts.atomic_io import write_text
 
 MIXTURE_FILE = "mixture.json"
 AVERAGE_POLICY_FILE = "average_policy.json"

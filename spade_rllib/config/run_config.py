@@ -13,7 +13,7 @@ Sections: experiment, env, agent (+ agent.model), self_play, league, curriculum,
 (+ training.stop), resources, evaluation. `league` and `curriculum` embed the cores' own configs
 (`spade_rllib.league.LeagueConfig`, `spade_rllib.curriculum.CurriculumConfig`): an on/off field
 plus the core's fields, defaults and checks, so there is one schema and one wording of errors
-(`spade_rllib.validation`) for the whole file. YAML values, `--set` values and sweep files are
+(`spade_rllib.core.validation`) for the whole file. YAML values, `--set` values and sweep files are
 read by one reader (`read_yaml`); NaN and +-inf are refused for every number.
 """
 from __future__ import annotations
@@ -35,11 +35,11 @@ from spade_rllib.curriculum.curriculum_config import CurriculumConfig as CoreCur
 from spade_rllib.games import LEVEL_KIND, EnvIdError, allowed_forms, bot_names, game_ids, spade_env_ids
 from spade_rllib.games.resolved_env import ResolvedEnv, read_env_id
 from spade_rllib.league.league_config import LeagueConfig as CoreLeagueConfig
-from spade_rllib.outcome import BOT_PREFIX, MIRROR, RANDOM
-from spade_rllib.validation import ConfigError, allowed_range, check_bool, check_choice, check_value, config_path, did_you_mean, setting, type_name
-from spade_rllib.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
-from spade_rllib.yaml_reader import dump_yaml as _dump_yaml
-from spade_rllib.yaml_reader import read_yaml as _read_yaml
+from spade_rllib.core.outcome import BOT_PREFIX, MIRROR, RANDOM
+from spade_rllib.core.validation import ConfigError, allowed_range, check_bool, check_choice, check_value, config_path, did_you_mean, setting, type_name
+from spade_rllib.config.yaml_reader import MAX_BYTES as _MAX_YAML_BYTES
+from spade_rllib.config.yaml_reader import dump_yaml as _dump_yaml
+from spade_rllib.config.yaml_reader import read_yaml as _read_yaml
 
 
 # ----------------------------------------------------------------------------------------------
@@ -289,7 +289,7 @@ class RunConfig:
 def read_config_env_id(env_id: str, key: str = "env.id", resolve: bool = True) -> ResolvedEnv:
     """Read an env id once (`spade_rllib.games.resolved_env.read_env_id`: its form and family; a "pkg.mod:Name"
     class or factory is imported to tell a Gymnasium env from a PettingZoo one when `resolve`); whether the
-    named env exists is checked by `preflight.resolve_env_id`, which fills in the record's entry."""
+    named env exists is checked by `env_checks.resolve_env_id`, which fills in the record's entry."""
     try:
         return read_env_id(env_id, imports=resolve)
     except EnvIdError as e:
@@ -465,7 +465,7 @@ def parse_config(raw: Optional[dict], source_path: Optional[str] = None, resolve
 
 def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     """Rules that involve more than one field."""
-    from spade_rllib.trackers import check_trackers
+    from spade_rllib.config.trackers import check_trackers
 
     check_trackers(cfg.experiment.loggers)
     from spade_rllib.games.roles import check_spec
@@ -578,7 +578,7 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
         raise ConfigError(f"evaluation.final_heldout_navigation_target = {cfg.evaluation.final_heldout_navigation_target!r}: "
                           "needs the held-out maps in evaluation.final_heldout_levels (empty)")
     if resolve:
-        from spade_rllib.preflight import check_config
+        from spade_rllib.config.preflight import check_config
 
         check_config(cfg)
 
@@ -694,7 +694,7 @@ def apply_overrides(raw: dict, overrides: typing.Sequence[str]) -> dict:
 
 
 def read_yaml(text: str) -> Any:
-    """The one YAML reader for configs, sweep files and `--set` values (`spade_rllib.yaml_reader`:
+    """The one YAML reader for configs, sweep files and `--set` values (`spade_rllib.config.yaml_reader`:
     duplicate keys refused, aliases bounded before any walk, a plain `1e-4` a float, a quoted one a string)."""
     return _read_yaml(text)
 
@@ -734,7 +734,7 @@ def dump_config(cfg: RunConfig) -> str:
 
 def describe() -> str:
     """All keys with their default, type, allowed values and help line (for `--help-config`), read from
-    the fields' metadata (`spade_rllib.validation.setting`); an embedded core's keys in its section."""
+    the fields' metadata (`spade_rllib.core.validation.setting`); an embedded core's keys in its section."""
     lines: list[str] = []
     seen: set[str] = set()
 

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from spade_rllib.validation import ConfigError
+from spade_rllib.core.validation import ConfigError
 
 PROBE_STEPS = 24
 """Teacher calls timed (after one untimed call, which may build caches)."""
@@ -43,7 +43,7 @@ class TeacherCost:
 
 def measure_teacher(cfg, steps: int = PROBE_STEPS, clock: Callable[[], float] = time.perf_counter) -> TeacherCost:
     """Time `cfg.agent.teacher`'s `act` on `steps` steps of one env copy played with random legal actions."""
-    from spade_rllib.config import resolved_env_of
+    from spade_rllib.config.run_config import resolved_env_of
     from spade_rllib.games import make_bot
     from spade_rllib.games.adapter import game_factory_for
     from spade_rllib.rllib.env_description import env_kwargs_for

@@ -10,32 +10,22 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from spade_rllib.checkpoint_layout import LEAGUE_CSV
+from spade_rllib.artifacts.checkpoint_layout import LEAGUE_CSV
 from spade_rllib.cli import one_line
-from spade_rllib.config import RunConfig, resolved_env_of
-from spade_rllib.outcome import MAIN
+from spade_rllib.config.run_config import RunConfig, resolved_env_of
+from spade_rllib.core.outcome import MAIN
 from spade_rllib.rllib.plan import MIRROR
-from spade_rllib.tuner_inputs import result_value
+from spade_rllib.training.console import heldout_scores
+from spade_rllib.training.tuner_inputs import result_value
 
 FINAL_GAMES_DIR = "final_games"
 """The trial's folder of the final replays (GIFs for the report)."""
 
 
-def heldout_scores(result: dict) -> dict[str, float]:
-    """{opponent: main's mean held-out score} from `heldout/<opponent>/score` (levels' keys skipped)."""
-    held = result.get("heldout") or {}
-    out = {}
-    for opp, m in held.items():
-        if opp != "self" and isinstance(m, dict) and isinstance(m.get("score"), (int, float)) and not math.isnan(m["score"]):
-            out[opp] = float(m["score"])
-    return out
-
-
-
 def final_evaluation(cfg: RunConfig, checkpoint: str, games: int) -> Optional[dict]:
     """Play the final checkpoint's main against `evaluation.opponents` in the driver process."""
-    from spade_rllib.checkpoint_layout import resolve_checkpoint
-    from spade_rllib.policy import load_module
+    from spade_rllib.artifacts.checkpoint_layout import resolve_checkpoint
+    from spade_rllib.players.policy import load_module
     from spade_rllib.rllib.algo_config import build_algo_config
     from spade_rllib.rllib.metrics import placeholder_win_rates, win_rates
     from spade_rllib.rllib.runner import SpadeEnvRunner
@@ -68,7 +58,7 @@ def final_replays(cfg: RunConfig, checkpoint: str, trial: Path, k: int, last: di
     levels like the training ones, actions as in the periodic evaluation, `k` of its games as GIFs; with
     `final_heldout_size_opponents` and one held-out directory, also main vs the first of those bots on every
     held-out map (2 games each, `final_games_heldout/`), with a GIF of every map of 15+ cells a side."""
-    from spade_rllib.outcome import BOT_PREFIX
+    from spade_rllib.core.outcome import BOT_PREFIX
     from spade_rllib.evaluate import EvalConfig, evaluate
     from spade_rllib.evaluation.players import bots_for_env
 
@@ -101,7 +91,7 @@ def budget_lines(cfg: RunConfig, steps: float, time_s: float, interrupted: bool 
     stop = cfg.training.stop
     if not stop.env_steps:
         return []
-    from spade_rllib.console import wrap_text
+    from spade_rllib.training.console import wrap_text
 
     if steps >= stop.env_steps:
         text = f"env-step budget {stop.env_steps:,d}: reached"
@@ -118,11 +108,11 @@ def budget_lines(cfg: RunConfig, steps: float, time_s: float, interrupted: bool 
 
 
 def time_lines(totals) -> list[str]:
-    """Where the training time went (spade_rllib.phases) and the spread of the per-iteration rate."""
+    """Where the training time went (spade_rllib.training.phases) and the spread of the per-iteration rate."""
     if totals is None or not totals.seconds:
         return []
-    from spade_rllib.console import wrap_text
-    from spade_rllib.phases import phase_text, rate_spread
+    from spade_rllib.training.console import wrap_text
+    from spade_rllib.training.phases import phase_text, rate_spread
 
     text = "time per phase: " + phase_text(totals.seconds)
     spread = rate_spread(totals.rates)
@@ -144,7 +134,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
     if interrupted is not None:
         import signal
 
-        from spade_rllib.console import rel
+        from spade_rllib.training.console import rel
 
         where = Path(trial_path) if trial_path else Path(os.path.expanduser(cfg.experiment.storage_path)) / cfg.experiment.name
         print(f"interrupted at iteration {int(last.get('training_iteration', 0))} ({signal.Signals(interrupted).name}); "
@@ -175,12 +165,12 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         except Exception as e:
             print(f"final evaluation skipped: {e.__class__.__name__}: {e}")
     if final and "final/team/return_mean" in final:  # a cooperative game: the team's return, no W/D/L
-        from spade_rllib.console import team_line
+        from spade_rllib.training.console import team_line
 
         print(team_line(final, final_games, cfg.evaluation.greedy))
     elif final:
-        from spade_rllib.console import final_table, wrap_text
-        from spade_rllib.targets import target_verdicts
+        from spade_rllib.training.console import final_table, wrap_text
+        from spade_rllib.training.targets import target_verdicts
 
         opponents = [*cfg.evaluation.opponents, *([] if MIRROR in cfg.evaluation.opponents else [MIRROR])]
         where = "" if not resolved_env_of(cfg).is_level_game else (
@@ -216,7 +206,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
             import json
 
             try:
-                from spade_rllib.atomic_io import write_text
+                from spade_rllib.artifacts.atomic_io import write_text
 
                 write_text(Path(trial_path, "final_evaluation.json"), json.dumps(final, indent=2))
             except OSError:
@@ -225,7 +215,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         for line in exploitability_lines(cfg, ckpt, last):
             print(line)
     if trial_path:
-        from spade_rllib.console import rel
+        from spade_rllib.training.console import rel
 
         tp = Path(trial_path)
         events = sorted(tp.glob("events.out.tfevents*"))
@@ -258,7 +248,7 @@ def print_summary(cfg: RunConfig, result, console, wall: float, final_games: int
         if report is not None:
             print(f"report:        {rel(report)}")
     if ckpt:
-        from spade_rllib.console import ready_commands, wrap_command
+        from spade_rllib.training.console import ready_commands, wrap_command
 
         print(f"checkpoint:    {rel(ckpt)}")
         print("# resume with:")
@@ -277,7 +267,7 @@ def exploitability_lines(cfg: RunConfig, ckpt: str, last: dict) -> list[str]:
     if spec is None or spec.openspiel_game is None:
         return []
     try:
-        from spade_rllib.exploitability_report import checkpoint_exploitability, exploitability_text
+        from spade_rllib.players.exploitability_report import checkpoint_exploitability, exploitability_text
 
         values = checkpoint_exploitability(ckpt, cfg.env.id, members=False)
     except Exception as e:
@@ -291,7 +281,7 @@ def exploitability_lines(cfg: RunConfig, ckpt: str, last: dict) -> list[str]:
 def _playable(env_id: str) -> bool:
     """`play` can show this env in the terminal (a game of the catalog, or a two-team env rendering ansi)."""
     from spade_rllib.play import check_playable
-    from spade_rllib.policy import PolicyLoadError
+    from spade_rllib.players.policy import PolicyLoadError
 
     try:
         check_playable(env_id)
