@@ -216,3 +216,11 @@ def test_sampling_stops_starting_games_at_the_decision_cap(c4):
     assert 30 <= stats["decisions"] < 30 + 42 and stats["games"] < 50  # the game that passed the cap is finished
     assert feats.shape[0] == masks.shape[0] == targets.shape[0] == stats["decisions"]
     assert np.allclose(targets.sum(axis=1), 1.0, atol=1e-5) and (targets[masks == 0] == 0).all()
+
+
+def test_average_as_the_training_time_mixture_is_refused_with_a_pointer():
+    """`evaluation.exploitability_mixture: average` is one line that says where `league:average` is scored."""
+    from spade_rllib.config.run_config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=r"'average': not allowed.*league:average.*evaluate --exploitability"):
+        parse_config({"env": {"id": "kuhn_poker"}, "evaluation": {"exploitability_mixture": "average"}})

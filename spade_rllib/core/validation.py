@@ -4,7 +4,7 @@ curriculum cores, sweeps).
 A config section is a dataclass whose fields are written with `setting(default, help=..., **constraints)`:
 the help line and the constraints live in the field's metadata, so `--help-config` reads them
 (`field_help`) and `check_value` / `validate_fields` check every value the same way. Constraints:
-`min`, `max` (inclusive), `gt`, `lt` (exclusive), `choices`, `pair` (a `[low, high]` pair, each end in
+`min`, `max` (inclusive), `gt`, `lt` (exclusive), `choices` (with `choice_notes`: {refused value: why}), `pair` (a `[low, high]` pair, each end in
 the range, low <= high), `path` (an existing file), and for the run config `embedded` / `derived` / `required` (no default: the value must be given).
 The field's type says integer / number / string / bool / list / optional (`X | None`).
 
@@ -60,10 +60,10 @@ def out_of_range(key: str, value: Any, allowed: str) -> ConfigError:
     return ConfigError(f"{key} = {value!r}: out of range, allowed {allowed}")
 
 
-def not_allowed(key: str, value: Any, choices: Iterable[Any]) -> ConfigError:
+def not_allowed(key: str, value: Any, choices: Iterable[Any], note: str = "") -> ConfigError:
     choices = list(choices)
     return ConfigError(f"{key} = {value!r}: not allowed{did_you_mean(value, choices)}; allowed: "
-                       f"{', '.join(repr(c) for c in choices)}")
+                       f"{', '.join(repr(c) for c in choices)}{f' ({note})' if note else ''}")
 
 
 def not_finite(key: str, value: Any, allowed: str = "any finite number") -> ConfigError:
@@ -119,10 +119,12 @@ def check_number(key: str, value: Any, *, integer: bool = False, **md: Any) -> A
     return value
 
 
-def check_choice(key: str, value: Any, choices: Iterable[Any]) -> Any:
+def check_choice(key: str, value: Any, choices: Iterable[Any], notes: Mapping[Any, str] | None = None) -> Any:
+    """`value` if it is one of `choices`; else the one-line error, with `notes[value]` where a refused value has one."""
     choices = tuple(choices)
     if isinstance(value, (dict, list)) or value not in choices:
-        raise not_allowed(key, value, choices)
+        note = (notes or {}).get(value, "") if isinstance(value, str) else ""
+        raise not_allowed(key, value, choices, note)
     return value
 
 
@@ -189,7 +191,7 @@ def check_value(key: str, value: Any, tp: Any, md: Mapping[str, Any]) -> Any:
             raise wrong_type(key, value, "a mapping")
         return dict(value)
     if "choices" in md:
-        check_choice(key, value, md["choices"])
+        check_choice(key, value, md["choices"], md.get("choice_notes"))
     if md.get("path") and isinstance(value, str) and not config_path(value).exists():
         raise ConfigError(f"{key} = {value!r}: file not found (cwd: {os.getcwd()})")
     return value
