@@ -4,6 +4,8 @@
   tool uses (`evaluate`, `play`, `export`, the evaluation players).
 * `league_player`: the league as a player (`league:uniform`, `league:plan`, `league:nash`), a `MixturePolicy`
   over the members `league/mixture.py` weights.
+* `league_average`: `league:average`, the league distilled into one network of main's architecture (cached beside
+  the run).
 * `league_export`: the files of the league exported as one player (`export --module league:<mode>`).
 * `exploitability_report`: exact exploitability of main, each member and each league mixture on OpenSpiel games.
 
