@@ -63,3 +63,20 @@ def test_the_link_check_catches_a_broken_anchor(tmp_path):
     finally:
         ROOT = saved
     assert bad == ["a.md: b.md#nope (no such heading)", "a.md: c.md (no such file)"]
+
+
+NOT_GUIDES = {
+    "results.md": "the evidence: every measured figure with its command",
+    "results_history.md": "the history page",
+    "reliability.md": "the record of every bad input and fault tried, round by round (what issue 16 and its followers ask for)",
+    "internals.md": "for contributors: how the RLlib glue is wired, not a user's guide",
+}
+"""Pages that are not user guides, with why; every other page under docs/ is a guide."""
+
+
+def test_guide_pages_stay_short_and_the_readme_under_150_lines():
+    """A guide says what a feature is and how to use it; measurements go to results.md (issue 62: ~300 lines)."""
+    long = {p.name: n for p in sorted((ROOT / "docs").glob("*.md"))
+            if p.name not in NOT_GUIDES and (n := len(p.read_text().splitlines())) > 320}
+    assert not long, f"guide pages over 320 lines (move the evidence to docs/results.md): {long}"
+    assert len((ROOT / "README.md").read_text().splitlines()) < 150
