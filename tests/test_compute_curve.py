@@ -54,3 +54,19 @@ def test_plot_from_units(tmp_path):
     png = cc.plot(tmp_path, tmp_path / "curve.png")
     assert png.stat().st_size > 5000
     assert sys.modules["matplotlib"].get_backend().lower() == "agg"
+
+
+def test_each_recipe_resolves_to_its_own_model_and_observation(tmp_path):
+    """`lstm` is the demo without the plan, whatever the shipped quickstart.yaml turns on; `plan` and `vin` have it."""
+    from spade_rllib.config.run_config import load_config
+
+    seen = {}
+    for recipe in cc.RECIPES:
+        args = cc.parse_args(["--recipe", recipe, "--out-dir", str(tmp_path / "u"), "--run-root", str(tmp_path / "r")])
+        cfg = load_config(str(cc.ROOT / cc.CONFIG), cc.unit_overrides(args, 5_000_000))
+        seen[recipe] = (bool(cfg.env.kwargs.get("plan")), cfg.env.kwargs.get("cell_memory", 0),
+                        cfg.agent.model.get("planner", "none") if isinstance(cfg.agent.model, dict)
+                        else getattr(cfg.agent.model, "planner", "none"))
+    assert seen["lstm"] == (False, 0, "none")
+    assert seen["plan"] == (True, 0, "none")
+    assert seen["vin"] == (True, 21, "vin")

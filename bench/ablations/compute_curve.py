@@ -3,7 +3,8 @@ stages to each milestone of env steps (`--milestones`, default 5M, 10M, 20M, 50M
 every held-out map against `rusher`, `raider`, `hybrid` (per map and size class) and a still team (navigation):
 the run's own final held-out evaluation, with `final_heldout_max_size: 0` so every map and opponent is played.
 
-Recipes: `lstm` is `tune_configs/quickstart.yaml` as shipped (today's LSTM demo); `plan` the same with the fixed
+Recipes: `lstm` is `tune_configs/quickstart.yaml` without the plan (the LSTM demo before issue #60: every recipe
+sets `env.kwargs` whole, so none inherits the shipped `plan: true`); `plan` the demo as shipped, the fixed
 planner (`env.kwargs.plan: true`, envs/cell_memory.py); `vin` with the cell memory and the learned planner.
 Only the budget differs from `make demo`; the wall-clock cap is lifted.
 
@@ -32,7 +33,7 @@ if str(ROOT) not in sys.path:
 from bench.common import check_bench_args, parse_counts, read_json, refuse  # noqa: E402
 
 RECIPES = {
-    "lstm": [],
+    "lstm": ["env.kwargs={draw_reward: -0.1}"],
     "plan": ["env.kwargs={draw_reward: -0.1, plan: true}"],
     "vin": ["env.kwargs={draw_reward: -0.1, plan: true, cell_memory: 21}", "agent.model.planner=vin"],
 }
