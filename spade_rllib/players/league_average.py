@@ -46,7 +46,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from spade_rllib.artifacts.checkpoint_layout import PolicyLoadError, resolve_checkpoint
-from spade_rllib.league.mixture import MIXTURE_MODES
+from spade_rllib.league.mixture import MIXTURE_MODES, check_mode
 
 AVERAGE_MODE = "average"
 AVERAGE_MODULE_ID = f"league:{AVERAGE_MODE}"
@@ -84,13 +84,10 @@ class DistillSettings:
 
 def check_settings(settings: DistillSettings) -> DistillSettings:
     """`settings` when every value is valid; ValueError (one line: the value, what is allowed) otherwise."""
-    if settings.source not in MIXTURE_MODES:
-        import difflib
-
-        close = difflib.get_close_matches(str(settings.source), MIXTURE_MODES, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"league:average source {settings.source!r} is not a mixture{hint}; allowed: "
-                         f"{', '.join(MIXTURE_MODES)}")
+    try:
+        check_mode(settings.source)
+    except ValueError as err:
+        raise ValueError(f"league:average source: {err}") from None
     for name, (lo, hi) in LIMITS.items():
         value = getattr(settings, name)
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
