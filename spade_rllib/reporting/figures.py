@@ -3,13 +3,15 @@
 Every function takes `RunData` records (several runs overlay: one colour per run) and returns
 None when the runs hold nothing to show, so a section only appears when it has data. Scores are
 main's score, win + draw/2, in [0, 1]; curves are smoothed with an exponential moving average
-(the raw points are drawn faintly underneath).
+(the raw points are drawn faintly underneath). Exact exploitability (OpenSpiel games) is drawn unsmoothed, one
+line per player; `exploitability_curves` reads several runs as seeds of one recipe (mean and t interval).
 """
 from __future__ import annotations
 
 import html
 import io
 import math
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -399,6 +401,169 @@ def ratings_plot(run: RunData) -> Optional[bytes]:
     ax.set_title(f"{run.label}: ratings (main in blue)", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
+
+
+# ----------------------------------------------------------------------------------------------
+# Exact exploitability (OpenSpiel games): one curve per player, a band over seeds
+# ----------------------------------------------------------------------------------------------
+
+EXPLOITABILITY_PLAYERS = (
+    ("main", "main (current weights)"),
+    ("average", "main's average strategy"),
+    ("mixture_uniform", "league mixture: uniform"),
+    ("mixture_plan", "league mixture: plan"),
+    ("mixture_nash", "league mixture: nash"),
+    ("mixture", "league mixture"),
+)
+"""`exploitability/<key>` and its legend label; `mixture` (a copy of the configured mode's) only where no
+`mixture_<mode>` is recorded."""
+EXPLOITABILITY_STEPS = "exploitability/env_steps"
+LOG_SPAN = 10.0
+"""Exploitability curves get a log y axis when the largest value drawn is this many times the smallest (or more)."""
+EXPLOITABILITY_STYLE = {"main": ("#1f5fd0", "-", 3.2), "average": ("#e07b00", "--", 2.6),
+                        "mixture_uniform": ("#2e9d4a", "-", 2.0), "mixture_plan": ("#8e44ad", ":", 2.0),
+                        "mixture_nash": ("#c0392b", "-.", 1.4), "mixture": ("#2e9d4a", "-", 2.0)}
+"""Colour, line style and width per player: widths fall in drawing order so players whose curves coincide
+(the average and a mixture often do) stay visible under each other."""
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """One run's exploitability measurements, in the order taken."""
+
+    x: np.ndarray
+    """Env steps at each measurement (`exploitability/env_steps`; the run's x axis where that is not recorded)."""
+    xlabel: str
+    values: dict[str, np.ndarray]
+    """Player key of EXPLOITABILITY_PLAYERS -> exploitability (NashConv / 2) per measurement, NaN where not measured."""
+
+
+def exploitability_measurements(run: RunData) -> Optional[Measurements]:
+    """The measurements of a training run, None without a finite `exploitability/<player>` value.
+
+    The component reports its last values at every iteration until the next measurement, so with
+    `exploitability/env_steps` a measurement is the first row of each distinct env-steps value; without it,
+    every row where some player's value is finite (x: the run's env steps, else its iteration)."""
+    if run.kind != TRAIN:
+        return None
+    keys = [k for k, _ in EXPLOITABILITY_PLAYERS
+            if (c := run.column(f"exploitability/{k}")) is not None and np.isfinite(c).any()]
+    if any(k.startswith("mixture_") for k in keys):
+        keys = [k for k in keys if k != "mixture"]
+    if not keys:
+        return None
+    cols = {k: run.column(f"exploitability/{k}") for k in keys}
+    any_finite = np.any([np.isfinite(c) for c in cols.values()], axis=0)
+    steps = run.column(EXPLOITABILITY_STEPS)
+    if steps is not None and np.isfinite(steps).any():
+        seen: set[float] = set()
+        rows = []
+        for i, s in enumerate(steps):
+            if math.isfinite(s) and s not in seen and any_finite[i]:
+                seen.add(s)
+                rows.append(i)
+        x, xlabel = steps[rows], "env steps"
+    else:
+        xs, xlabel = run.x_steps()
+        rows = [i for i in range(len(xs)) if any_finite[i] and math.isfinite(xs[i])]
+        x = xs[rows]
+    if not rows:
+        return None
+    return Measurements(np.asarray(x, dtype=float), xlabel, {k: c[rows] for k, c in cols.items()})
+
+
+@dataclass(frozen=True)
+class SeedBand:
+    """A player's exploitability over seeds at the measurements they share."""
+
+    x: np.ndarray
+    """The seeds' mean env steps at each shared measurement."""
+    mean: np.ndarray
+    low: np.ndarray
+    """Two-sided Student-t interval of the mean (`sweeps.stats.seed_interval`), clipped at 0."""
+    high: np.ndarray
+    seeds: int
+
+
+def seed_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], confidence: float = 0.95) -> Optional[SeedBand]:
+    """Mean and t interval over seeds of (x, y) curves, aligned by measurement index: point k is every seed's
+    k-th measurement, for k below the shortest seed's count (runs of one recipe measure at the same env
+    steps). A point where some seed's value is not finite is left out; None when no point is left."""
+    from spade_rllib.sweeps.stats import seed_interval
+
+    n = min((len(y) for _, y in curves), default=0)
+    xs, means, lows, highs = [], [], [], []
+    for k in range(n):
+        ys = [float(y[k]) for _, y in curves]
+        if not all(math.isfinite(v) for v in ys):
+            continue
+        iv = seed_interval(ys, confidence, bounds=(0.0, math.inf), n_boot=0)
+        xs.append(float(np.mean([x[k] for x, _ in curves])))
+        means.append(iv.mean)
+        lows.append(iv.low)
+        highs.append(iv.high)
+    if not xs:
+        return None
+    return SeedBand(np.array(xs), np.array(means), np.array(lows), np.array(highs), len(curves))
+
+
+def exploitability_curves(runs: Sequence[RunData], confidence: float = 0.95) -> Optional[bytes]:
+    """Exact exploitability (NashConv / 2, chips) against env steps, one line per player. One run: its
+    measurements. Several runs (seeds of one recipe): each player's mean over the seeds with its shaded t
+    interval (`seed_band`). Log y axis when every value drawn is above 0 and they span LOG_SPAN or more, else
+    linear. None without measurements."""
+    measured = [m for r in runs if (m := exploitability_measurements(r)) is not None]
+    if not measured:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    drawn: list[float] = []
+    for key, label in EXPLOITABILITY_PLAYERS:
+        colour, style, width = EXPLOITABILITY_STYLE[key]
+        if len(measured) == 1:
+            m = measured[0]
+            y = m.values.get(key)
+            if y is None:
+                continue
+            ok = np.isfinite(y) & np.isfinite(m.x)
+            ax.plot(m.x[ok], y[ok], style, marker="o", color=colour, label=label, markersize=2.5, linewidth=width)
+            drawn += list(y[ok])
+        else:
+            band = seed_band([(m.x, m.values[key]) for m in measured if key in m.values], confidence)
+            if band is None or band.seeds < len(measured):
+                continue
+            ax.plot(band.x, band.mean, style, marker="o", color=colour, label=label, markersize=2.5, linewidth=width)
+            ax.fill_between(band.x, band.low, band.high, color=colour, alpha=0.15, linewidth=0)
+            drawn += [*band.mean, *band.low]
+    if not drawn:
+        plt.close(fig)
+        return None
+    if min(drawn) > 0 and max(drawn) >= LOG_SPAN * min(drawn):
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(measured[0].xlabel)
+    ax.set_ylabel("exploitability (NashConv / 2, chips)")
+    title = (f"{runs[0].label}: exact exploitability" if len(measured) == 1 else
+             f"exact exploitability: mean over {len(measured)} seeds, {confidence:.0%} t interval shaded")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return _png(fig)
+
+
+def last_exploitability(run: RunData) -> dict[str, tuple[float, float, int]]:
+    """Player key -> (its last finite exploitability, env steps then, how many measurements it has)."""
+    m = exploitability_measurements(run)
+    out = {}
+    for key, y in (m.values.items() if m else ()):
+        ok = np.flatnonzero(np.isfinite(y))
+        if ok.size:
+            out[key] = (float(y[ok[-1]]), float(m.x[ok[-1]]), int(ok.size))
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

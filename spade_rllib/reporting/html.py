@@ -313,6 +313,7 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
         hm = fig.heldout_heatmap(run)
         if hm:
             out.append(hm)
+        out += exploitability_section(run)
         if run.league:
             out.append(f"<h3>{esc(run.label)}: league table (end of training)</h3>"
                        + _table([_rounded(r) for r in run.league], ["member", "rating", "games", "main_win_rate", "main_plan_p"]))
@@ -343,6 +344,58 @@ def _run_sections(run: RunData, runs: Sequence[RunData]) -> list[str]:
     return [x for x in out if x]
 
 
+EXPLOITABILITY_NOTE = (
+    "Exact exploitability = NashConv / 2, in chips (OpenSpiel's convention): what a best response wins against the "
+    "player, computed over the whole game tree, not sampled; 0 is a Nash equilibrium. main: main's current weights; "
+    "main's average strategy: the reach-weighted average of main's strategies at every measurement so far (averaging "
+    "without a league); league mixture: the league played as one player, its members weighted uniformly, by main's "
+    "matchmaking plan or by the Nash equilibrium of their exact payoff matrix (docs/poker.md).")
+
+
+def _player_label(run: RunData, key: str) -> str:
+    label = dict(fig.EXPLOITABILITY_PLAYERS)[key]
+    mode = _cfg(run, "evaluation", "exploitability_mixture")
+    return label + " (exploitability/mixture)" if key == f"mixture_{mode}" else label
+
+
+def exploitability_rows(run: RunData) -> list[dict]:
+    """Each player's last exact exploitability, the env steps it was measured at and its measurement count."""
+    return [{"player": _player_label(run, key), "exploitability": f"{value:.4f}", "at env steps": f"{steps:,.0f}",
+             "measurements": n} for key, (value, steps, n) in fig.last_exploitability(run).items()]
+
+
+def exploitability_section(run: RunData) -> list[str]:
+    """A training run's exploitability table and curves (OpenSpiel games with `evaluation.exploitability_interval`);
+    [] for runs without the metrics."""
+    rows = exploitability_rows(run)
+    if not rows:
+        return []
+    every = _cfg(run, "evaluation", "exploitability_interval")
+    when = f"every {every} iterations" if every else "at each measurement"
+    return [f"<h3>{esc(run.label)}: exact exploitability (NashConv / 2) at the last measurement</h3>"
+            + _table(rows, ["player", "exploitability", "at env steps", "measurements"]),
+            _figure(fig.exploitability_curves([run]),
+                    f"{run.label}: exact exploitability (NashConv / 2, chips) of main, main's average strategy and the "
+                    f"league's mixtures against env steps, measured {when}", EXPLOITABILITY_NOTE)]
+
+
+def exploitability_seed_rows(group: SeedGroup, confidence: float = 0.95) -> list[dict]:
+    """Per player measured in every run of the group: the mean over the seeds of each run's last exploitability,
+    its two-sided t interval (clipped at 0) and each seed's value."""
+    from spade_rllib.sweeps.stats import seed_interval
+
+    lasts = [fig.last_exploitability(r) for r in group.runs]
+    rows = []
+    for key, _ in fig.EXPLOITABILITY_PLAYERS:
+        if not all(key in last for last in lasts):
+            continue
+        values = [last[key][0] for last in lasts]
+        iv = seed_interval(values, confidence, bounds=(0.0, math.inf), n_boot=0)
+        rows.append({"player": _player_label(group.runs[0], key), "mean": f"{iv.mean:.4f}",
+                     "95% interval": f"[{iv.low:.4f}, {iv.high:.4f}]", "per seed": " ".join(f"{v:.4f}" for v in values)})
+    return rows
+
+
 def seed_rows(group: SeedGroup) -> list[dict]:
     """A seed group's scores as table rows: mean, 95% t-interval and each seed's value."""
     return [{"score of": row.key[:-len("/score")], "mean": f"{row.interval.mean:.3f}",
@@ -362,6 +415,14 @@ def _seed_sections(trains: Sequence[RunData]) -> list[str]:
                      "and its two-sided 95% Student-t interval, clipped to [0, 1].</p>")
         parts += [f"<p>note: {esc(n)}</p>" for n in group.notes]
         parts.append(_table(seed_rows(group), ["score of", "mean", "95% interval", "per seed"]))
+        rows = exploitability_seed_rows(group)
+        if rows:
+            parts.append("<h3>exact exploitability (NashConv / 2) at each seed's last measurement</h3>"
+                         + _table(rows, ["player", "mean", "95% interval", "per seed"]))
+            parts.append(_figure(fig.exploitability_curves(group.runs),
+                                 f"{group.label}: exact exploitability against env steps, mean over the seeds per player "
+                                 "with its shaded two-sided 95% Student-t interval (clipped at 0), at the measurements "
+                                 "every seed has (aligned by measurement index)", EXPLOITABILITY_NOTE))
     return parts
 
 
