@@ -62,6 +62,9 @@ from spade_rllib.rllib.health import check_losses, check_weights, trained_now
 from spade_rllib.rllib.metrics import counter_means, nest_into, placeholder_win_rates, role_metrics, win_rates
 from spade_rllib.rllib.model_config import learner_module_ids
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
+from spade_rllib.rllib import torch_determinism
+
+torch_determinism.install()  # RLlib seeds torch in every process: skip the Inductor import (module docstring)
 
 logger = logging.getLogger(__name__)
 

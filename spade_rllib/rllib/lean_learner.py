@@ -55,6 +55,9 @@ from ray.rllib.utils.torch_utils import explained_variance
 
 torch, nn = try_import_torch()
 from spade_rllib.rllib.packed import TEACHER_ACTIONS  # noqa: E402
+from spade_rllib.rllib import torch_determinism  # noqa: E402
+
+torch_determinism.install()  # RLlib seeds torch in every process: skip the Inductor import (module docstring)
 
 TEACHER_COEFF_KEY = "teacher_coeff"
 """`learner_config_dict` key of the teacher's weight: a number or [[env steps, weight], ...] (`agent.teacher_*`)."""

@@ -67,6 +67,9 @@ from spade_rllib.rllib.evaluation_runner import RunnerEvaluation
 from spade_rllib.rllib.lanes import LaneStates
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, SLOT_PREFIX, DriverUpdate, OpponentPlan, RunnerSpec
 from spade_rllib.rllib.sampling import LaneStepping
+from spade_rllib.rllib import torch_determinism
+
+torch_determinism.install()  # RLlib seeds torch in every process: skip the Inductor import (module docstring)
 
 # Importers of the runner reach these here too (tests, benches, final_heldout_eval).
 __all__ = ["MAIN", "SpadeEnvRunner", "SpadeSingleAgentEpisode", "sample_actions", "sample_gaussian"]
