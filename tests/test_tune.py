@@ -123,7 +123,7 @@ def test_shipped_sweeps_load_and_smoke_is_tiny():
     for name in ("lr_gamma", "seeds", "pbt", "asha", "c4_strength"):
         spec, base = load_sweep(name, smoke=True, sets=("training.torch_threads=1",))
         assert 2 <= spec.num_trials() <= 4, name
-        assert base["training"]["stop"].get("iterations") in (2, 4) and "time_s" not in base["training"]["stop"], name
+        assert 2 <= base["training"]["stop"].get("iterations", 0) <= 4 and "time_s" not in base["training"]["stop"], name
         assert base["agent"]["train_batch_size"] <= 512 and base["training"]["checkpoint_every"] == 1
         assert spec.experiment_name.endswith("-smoke")
 
@@ -299,7 +299,7 @@ def test_pbt_perturbation_reaches_the_learner(tmp_path):
     assert (exp / "summary.csv").is_file()
     exploits = [(f.stem[len("pbt_policy_"):], json.loads(line)) for f in exp.glob("pbt_policy_*.txt")
                 for line in f.read_text().splitlines() if line.strip()]
-    assert exploits, "PBT made no exploit/explore step in 4 iterations:\n" + p.stdout[-3000:]
+    assert exploits, "PBT made no exploit/explore step in 3 iterations:\n" + p.stdout[-3000:]
     checked = 0
     for trial_id, (target_tag, donor_tag, target_iter, donor_iter, donor_cfg, new_cfg) in exploits:
         trial_dir = next(d for d in exp.glob(f"SweepPPO_{trial_id}_*") if d.is_dir())
@@ -344,7 +344,7 @@ def _iters(trial_dir: Path) -> list[int]:
 @pytest.mark.slow
 def test_seeds_sweep_killed_then_resumed_and_summarized(tmp_path):
     """Seeds one after the other; SIGKILL while the 2nd runs; --resume keeps the 1st, continues the 2nd; summary with CI."""
-    iters = 14  # a smoke iteration takes ~0.2 s on a quiet machine: the kill window (2..iters-2 results) must outlast a poll
+    iters = 10  # a smoke iteration takes ~0.2 s on a quiet machine: the kill window (2..iters-2 results) must outlast a poll
     args = ["--sweep", "seeds", "--smoke", "--storage", str(tmp_path), "--max-concurrent", "1",
             "--set", f"training.stop.iterations={iters}", *RAY_CPUS]
     exp = tmp_path / "sweep-seeds-smoke"
