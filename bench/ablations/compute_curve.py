@@ -149,6 +149,7 @@ def plot(out_dir: Path, png: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     points = curve_points(out_dir)
     if not points:
@@ -165,8 +166,12 @@ def plot(out_dir: Path, png: Path) -> Path:
     for ax, cls in zip(axes, SIZE_CLASSES):
         ax.set_title(f"held-out {CLASS_LABELS[cls]}: vs racing bots")
     axes[-1].set_title("navigation (vs a still team)")
-    for ax in axes:
+    for ax in axes:  # the milestones on a log axis, labelled plainly, the whole planned range shown
         ax.set_xscale("log")
+        ax.set_xlim(4, 125)
+        ax.set_xticks([5, 10, 20, 50, 100])
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("env steps (M)")
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
