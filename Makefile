@@ -39,17 +39,17 @@ browser:
 # e.g. one trained league, are built once). Each worker is its own pytest session with its own Ray
 # (tests/conftest.py's `ray_session`). `--dist loadgroup` would keep every Ray test on one worker, but pytest-xdist
 # 3.8 does not group under pytest 9 (it renames `item._nodeid`, which pytest 9 no longer reads). PYTEST_WORKERS=0:
-# one process, as before.
+# one process, as before. `--no-loadscope-reorder`: the files start in tests/conftest.py's order (HEAVY_FIRST).
 PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed-dev browser lint
-	$(BIN)/python -m pytest -q -ra --durations=25 $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+	$(BIN)/python -m pytest -q -ra --durations=25 $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
 # Skips the tests marked `ray` (shared Ray session, multi-node cluster): a quicker inner loop.
 test-fast: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -m "not ray" $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+	$(BIN)/python -m pytest -q -m "not ray" $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/speed/env_speed.py

@@ -39,12 +39,14 @@ def user_envs(monkeypatch):
     sys.modules.pop("myenv", None)
 
 
-HEAVY_FIRST = ("test_c4_learning.py", "test_tune.py", "test_fault_cluster.py", "test_multi_learner.py",
-               "test_cluster_multinode.py", "test_ablation_benches.py", "test_recurrent_bench.py", "test_league_claim.py",
-               "test_load_write_guards.py", "test_foreign_envs.py", "test_poker_pipeline.py", "test_console.py",
-               "test_train.py", "test_recurrent_learning.py", "test_trackers.py", "test_foreign_teams.py")
-"""The test files that take longest (`make test`'s --durations on a clean clone), started first: with
-`--dist loadfile` each file runs on one worker, and the longest files last leave the other worker idle at the end."""
+HEAVY_FIRST = ("test_tune.py", "test_cluster_multinode.py", "test_multi_learner.py", "test_ablation_benches.py",
+               "test_league_claim.py", "test_foreign_envs.py", "test_train.py", "test_poker_pipeline.py",
+               "test_recurrent_bench.py", "test_foreign_teams.py", "test_console.py", "test_recurrent_learning.py",
+               "test_c4_learning.py", "test_fault_cluster.py", "test_load_write_guards.py", "test_trackers.py")
+"""The test files that take longest, longest first (summed test times of `make test` on a clean clone, quiet
+machine, 2026-12-07), started first: with `--dist loadfile` each file runs on one worker, and a long file last leaves
+the other worker idle at the end. The Makefile passes `--no-loadscope-reorder`, without which pytest-xdist orders
+files by their number of tests instead (and the long files, which have few, would come last)."""
 
 
 def pytest_collection_modifyitems(config, items):
