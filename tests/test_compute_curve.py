@@ -64,9 +64,7 @@ def test_each_recipe_resolves_to_its_own_model_and_observation(tmp_path):
     for recipe in cc.RECIPES:
         args = cc.parse_args(["--recipe", recipe, "--out-dir", str(tmp_path / "u"), "--run-root", str(tmp_path / "r")])
         cfg = load_config(str(cc.ROOT / cc.CONFIG), cc.unit_overrides(args, 5_000_000))
-        seen[recipe] = (bool(cfg.env.kwargs.get("plan")), cfg.env.kwargs.get("cell_memory", 0),
-                        cfg.agent.model.get("planner", "none") if isinstance(cfg.agent.model, dict)
-                        else getattr(cfg.agent.model, "planner", "none"))
+        seen[recipe] = (bool(cfg.env.kwargs.get("plan")), cfg.env.kwargs.get("cell_memory", 0), cfg.agent.model.planner)
     assert seen["lstm"] == (False, 0, "none")
     assert seen["plan"] == (True, 0, "none")
     assert seen["vin"] == (True, 21, "vin")
