@@ -123,6 +123,14 @@ class AgentConfig:
     teacher_schedule: Optional[list] = setting(None, help="The teacher's weight over lifetime env steps, "
                                                "[[0, c0], [steps, c1], ...] (RLlib's schedule format), e.g. "
                                                "[[0, 1.0], [1500000, 0.0]]; replaces teacher_coeff when set.")
+    magnet_coeff: float = setting(0.0, help="Magnetic mirror descent with a moving magnet (Sokota et al. 2023; EMAgnet, "
+                                  "Maidment et al. 2026): the loss adds magnet_coeff times KL(policy || magnet), the "
+                                  "magnet a copy of the policy whose weights follow it as an exponential moving average "
+                                  "(agent.magnet_ema per gradient step). The entropy bonus (KL to the uniform magnet) "
+                                  "stays as set. 0: off.", min=0.0, max=100.0)
+    magnet_ema: float = setting(0.001, help="agent.magnet_coeff > 0 only: the share of the policy's weights the magnet "
+                                "takes at each gradient step (1: the magnet is the policy before the step).",
+                                gt=0.0, max=1.0)
     vf_coeff: float = setting(0.5, help="Value loss coefficient.", min=0.0)
     kl_coeff: float = setting(0.0, help="Initial KL penalty coefficient; 0 turns the KL loss off.", min=0.0)
     grad_clip: Optional[float] = setting(0.5, help="Global gradient-norm clip; null for none.", gt=0.0)
@@ -513,6 +521,7 @@ def _cross_check(cfg: RunConfig, resolve: bool = True) -> None:
     for i, name in enumerate(cfg.league.bots):
         _check_opponent_id(f"{BOT_PREFIX}{name}", f"league.bots[{i}]", cfg.env.id)
     _check_teacher(cfg)
+    _check_magnet(cfg)
     if cfg.agent.minibatch_size > cfg.agent.train_batch_size * 2:
         raise ConfigError(
             f"agent.minibatch_size = {cfg.agent.minibatch_size}: out of range, allowed <= 2 * agent.train_batch_size ({2 * cfg.agent.train_batch_size})"
@@ -613,6 +622,21 @@ def _check_planner(cfg: RunConfig, kind: str) -> None:
 def _level_ids() -> str:
     """"'MazeRace-v0' or 'CaptureTheFlag-v0'": the level games, for messages."""
     return " or ".join(repr(i) for i in spade_env_ids())
+
+
+def _check_magnet(cfg) -> None:
+    """`agent.magnet_coeff`: a term of the lean learner's loss (RLlib's stock learner has none); its EMA rate only with
+    a magnet (it would be ignored)."""
+    a = cfg.agent
+    if a.magnet_coeff == 0:
+        default = next(f.default for f in dataclasses.fields(AgentConfig) if f.name == "magnet_ema")
+        if a.magnet_ema != default:
+            raise ConfigError(f"agent.magnet_ema = {a.magnet_ema!r}: set but agent.magnet_coeff is 0, so it would be "
+                              "ignored; set agent.magnet_coeff > 0 or drop magnet_ema")
+        return
+    if not cfg.training.lean_learner:
+        raise ConfigError("agent.magnet_coeff: needs training.lean_learner = true (SpadePPOLearner adds the magnet's "
+                          "KL term; RLlib's stock PPOTorchLearner has no such term)")
 
 
 def _check_teacher(cfg) -> None:

@@ -19,7 +19,7 @@ from spade_rllib.config.run_config import RunConfig, resolved_env_of
 from spade_rllib.rllib.algorithm import SpadePPO, _make_gae_connector, _policy_mapping_fn, _role_policy_mapping
 from spade_rllib.rllib.components import SelfPlayComponent
 from spade_rllib.rllib.env_description import describe_env, env_kwargs_for
-from spade_rllib.rllib.lean_learner import TEACHER_COEFF_KEY
+from spade_rllib.rllib.lean_learner import MAGNET_KEY, TEACHER_COEFF_KEY
 from spade_rllib.rllib.model_config import learner_module_ids, model_config_for
 from spade_rllib.rllib.module import SpadeModule
 from spade_rllib.rllib.plan import RUNNER_SPEC_KEY, RunnerSpec
@@ -34,6 +34,18 @@ def _policy_mapping_fn_for(roles: dict):
     from spade_rllib.games.roles import role_module_id
 
     return functools.partial(_role_policy_mapping, {a: role_module_id(r) for a, r in roles.items()})
+
+
+def learner_settings(a) -> dict:
+    """`learner_config_dict` of the lean learner's own terms (RLlib's public channel for a custom learner's settings):
+    the teacher's weight (kickstarting) and the magnet (`agent.magnet_*`), each only when on."""
+    out = {}
+    if a.teacher:
+        out[TEACHER_COEFF_KEY] = ([[int(t), float(v)] for t, v in a.teacher_schedule] if a.teacher_schedule
+                                  else float(a.teacher_coeff))
+    if a.magnet_coeff > 0:
+        out[MAGNET_KEY] = {"coeff": float(a.magnet_coeff), "ema": float(a.magnet_ema)}
+    return out
 
 
 def _learner_class(lean: bool):
@@ -134,10 +146,8 @@ def build_algo_config(cfg: RunConfig, *, runinfo: Optional[dict] = None, restore
             train_batch_size_per_learner=max(1, a.train_batch_size // max(1, num_learners)),
         )
         .learners(num_learners=num_learners, num_gpus_per_learner=r.num_gpus_per_learner,
-                  # RLlib's public channel for a custom learner's settings (lean_learner.TEACHER_COEFF_KEY).
-                  learner_config_dict=({TEACHER_COEFF_KEY: ([[int(t), float(v)] for t, v in a.teacher_schedule]
-                                                            if a.teacher_schedule else float(a.teacher_coeff))}
-                                       if a.teacher else {}),
+                  # RLlib's public channel for a custom learner's settings (`learner_settings`).
+                  learner_config_dict=learner_settings(a),
                   learner_class=_learner_class(t.lean_learner),
                   num_cpus_per_learner=r.num_cpus_per_learner if num_learners else 1,
                   # Local learner: runners ship PackedEpisodes and SpadeGAEConnector is the whole pipeline.

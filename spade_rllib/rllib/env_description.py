@@ -2,7 +2,7 @@
 returns its `EnvInfo` (spaces, teams, mask size, window and map layout, roles); `env_kwargs_for(cfg)` is
 the constructor kwargs of one env copy; `check_env_builds(cfg)` is `describe_env` before Ray starts, any
 failure a one-line `ConfigError` (a missing optional dependency of the env, `CarRacing-v3` without box2d,
-named now rather than in an env runner's traceback)."""
+named now rather than in an env runner's traceback; a magnet on continuous actions)."""
 from __future__ import annotations
 
 import os
@@ -57,12 +57,16 @@ def describe_env(cfg: RunConfig) -> EnvInfo:
 def check_env_builds(cfg):
     """`describe_env(cfg)` (one env copy on the driver), with any failure as a one-line `ConfigError`."""
     try:
-        return describe_env(cfg)
+        info = describe_env(cfg)
     except ConfigError:
         raise
     except Exception as e:
         text = " ".join(str(e).split()) or type(e).__name__
         raise ConfigError(f"env.id = {cfg.env.id!r}: the env cannot be built here ({type(e).__name__}: {text})") from e
+    if cfg.agent.magnet_coeff > 0 and info.action_space is not None and not hasattr(info.action_space, "n"):
+        raise ConfigError(f"agent.magnet_coeff = {cfg.agent.magnet_coeff:g}: discrete actions only; env.id = "
+                          f"{cfg.env.id!r} acts in {info.action_space} (set agent.magnet_coeff to 0)")
+    return info
 
 
 __all__ = ["check_env_builds", "describe_env", "env_kwargs_for"]

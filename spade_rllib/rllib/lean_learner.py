@@ -26,6 +26,12 @@ Kickstarting (`agent.teacher`, Schmitt et al. 2018, "Kickstarting Deep Reinforce
 loss adds `coeff * cross-entropy(teacher action, policy)` with `coeff` from `learner_config_dict[TEACHER_COEFF_KEY]`
 (a number or a schedule over lifetime env steps, like the entropy coefficient); it logs `teacher_loss`,
 `teacher_agreement` (share of steps whose most likely action is the teacher's) and `curr_teacher_coeff` per module.
+A moving magnet (`agent.magnet_coeff`, magnetic mirror descent, Sokota et al. 2023, with EMAgnet's magnet, Maidment
+et al. 2026): with `learner_config_dict[MAGNET_KEY] = {"coeff": c, "ema": t}` each trained module gets a frozen copy,
+the magnet, whose weights move toward the module's by `t` after every optimizer step (`torch._foreach_lerp_`); the loss
+adds `c * KL(policy || magnet)` over the legal actions (discrete actions; the magnet's logits from its own forward pass
+on the minibatch, no gradient). It logs `magnet_kl` and is saved with the learner's state (`MAGNET_STATE_KEY`), so a
+restored run goes on with the same magnet.
 Anything this learner does not cover (a KL term, a Box action space, other clip modes, lr schedulers, grad
 scalers) takes RLlib's stock path. tests/test_learner_numerics.py checks one update against the stock learner:
 same loss terms and gradients, same weights after an update of several minibatches (float tolerance), MLP and LSTM.
@@ -33,6 +39,7 @@ same loss terms and gradients, same weights after an update of several minibatch
 """
 from __future__ import annotations
 
+import copy
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -61,6 +68,11 @@ torch_determinism.install()  # RLlib seeds torch in every process: skip the Indu
 
 TEACHER_COEFF_KEY = "teacher_coeff"
 """`learner_config_dict` key of the teacher's weight: a number or [[env steps, weight], ...] (`agent.teacher_*`)."""
+
+MAGNET_KEY = "magnet"
+"""`learner_config_dict` key of the magnet: {"coeff": KL weight, "ema": the magnet's step toward the policy}."""
+MAGNET_STATE_KEY = "spade_magnet"
+"""Key of the magnets' weights in the learner's state: {module id: {parameter name: numpy array}}."""
 
 _NORM_CAP = 10e8  # RLlib's compute_global_norm replaces inf norms by +-1e9 (nan_to_num)
 
@@ -147,6 +159,9 @@ class SpadePPOLearner(PPOTorchLearner):
         self._grads_finite: Dict[str, Optional[bool]] = {}  # module -> all gradients finite (None: not checked)
         self._teacher_stats: Dict[str, dict] = {}  # module -> the last minibatch's teacher loss and agreement
         self._teacher_coeff: Dict[str, Scheduler] = {}  # module -> the teacher's weight (kickstarting only)
+        self._magnet_cfg: Optional[tuple] = None  # (KL weight, EMA step) when agent.magnet_coeff > 0
+        self._magnets: Dict[str, Any] = {}  # module -> its magnet (a frozen copy, weights an EMA of the module's)
+        self._magnet_stats: Dict[str, Any] = {}  # module -> the last minibatch's KL to the magnet
 
     def build(self) -> None:
         super().build()
@@ -155,6 +170,55 @@ class SpadePPOLearner(PPOTorchLearner):
             self._teacher_coeff = {module_id: Scheduler(fixed_value_or_schedule=coeff, framework=self.framework,
                                                         device=self._device)
                                    for module_id in self.module.keys()}
+        magnet = (self.config.learner_config_dict or {}).get(MAGNET_KEY)
+        if magnet:
+            self._magnet_cfg = (float(magnet["coeff"]), float(magnet["ema"]))
+
+    # ---- the magnet
+    def _magnet_for(self, module_id):
+        """The module's magnet, made on first use from its current weights (or from a restored state)."""
+        magnet = self._magnets.get(module_id)
+        if magnet is None:
+            magnet = copy.deepcopy(self.module[module_id].unwrapped())
+            for p in magnet.parameters():
+                p.requires_grad_(False)
+            self._magnets[module_id] = magnet
+        return magnet
+
+    def _magnet_loss(self, module_id, batch: Dict[str, Any], logp_all, mean):
+        """`coeff * KL(policy || magnet)` over the legal actions (0 without a magnet)."""
+        if not self._magnet_cfg:
+            return 0.0
+        with torch.no_grad():
+            m_logits = self._magnet_for(module_id).forward_train(batch)[Columns.ACTION_DIST_INPUTS]
+            logm = m_logits - m_logits.logsumexp(dim=-1, keepdim=True)
+        low = torch.finfo(logp_all.dtype).min  # masked actions: probability 0, both log-probs clamped alike
+        kl = (torch.softmax(logp_all, -1) * (torch.clamp(logp_all, min=low) - torch.clamp(logm, min=low))).sum(-1)
+        kl_mean = mean(kl)
+        self._magnet_stats[module_id] = kl_mean.detach()
+        return self._magnet_cfg[0] * kl_mean
+
+    def _step_magnets(self) -> None:
+        """After an optimizer step: each magnet's weights move `ema` of the way to its module's."""
+        with torch.no_grad():
+            for module_id, magnet in self._magnets.items():
+                torch._foreach_lerp_(list(magnet.parameters()),
+                                     [p.detach() for p in self.module[module_id].unwrapped().parameters()],
+                                     self._magnet_cfg[1])
+
+    def get_state(self, components=None, *, not_components=None, **kwargs):
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if self._magnets and self._check_component(MAGNET_STATE_KEY, components, not_components):
+            state[MAGNET_STATE_KEY] = {mid: {k: v.detach().cpu().numpy().copy() for k, v in m.state_dict().items()}
+                                       for mid, m in self._magnets.items()}
+        return state
+
+    def set_state(self, state) -> None:
+        super().set_state(state)
+        for module_id, weights in (state.get(MAGNET_STATE_KEY) or {}).items():
+            if module_id in self.module.keys():
+                self._magnets.pop(module_id, None)
+                self._magnet_for(module_id).load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
 
     # ---- optimizer
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
@@ -182,9 +246,13 @@ class SpadePPOLearner(PPOTorchLearner):
         module = self.module[module_id].unwrapped()
         if config.use_kl_loss or getattr(module, "continuous", True) or not config.use_critic:
             total = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
-            if not self._teacher_coeff:  # no log-softmax of the logits on this path unless a teacher needs it
+            if not self._teacher_coeff and not self._magnet_cfg:  # no log-softmax here unless a term needs it
                 return total
-            return total + self._teacher_loss(module_id, batch, fwd_out[Columns.ACTION_DIST_INPUTS].log_softmax(-1))
+            logp_all = fwd_out[Columns.ACTION_DIST_INPUTS].log_softmax(-1)
+            mask = batch.get(Columns.LOSS_MASK)
+            mean = (lambda x: torch.sum(x[mask]) / torch.clamp(torch.sum(mask), min=1)) if mask is not None else torch.mean
+            return (total + self._teacher_loss(module_id, batch, logp_all)
+                    + self._magnet_loss(module_id, batch, logp_all, mean))
         mask = batch.get(Columns.LOSS_MASK)
         if mask is not None:
             num_valid = torch.sum(mask)
@@ -207,7 +275,8 @@ class SpadePPOLearner(PPOTorchLearner):
         vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
         entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
         total = mean(-surrogate + config.vf_loss_coeff * vf_loss_clipped - entropy_coeff * entropy)
-        total = total + self._teacher_loss(module_id, batch, logp_all)
+        total = total + self._teacher_loss(module_id, batch, logp_all) + self._magnet_loss(module_id, batch, logp_all,
+                                                                                            mean)
         self._loss_stats[module_id] = {"mean": mean, "surrogate": surrogate.detach(), "vf": vf_loss.detach(),
                                        "vf_clipped": vf_loss_clipped.detach(), "entropy": entropy.detach(),
                                        "values": values.detach(), "targets": batch[Postprocessing.VALUE_TARGETS]}
@@ -250,7 +319,10 @@ class SpadePPOLearner(PPOTorchLearner):
             for module_id, t in self._teacher_stats.items():
                 self.metrics.log_dict({"teacher_loss": t["loss"], "teacher_agreement": t["agreement"]},
                                       key=module_id, window=1)
+            for module_id, kl in self._magnet_stats.items():
+                self.metrics.log_value(key=(module_id, "magnet_kl"), value=kl, window=1)
         self._teacher_stats = {}
+        self._magnet_stats = {}
         self._loss_stats = {}
         self._grad_norms = {}
 
@@ -293,12 +365,15 @@ class SpadePPOLearner(PPOTorchLearner):
         checked, self._grads_finite = self._grads_finite, {}
         if (self._grad_scalers is not None or self._lr_scheduler_classes is not None or not checked
                 or not all(v is True for v in checked.values())):
-            return super().apply_gradients(gradients_dict)  # RLlib's path: NaN handling, scalers, schedulers
-        for pid, grad in gradients_dict.items():
-            self._params[pid].grad = grad
-        for module_id, names in self._module_optimizers.items():
-            for name in names:
-                self.get_optimizer(module_id, name).step()
+            super().apply_gradients(gradients_dict)  # RLlib's path: NaN handling, scalers, schedulers
+        else:
+            for pid, grad in gradients_dict.items():
+                self._params[pid].grad = grad
+            for module_id, names in self._module_optimizers.items():
+                for name in names:
+                    self.get_optimizer(module_id, name).step()
+        if self._magnets:
+            self._step_magnets()
 
 
 def install_profile_timers(timers, data_category: str) -> None:
