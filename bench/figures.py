@@ -97,14 +97,22 @@ POKER_PLAYERS = (  # (arm, curve key, label): the player each arm is scored as i
 )
 
 
+POKER_EXTRA = {  # bench -> (other bench, arm, curve key, label): arms of the same game run as their own bench
+    "league_claim_leduc_10m": (("league_claim_leduc_10m_magnet", "mirror", "main", "mirror + a moving magnet: main (3 seeds)"),),
+}
+
+
 def poker_curves(data: Path, bench: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]:
-    """{label: (env steps, mean, low, high, seeds)} of each arm's player, from the units' curves."""
+    """{label: (env steps, mean, low, high, seeds)} of each arm's player, from the units' curves (and of the arms
+    `POKER_EXTRA` adds from benches of the same game)."""
     units_dir = data / bench / "units"
     if not units_dir.is_dir():
         raise DataError(f"{units_dir}: no such folder (the league claim's units)")
     out = {}
-    for arm, key, label in POKER_PLAYERS:
-        units = [_read(data, f"{bench}/units/{p.name}") for p in sorted(units_dir.glob(f"{arm}_seed*.json"))]
+    players = [(bench, *row) for row in POKER_PLAYERS] + list(POKER_EXTRA.get(bench, ()))
+    for src, arm, key, label in players:
+        src_dir = data / src / "units"
+        units = [_read(data, f"{src}/units/{p.name}") for p in sorted(src_dir.glob(f"{arm}_seed*.json"))]
         curves = [u["curve"] for u in units if u.get("curve", {}).get(key)]
         if not curves:
             continue
@@ -113,7 +121,7 @@ def poker_curves(data: Path, bench: str) -> dict[str, tuple[np.ndarray, np.ndarr
         stats = np.array([_interval([c[key][i] for c in curves]) for i in range(n)])
         out[label] = (xs, stats[:, 0], stats[:, 1], stats[:, 2], len(curves))
     if not out:
-        raise DataError(f"{units_dir}: no unit holds an exploitability curve")
+        raise DataError(f"{data / bench / 'units'}: no unit holds an exploitability curve")
     return out
 
 

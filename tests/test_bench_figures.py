@@ -33,6 +33,10 @@ def test_the_figures_read_what_results_md_quotes():
     rows = {label: (mean, low, high) for label, mean, low, high, _, _ in figures.league_rows(ROOT / "bench" / "data")}
     mean, low, high = rows["Leduc: exploitability, PSRO's Nash mixture - mirror's average"]
     assert (round(mean, 3), round(low, 3), round(high, 3)) == (-0.047, -0.065, -0.028)
+    curves = figures.poker_curves(ROOT / "bench" / "data", "league_claim_leduc_10m")
+    xs, mean, low, high, seeds = curves["mirror + a moving magnet: main (3 seeds)"]  # the magnet's own bench
+    assert seeds == 3 and xs[-1] == 9_994_240
+    assert (round(mean[-1], 3), round(low[-1], 3), round(high[-1], 3)) == (0.303, 0.194, 0.412)
     scores, classes = figures.heldout_by_size(ROOT / "bench" / "data")
     assert classes["up to 11x11"] == ["open_field", "twin_rooms"]
     assert round(scores["rusher"]["LSTM + trail (the demo)"]["up to 11x11"][0], 2) == 0.74
