@@ -624,12 +624,17 @@ def _level_ids() -> str:
     return " or ".join(repr(i) for i in spade_env_ids())
 
 
+def _agent_default(name: str):
+    """The default of `agent.<name>` (a setting left at its default counts as not set)."""
+    return next(f.default for f in dataclasses.fields(AgentConfig) if f.name == name)
+
+
 def _check_magnet(cfg) -> None:
     """`agent.magnet_coeff`: a term of the lean learner's loss (RLlib's stock learner has none); its EMA rate only with
     a magnet (it would be ignored)."""
     a = cfg.agent
     if a.magnet_coeff == 0:
-        default = next(f.default for f in dataclasses.fields(AgentConfig) if f.name == "magnet_ema")
+        default = _agent_default("magnet_ema")
         if a.magnet_ema != default:
             raise ConfigError(f"agent.magnet_ema = {a.magnet_ema!r}: set but agent.magnet_coeff is 0, so it would be "
                               "ignored; set agent.magnet_coeff > 0 or drop magnet_ema")
@@ -646,7 +651,7 @@ def _check_teacher(cfg) -> None:
     if a.teacher is None:
         if a.teacher_schedule is not None:
             raise ConfigError("agent.teacher_schedule is set but agent.teacher is null; name a teacher bot or drop the schedule")
-        default = next(f.default for f in dataclasses.fields(AgentConfig) if f.name == "teacher_coeff")
+        default = _agent_default("teacher_coeff")
         if a.teacher_coeff != default:
             raise ConfigError(f"agent.teacher_coeff = {a.teacher_coeff!r}: set but agent.teacher is null, so it would be "
                               "ignored; name a teacher bot or drop teacher_coeff")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import gymnasium as gym
+
 from spade_rllib.training.signal_schedule import initial_values
 from spade_rllib.config.run_config import RunConfig, resolved_env_of
 from spade_rllib.games.adapter import game_factory_for
@@ -63,7 +65,7 @@ def check_env_builds(cfg):
     except Exception as e:
         text = " ".join(str(e).split()) or type(e).__name__
         raise ConfigError(f"env.id = {cfg.env.id!r}: the env cannot be built here ({type(e).__name__}: {text})") from e
-    if cfg.agent.magnet_coeff > 0 and info.action_space is not None and not hasattr(info.action_space, "n"):
+    if cfg.agent.magnet_coeff > 0 and isinstance(info.action_space, gym.spaces.Box):
         raise ConfigError(f"agent.magnet_coeff = {cfg.agent.magnet_coeff:g}: discrete actions only; env.id = "
                           f"{cfg.env.id!r} acts in {info.action_space} (set agent.magnet_coeff to 0)")
     return info

@@ -133,6 +133,16 @@ class IndexedCyclicIterator:
             self._count += 1
 
 
+def _masked_mean(batch):
+    """The mean over the loss mask's steps (at least one counted), or a plain mean without a mask: for the teacher's
+    and the magnet's terms (the PPO terms keep RLlib's own masked mean)."""
+    mask = batch.get(Columns.LOSS_MASK)
+    if mask is None:
+        return torch.mean
+    n = torch.clamp(torch.sum(mask), min=1)
+    return lambda x: torch.sum(x[mask]) / n
+
+
 def _take(value, index):
     if isinstance(value, dict):
         return {k: _take(v, index) for k, v in value.items()}
@@ -249,10 +259,8 @@ class SpadePPOLearner(PPOTorchLearner):
             if not self._teacher_coeff and not self._magnet_cfg:  # no log-softmax here unless a term needs it
                 return total
             logp_all = fwd_out[Columns.ACTION_DIST_INPUTS].log_softmax(-1)
-            mask = batch.get(Columns.LOSS_MASK)
-            mean = (lambda x: torch.sum(x[mask]) / torch.clamp(torch.sum(mask), min=1)) if mask is not None else torch.mean
             return (total + self._teacher_loss(module_id, batch, logp_all)
-                    + self._magnet_loss(module_id, batch, logp_all, mean))
+                    + self._magnet_loss(module_id, batch, logp_all, _masked_mean(batch)))
         mask = batch.get(Columns.LOSS_MASK)
         if mask is not None:
             num_valid = torch.sum(mask)
@@ -292,12 +300,8 @@ class SpadePPOLearner(PPOTorchLearner):
         teacher = teacher.long()
         ce = -logp_all.gather(-1, teacher.unsqueeze(-1)).squeeze(-1)
         agree = (logp_all.argmax(-1) == teacher).float()
-        mask = batch.get(Columns.LOSS_MASK)
-        if mask is not None:
-            n = torch.clamp(torch.sum(mask), min=1)
-            ce_mean, agree_mean = torch.sum(ce[mask]) / n, torch.sum(agree[mask]) / n
-        else:
-            ce_mean, agree_mean = ce.mean(), agree.mean()
+        mean = _masked_mean(batch)
+        ce_mean, agree_mean = mean(ce), mean(agree)
         self._teacher_stats[module_id] = {"loss": ce_mean.detach(), "agreement": agree_mean.detach()}
         return scheduler.get_current_value() * ce_mean
 
