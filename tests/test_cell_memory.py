@@ -161,7 +161,7 @@ def test_observation_layout():
 
 
 # ------------------------------------------------------------------------------------------ the learned planner
-VIN = {"map_shape": [21, 21, len(CHANNELS)], "planner": "vin", "planner_iterations": 6, "planner_channels": 4}
+VIN = {"map_shape": [21, 21, len(CHANNELS)], "planner": "vin", "planner_iterations": 0, "planner_channels": 4}
 MEMORY_KWARGS = {"cell_memory": 21, "plan": True}
 
 
@@ -234,7 +234,7 @@ def test_league_with_the_cell_memory_plan_and_learned_planner(ray_session):
     from spade_rllib.config.run_config import parse_config
     from spade_rllib.rllib.algo_config import build_algo_config
 
-    model = {"hidden": [16], "planner": "vin", "planner_iterations": 4, "planner_channels": 4}
+    model = {"hidden": [16], "planner": "vin", "planner_channels": 4}  # the exact planner, the default
     cfg = parse_config({"experiment": {"name": "ctf_planner", "seed": 2},
                         "env": {"id": "CaptureTheFlag-v0", "difficulty": 1.0, "kwargs": MEMORY_KWARGS},
                         "agent": {"train_batch_size": 256, "minibatch_size": 128, "epochs": 1, "model": model},

@@ -68,3 +68,40 @@ def test_each_recipe_resolves_to_its_own_model_and_observation(tmp_path):
     assert seen["lstm"] == (False, 0, "none")
     assert seen["plan"] == (True, 0, "none")
     assert seen["vin"] == (True, 21, "vin")
+
+
+def test_carry_keeps_the_newest_whole_checkpoint_and_a_rerun_resumes_from_it(tmp_path, monkeypatch):
+    """`--carry TRIAL` copies the newest whole checkpoint and config.yaml into the committed carry folder, replacing
+    the old one; a stage with no run under --run-root resumes from that folder."""
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
+
+    trial = tmp_path / "runs" / "plan_seed0" / "plan_seed0_abc"
+    for name in ("checkpoint_000001", "checkpoint_000002"):
+        save_tiny_checkpoint(trial, "MazeRace-v0", checkpoint_name=name, env_kwargs={})
+    (trial / "config.yaml").write_text("env: {id: MazeRace-v0}\n")
+    (trial / "checkpoint_000003").mkdir()  # half written: skipped
+    out = tmp_path / "units"
+    base = ["--recipe", "plan", "--out-dir", str(out), "--run-root", str(tmp_path / "elsewhere")]
+    summary = cc.main([*base, "--carry", str(trial)])
+    carry = out / "plan_seed0" / "carry"
+    assert summary["carried"] == str(carry / "checkpoint_000002")
+    assert sorted(p.name for p in carry.iterdir()) == ["checkpoint_000002", "config.yaml"]
+    save_tiny_checkpoint(trial, "MazeRace-v0", checkpoint_name="checkpoint_000004", env_kwargs={})
+    cc.main([*base, "--carry", str(trial)])
+    assert sorted(p.name for p in carry.iterdir()) == ["checkpoint_000004", "config.yaml"]
+    with pytest.raises(SystemExit):
+        cc.main([*base, "--carry", str(tmp_path / "nothing")])
+
+    commands = []
+
+    def fake_run(cmd, **_kw):  # stands in for the training subprocess: records the command, leaves a finished run
+        commands.append(cmd)
+        done = tmp_path / "elsewhere" / "plan_seed0" / "plan_seed0_new"
+        save_tiny_checkpoint(done, "MazeRace-v0", checkpoint_name="checkpoint_000005", env_kwargs={})
+        (done / "config.yaml").write_text("env: {id: MazeRace-v0}\n")
+        (done / "final_evaluation.json").write_text("{}")
+
+    monkeypatch.setattr(cc.subprocess, "run", fake_run)
+    cc.run_stage(cc.parse_args(base), 5_000_000)
+    assert commands[0][commands[0].index("--resume") + 1] == str(carry)
+    assert sorted(p.name for p in carry.iterdir()) == ["checkpoint_000005", "config.yaml"]

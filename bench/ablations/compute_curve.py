@@ -11,8 +11,11 @@ Only the budget differs from `make demo`; the wall-clock cap is lifted.
 Resumable by unit: a unit is one (recipe, seed, milestone); its figures go to
 `<out-dir>/<recipe>_seed<k>/<milestone>.json` at once (the run's `final_evaluation.json` with the env steps it
 sampled and the commit). A rerun skips the units it has and resumes the run from its newest checkpoint
-(`python -m spade_rllib.train --resume`) to the next milestone; `--max-units` stops after that many new units,
-so a run can span sessions. The runs themselves live under `--run-root` (not committed). Ends with one JSON line.
+(`python -m spade_rllib.train --resume`) to the next milestone; `--max-units` stops after that many new units.
+The runs themselves live under `--run-root` (not committed). So that a run can span machines that keep nothing
+but the repository, each stage also leaves its newest checkpoint and config in `<out-dir>/<recipe>_seed<k>/carry/`
+(~3 MB, replaced each stage; `--carry TRIAL` writes it from a run stopped mid-stage), and a rerun with no run
+under `--run-root` resumes from there. Ends with one JSON line.
 
     python bench/ablations/compute_curve.py --recipe plan --seed 0                  # to 100M, in stages
     python bench/ablations/compute_curve.py --recipe lstm --milestones 5,10,20,50   # today's demo, to 50M
@@ -53,6 +56,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--run-root", default=str(ROOT / "runs" / "compute_curve"))
     p.add_argument("--max-units", type=int, default=0, help="stop after this many new units (0: all)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--carry", metavar="TRIAL", help="write TRIAL's newest checkpoint into the carry folder and exit "
+                   "(trains nothing)")
     p.add_argument("--plot", metavar="PNG", help="draw the curve of every unit under --out-dir into PNG and exit "
                    "(trains nothing)")
     args = p.parse_args(argv)
@@ -101,11 +106,47 @@ def commit() -> str:
         return "unknown"
 
 
+def carry_dir(args: argparse.Namespace) -> Path:
+    return Path(args.out_dir) / f"{args.recipe}_seed{args.seed}" / "carry"
+
+
+def save_carry(trial: Path, dest: Path) -> Path:
+    """`trial`'s newest whole checkpoint and its config.yaml into `dest`, replacing what was there (written
+    beside it first, then swapped in, so a stop midway leaves the old carry whole); the checkpoint's path."""
+    import shutil
+
+    from spade_rllib.artifacts.checkpoint_layout import RUN_CONFIG_FILE, newest_checkpoint
+
+    newest = newest_checkpoint(Path(trial), recursive=True)
+    if newest is None or not (Path(trial) / RUN_CONFIG_FILE).is_file():
+        refuse(f"--carry {trial}: no whole checkpoint and {RUN_CONFIG_FILE} in it")
+    dest = Path(dest)
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copy2(Path(trial) / RUN_CONFIG_FILE, tmp / RUN_CONFIG_FILE)
+    shutil.copytree(newest, tmp / Path(newest).name)
+    old = dest.with_name(dest.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if dest.exists():
+        dest.rename(old)
+    tmp.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+    return dest / Path(newest).name
+
+
 def run_stage(args: argparse.Namespace, steps: int) -> Path:
-    """Train (fresh, or resumed from the newest checkpoint) to `steps` env steps; the trial dir."""
+    """Train (fresh, or resumed from the newest checkpoint: the run's, else the carried one) to `steps` env
+    steps; the trial dir, whose newest checkpoint is then carried."""
     trial = trial_dir(args)
+    carried = carry_dir(args)
     cmd = [sys.executable, "-m", "spade_rllib.train"]
-    cmd += ["--resume", str(trial)] if trial is not None else ["--config", str(ROOT / CONFIG)]
+    if trial is not None:
+        cmd += ["--resume", str(trial)]
+    elif any(carried.glob("checkpoint_*")):
+        cmd += ["--resume", str(carried)]
+    else:
+        cmd += ["--config", str(ROOT / CONFIG)]
     for item in unit_overrides(args, steps):
         cmd += ["--set", item]
     print("running:", " ".join(cmd), file=sys.stderr, flush=True)
@@ -113,6 +154,7 @@ def run_stage(args: argparse.Namespace, steps: int) -> Path:
     trial = trial_dir(args)
     if trial is None or not (trial / "final_evaluation.json").is_file():
         refuse(f"the stage to {steps} env steps left no final_evaluation.json under {args.run_root}")
+    save_carry(trial, carried)
     return trial
 
 
@@ -190,6 +232,11 @@ def main(argv=None) -> dict:
     if args.plot:
         path = plot(Path(args.out_dir), Path(args.plot))
         summary = {"bench": "compute_curve", "plot": str(path)}
+        print(json.dumps(summary))
+        return summary
+    if args.carry:
+        path = save_carry(Path(args.carry), carry_dir(args))
+        summary = {"bench": "compute_curve", "carried": str(path)}
         print(json.dumps(summary))
         return summary
     check_bench_args(args, config=str(ROOT / CONFIG), overrides=unit_overrides(args, args.milestone_steps[0]))

@@ -50,7 +50,7 @@ ENCODERS = ("mlp", "cnn")
 """`agent.model.encoder`: what reads the observation."""
 PLANNER_NONE, PLANNER_VIN = "none", "vin"
 PLANNERS = (PLANNER_NONE, PLANNER_VIN)
-"""`agent.model.planner`: a learned planner over the cell memory ('vin': value-iteration convolutions)."""
+"""`agent.model.planner`: a learned planner over the cell memory ('vin': value iteration networks)."""
 MEMORY_NONE, MEMORY_LSTM = "none", "lstm"
 MEMORIES = (MEMORY_NONE, MEMORY_LSTM)
 """`agent.model.memory`: what follows the encoder ('none': nothing, a feed-forward policy)."""
@@ -90,8 +90,8 @@ class ModelConfig:
     vf_share_layers: bool = setting(False, help="Share the hidden layers between policy and value heads.")
     cnn_channels: list[int] = setting(help="CNN only: output channels of each 3x3 conv layer.", factory=lambda: [16, 32], min=1, max=4096)
     map_channels: list[int] = setting(help="Output channels of 3x3 conv layers over the memory map that ends a level game's observation (CaptureTheFlag env.kwargs.seen_map), for either encoder; [] (default): the map enters the MLP flat.", factory=list, min=1, max=4096)
-    planner: str = setting(PLANNER_NONE, help="A learned planner over the cell memory that ends a level game's observation (CaptureTheFlag env.kwargs.cell_memory): 'vin' (value iteration networks, Tamar et al. 2016: a reward map from two 3x3 conv layers, planner_iterations rounds of a 3x3 conv and a max over move channels for two goals, read out at the agent's cell and joined to the other features); 'none' (default): the map enters the MLP flat, or through map_channels.", choices=PLANNERS)
-    planner_iterations: int = setting(40, help="planner: vin only: value-iteration rounds (a value travels one cell a round: about the longest path the plan needs).", min=1, max=1000)
+    planner: str = setting(PLANNER_NONE, help="A learned planner over the cell memory that ends a level game's observation (CaptureTheFlag env.kwargs.cell_memory): 'vin' (value iteration networks, Tamar et al. 2016, in max-product form: two conv layers give a goal map and a passability map for each of two goals, value iteration over the grid, read out at the agent's cell and joined to the other features); 'none' (default): the map enters the MLP flat, or through map_channels.", choices=PLANNERS)
+    planner_iterations: int = setting(0, help="planner: vin only: 0 (default): the exact fixed point of value iteration, any path length (Dijkstra on CPU); k > 0: k unrolled rounds (a value travels one cell a round: paths longer than k are not planned; ~45x slower to train on CPU).", min=0, max=1000)
     planner_channels: int = setting(16, help="planner: vin only: hidden channels of the reward map's first conv layer.", min=1, max=1024)
     memory: str = setting(MEMORY_NONE, help="What the policy remembers between steps: 'none' (a feed-forward policy) or 'lstm' (a recurrent policy: an LSTM after the encoder; policy and value heads share encoder and LSTM, one hidden state per agent, vf_share_layers is then not used). Old spelling: use_lstm: true/false.", choices=MEMORIES)
     lstm_cell_size: int = setting(256, help="memory: lstm only: LSTM hidden size.", min=1, max=8192)

@@ -22,7 +22,7 @@ policy never picks an illegal move (neither when sampling nor with argmax).
   planner         "none" | "vin": with `map_shape` (the cell memory of envs/cell_memory.py ending the features),
                   value iteration networks over it (`_ValueIteration`), read out at the agent's cell
   planner_iterations / planner_channels
-                  vin: value-iteration rounds; hidden channels of the reward map
+                  vin: 0 for the exact fixed point, k > 0 for k value-iteration rounds; hidden channels of the maps
   train_bf16      bool: `forward_train` (the learner) under torch.autocast bfloat16; outputs float32
   lstm_use_prev_action / lstm_use_prev_reward
                   the LSTM also reads the one-hot previous action (Box: the action vector) / the
@@ -83,17 +83,54 @@ def _convs(in_c: int, channels: list[int], activation: str) -> tuple[nn.Sequenti
     return nn.Sequential(*layers), in_c
 
 
+class _FixedPoint(torch.autograd.Function):
+    """The exact value-iteration fixed point of `_ValueIteration` on CPU tensors: `envs/grid_values.py`'s
+    Dijkstra forward and its gradient along the best paths backward (numba kernels; no autograd graph of
+    unrolled rounds to keep). Only the rows `real` marks are solved; the others (the zero padding of training
+    sequences, which no loss and no later step reads) keep V = G."""
+
+    @staticmethod
+    def forward(ctx, goal, passable, real):
+        from spade_rllib.envs.grid_values import solve
+
+        n, g, h, w = goal.shape
+        rows = np.flatnonzero(real.numpy())
+        v = goal.detach().numpy().copy()
+        q = passable.detach().numpy()[rows].reshape(-1, h * w)
+        solved, succ, order = solve(v[rows].reshape(-1, h * w), q, w)
+        v[rows] = solved.reshape(-1, g, h, w)
+        ctx.kernel = (rows, solved, q, succ, order, goal.shape)
+        return torch.from_numpy(v)
+
+    @staticmethod
+    def backward(ctx, grad_v):
+        from spade_rllib.envs.grid_values import gradient
+
+        rows, solved, q, succ, order, shape = ctx.kernel
+        grad_goal = grad_v.detach().float().numpy().copy()
+        grad_q = np.zeros_like(grad_goal)
+        grad_g, grad_p = gradient(grad_goal[rows].reshape(solved.shape), solved, q, succ, order)
+        grad_goal[rows] = grad_g.reshape(-1, *shape[1:])
+        grad_q[rows] = grad_p.reshape(-1, *shape[1:])
+        return torch.from_numpy(grad_goal), torch.from_numpy(grad_q), None
+
+
 class _ValueIteration(nn.Module):
     """A learned planner on the cell memory: value iteration networks (Tamar et al., NeurIPS 2016) in the
     max-product form of a deterministic grid world, for two goals at once (say, the enemy flag and the way home:
     the policy picks by what it carries). Two conv layers over the memory's channels give, per goal, a goal map G
     and a passability map P (sigmoids: which channels mean "goal" and "wall" is learned, nothing is told); then
-    `iterations` rounds of V = max(G, P * GAMMA * max over the 4 neighbours of V), so V ~ GAMMA ** (steps to the
-    goal over passable cells). Read out at the agent's cell (the memory's `self` channel: a masked sum, which ONNX
-    exports as it is): per goal, for each move (up, down, left, right) the change of distance it brings, clipped
-    to [-1, 1], and the distance / 64 (the fixed planner's features, `envs/cell_memory.py`, but learned). A value
-    travels one cell per round: `iterations` bounds the path lengths it can plan. Shifts and maxima only, no
-    convolution per round: on CPU, grouped 3x3 convolutions made each round ~30x slower."""
+    V = max(G, P * GAMMA * max over the 4 neighbours of V), so V ~ GAMMA ** (steps to the goal over passable
+    cells). Read out at the agent's cell (the memory's `self` channel: a masked sum, which ONNX exports as it
+    is): per goal, for each move (up, down, left, right) the change of distance it brings, clipped to [-1, 1],
+    and the distance / 64 (the fixed planner's features, `envs/cell_memory.py`, but learned).
+
+    `iterations` 0 (exact): V is the fixed point, whatever the path lengths, solved on CPU by Dijkstra's
+    algorithm with its gradient along the best paths (`envs/grid_values.py`, `_FixedPoint`), and elsewhere by
+    rounds until nothing changes (CUDA: a Python loop; ONNX export: a Loop), which reach the same fixed point.
+    `iterations` k > 0: k unrolled rounds (a value travels one cell a round, so k bounds the paths it plans; checkpoints trained
+    this way keep it). A round is shifts and maxima, no convolution: on CPU, grouped 3x3 convolutions made each
+    round ~30x slower."""
 
     GOALS, GAMMA, SCALE = 2, 0.9, 64.0
 
@@ -110,14 +147,39 @@ class _ValueIteration(nn.Module):
         p = nn.functional.pad(v, (1, 1, 1, 1))
         return p[:, :, :-2, 1:-1], p[:, :, 2:, 1:-1], p[:, :, 1:-1, :-2], p[:, :, 1:-1, 2:]
 
+    def _values(self, goal, passable, real):
+        """V from (N, G, H, W) goal and discounted passability maps (see the class docstring); `real` (N,): the
+        rows that hold an agent (the kernel skips the others)."""
+        exporting = torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling()
+        if self.iterations:
+            v = goal
+            for _ in range(self.iterations):
+                v = self._round(goal, passable, v)
+            return v
+        if exporting:  # ONNX: a Loop until nothing changes (at most H * W - 1 rounds)
+            from torch._higher_order_ops.while_loop import while_loop
+
+            def body(v, _changed):
+                new = self._round(goal, passable, v)
+                return new, (new != v).any()
+
+            return while_loop(lambda _v, changed: changed.clone(), body, (goal.clone(), torch.tensor(True)))[0]
+        if goal.device.type == "cpu":
+            return _FixedPoint.apply(goal.float(), passable.float(), real).to(goal.dtype)
+        v, new = goal, self._round(goal, passable, goal)
+        while not torch.equal(new, v):
+            v, new = new, self._round(goal, passable, new)
+        return new
+
+    def _round(self, goal, passable, v):
+        up, down, left, right = self._neighbours(v)
+        return torch.maximum(goal, passable * torch.maximum(torch.maximum(up, down), torch.maximum(left, right)))
+
     def forward(self, grid):
         maps = torch.sigmoid(self.maps(grid))
         goal, passable = maps[:, :self.GOALS], maps[:, self.GOALS:] * self.GAMMA
-        v = goal
-        for _ in range(self.iterations):
-            up, down, left, right = self._neighbours(v)
-            v = torch.maximum(goal, passable * torch.maximum(torch.maximum(up, down), torch.maximum(left, right)))
         here = grid[:, self.self_channel:self.self_channel + 1]
+        v = self._values(goal, passable, here.detach().flatten(1).amax(1) > 0)
         steps = torch.log(v.clamp(min=1e-6)) / math.log(1.0 / self.GAMMA)  # -(steps to the goal)
         at = (steps * here).sum(dim=(2, 3))
         moves = [((n * here).sum(dim=(2, 3)) - at).neg().clamp(-1.0, 1.0) for n in self._neighbours(steps)]
