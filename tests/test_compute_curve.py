@@ -67,7 +67,7 @@ def test_each_recipe_resolves_to_its_own_model_and_observation(tmp_path):
         seen[recipe] = (bool(cfg.env.kwargs.get("plan")), cfg.env.kwargs.get("cell_memory", 0), cfg.agent.model.planner)
     assert seen["lstm"] == (False, 0, "none")
     assert seen["plan"] == (True, 0, "none")
-    assert seen["vin"] == (True, 21, "vin")
+    assert seen["vin"] == (False, 21, "vin")  # the learned planner alone: no fixed plan beside it
 
 
 def test_carry_keeps_the_newest_whole_checkpoint_and_a_rerun_resumes_from_it(tmp_path, monkeypatch):

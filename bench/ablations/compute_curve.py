@@ -5,8 +5,8 @@ the run's own final held-out evaluation, with `final_heldout_max_size: 0` so eve
 
 Recipes: `lstm` is `tune_configs/quickstart.yaml` without the plan (the LSTM demo before issue #60: every recipe
 sets `env.kwargs` whole, so none inherits the shipped `plan: true`); `plan` the demo as shipped, the fixed
-planner (`env.kwargs.plan: true`, envs/cell_memory.py); `vin` with the cell memory and the learned planner.
-Only the budget differs from `make demo`; the wall-clock cap is lifted.
+planner (`env.kwargs.plan: true`, envs/cell_memory.py); `vin` the cell memory read by the learned planner (no
+fixed plan beside it). Only the budget differs from `make demo`; the wall-clock cap is lifted.
 
 Resumable by unit: a unit is one (recipe, seed, milestone); its figures go to
 `<out-dir>/<recipe>_seed<k>/<milestone>.json` at once (the run's `final_evaluation.json` with the env steps it
@@ -38,7 +38,7 @@ from bench.common import check_bench_args, parse_counts, read_json, refuse  # no
 RECIPES = {
     "lstm": ["env.kwargs={draw_reward: -0.1}"],
     "plan": ["env.kwargs={draw_reward: -0.1, plan: true}"],
-    "vin": ["env.kwargs={draw_reward: -0.1, plan: true, cell_memory: 21}", "agent.model.planner=vin"],
+    "vin": ["env.kwargs={draw_reward: -0.1, cell_memory: 21}", "agent.model.planner=vin"],
 }
 EVALUATION = ["evaluation.final_heldout_max_size=0", "evaluation.final_heldout_games=8",
               "evaluation.final_heldout_size_games=8",

@@ -128,9 +128,9 @@ class _ValueIteration(nn.Module):
     `iterations` 0 (exact): V is the fixed point, whatever the path lengths, solved on CPU by Dijkstra's
     algorithm with its gradient along the best paths (`envs/grid_values.py`, `_FixedPoint`), and elsewhere by
     rounds until nothing changes (CUDA: a Python loop; ONNX export: a Loop), which reach the same fixed point.
-    `iterations` k > 0: k unrolled rounds (a value travels one cell a round, so k bounds the paths it plans; checkpoints trained
-    this way keep it). A round is shifts and maxima, no convolution: on CPU, grouped 3x3 convolutions made each
-    round ~30x slower."""
+    `iterations` k > 0: k unrolled rounds (a value travels one cell a round, so k bounds the paths it plans;
+    checkpoints trained this way keep it). A round is shifts and maxima, no convolution: on CPU, grouped 3x3
+    convolutions made each round ~30x slower."""
 
     GOALS, GAMMA, SCALE = 2, 0.9, 64.0
 
