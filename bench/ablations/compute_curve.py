@@ -124,7 +124,12 @@ def save_carry(trial: Path, dest: Path) -> Path:
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    shutil.copy2(Path(trial) / RUN_CONFIG_FILE, tmp / RUN_CONFIG_FILE)
+    import yaml
+
+    config = yaml.safe_load((Path(trial) / RUN_CONFIG_FILE).read_text()) or {}
+    if isinstance(config.get("experiment"), dict) and "storage_path" in config["experiment"]:
+        config["experiment"]["storage_path"] = "runs/compute_curve"  # this machine's path stays here (a stage sets it)
+    (tmp / RUN_CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
     shutil.copytree(newest, tmp / Path(newest).name)
     old = dest.with_name(dest.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
