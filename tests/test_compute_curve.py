@@ -7,6 +7,7 @@ import json
 import sys
 
 import pytest
+import yaml
 
 from bench.ablations import compute_curve as cc
 
@@ -78,7 +79,8 @@ def test_carry_keeps_the_newest_whole_checkpoint_and_a_rerun_resumes_from_it(tmp
     trial = tmp_path / "runs" / "plan_seed0" / "plan_seed0_abc"
     for name in ("checkpoint_000001", "checkpoint_000002"):
         save_tiny_checkpoint(trial, "MazeRace-v0", checkpoint_name=name, env_kwargs={})
-    (trial / "config.yaml").write_text("env: {id: MazeRace-v0}\nexperiment: {storage_path: /abs/runs}\n")
+    (trial / "config.yaml").write_text("env: {id: MazeRace-v0}\nexperiment: {storage_path: /abs/runs}\n"
+                                       "evaluation: {final_heldout_levels: [/elsewhere/checkout/spade_rllib/levels]}\n")
     (trial / "checkpoint_000003").mkdir()  # half written: skipped
     out = tmp_path / "units"
     base = ["--recipe", "plan", "--out-dir", str(out), "--run-root", str(tmp_path / "elsewhere")]
@@ -86,7 +88,9 @@ def test_carry_keeps_the_newest_whole_checkpoint_and_a_rerun_resumes_from_it(tmp
     carry = out / "plan_seed0" / "carry"
     assert summary["carried"] == str(carry / "checkpoint_000002")
     assert sorted(p.name for p in carry.iterdir()) == ["checkpoint_000002", "config.yaml"]
-    assert "/abs" not in (carry / "config.yaml").read_text()  # no machine path is committed
+    carried = yaml.safe_load((carry / "config.yaml").read_text())  # no machine path is committed
+    assert carried["experiment"]["storage_path"] == "runs/compute_curve"
+    assert carried["evaluation"]["final_heldout_levels"] == ["spade_rllib/levels"]  # found from the repo's root
     save_tiny_checkpoint(trial, "MazeRace-v0", checkpoint_name="checkpoint_000004", env_kwargs={})
     cc.main([*base, "--carry", str(trial)])
     assert sorted(p.name for p in carry.iterdir()) == ["checkpoint_000004", "config.yaml"]

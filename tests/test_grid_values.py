@@ -101,8 +101,8 @@ def test_planner_iterations_default_and_bounds():
 
 
 def test_padding_rows_are_not_planned_and_do_not_change_the_real_ones():
-    """The zero padding of training sequences (no agent cell) is skipped by the kernel; the real rows read the same
-    with and without padding beside them."""
+    """The zero padding of training sequences (no agent cell) is not planned (read-out 0); the real rows read the
+    same with and without padding beside them."""
     from spade_rllib.rllib.module import _ValueIteration
 
     torch.manual_seed(2)
@@ -114,5 +114,6 @@ def test_padding_rows_are_not_planned_and_do_not_change_the_real_ones():
     padded = np.concatenate([grid[:1], np.zeros_like(grid[:1]), grid[1:]])
     alone, beside = vi(torch.from_numpy(grid)), vi(torch.from_numpy(padded))
     np.testing.assert_array_equal(alone.detach().numpy(), beside.detach().numpy()[[0, 2, 3]])
+    assert not beside[1].any()
     beside.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in vi.parameters())

@@ -110,6 +110,21 @@ def carry_dir(args: argparse.Namespace) -> Path:
     return Path(args.out_dir) / f"{args.recipe}_seed{args.seed}" / "carry"
 
 
+def _repo_relative(value):
+    """`value` (a loaded config) with every absolute path into a checkout of this repository made relative to its
+    root (the resolved config names the held-out maps by this machine's path; a stage runs from the root)."""
+    if isinstance(value, dict):
+        return {k: _repo_relative(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_repo_relative(v) for v in value]
+    if isinstance(value, str) and value.startswith("/"):
+        parts = Path(value).parts[1:]
+        for i in range(len(parts)):
+            if (ROOT.joinpath(*parts[i:])).exists() and parts[i] != "..":
+                return str(Path(*parts[i:]))
+    return value
+
+
 def save_carry(trial: Path, dest: Path) -> Path:
     """`trial`'s newest whole checkpoint and its config.yaml into `dest`, replacing what was there (written
     beside it first, then swapped in, so a stop midway leaves the old carry whole); the checkpoint's path."""
@@ -126,7 +141,7 @@ def save_carry(trial: Path, dest: Path) -> Path:
     tmp.mkdir(parents=True)
     import yaml
 
-    config = yaml.safe_load((Path(trial) / RUN_CONFIG_FILE).read_text()) or {}
+    config = _repo_relative(yaml.safe_load((Path(trial) / RUN_CONFIG_FILE).read_text()) or {})
     if isinstance(config.get("experiment"), dict) and "storage_path" in config["experiment"]:
         config["experiment"]["storage_path"] = "runs/compute_curve"  # this machine's path stays here (a stage sets it)
     (tmp / RUN_CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))

@@ -86,33 +86,25 @@ def _convs(in_c: int, channels: list[int], activation: str) -> tuple[nn.Sequenti
 class _FixedPoint(torch.autograd.Function):
     """The exact value-iteration fixed point of `_ValueIteration` on CPU tensors: `envs/grid_values.py`'s
     Dijkstra forward and its gradient along the best paths backward (numba kernels; no autograd graph of
-    unrolled rounds to keep). Only the rows `real` marks are solved; the others (the zero padding of training
-    sequences, which no loss and no later step reads) keep V = G."""
+    unrolled rounds to keep)."""
 
     @staticmethod
-    def forward(ctx, goal, passable, real):
+    def forward(ctx, goal, passable):
         from spade_rllib.envs.grid_values import solve
 
         n, g, h, w = goal.shape
-        rows = np.flatnonzero(real.numpy())
-        v = goal.detach().numpy().copy()
-        q = passable.detach().numpy()[rows].reshape(-1, h * w)
-        solved, succ, order = solve(v[rows].reshape(-1, h * w), q, w)
-        v[rows] = solved.reshape(-1, g, h, w)
-        ctx.kernel = (rows, solved, q, succ, order, goal.shape)
-        return torch.from_numpy(v)
+        q = passable.detach().reshape(n * g, h * w).numpy()
+        v, succ, order = solve(goal.detach().reshape(n * g, h * w).numpy(), q, w)
+        ctx.kernel = (v, q, succ, order, goal.shape)
+        return torch.from_numpy(v).reshape(n, g, h, w)
 
     @staticmethod
     def backward(ctx, grad_v):
         from spade_rllib.envs.grid_values import gradient
 
-        rows, solved, q, succ, order, shape = ctx.kernel
-        grad_goal = grad_v.detach().float().numpy().copy()
-        grad_q = np.zeros_like(grad_goal)
-        grad_g, grad_p = gradient(grad_goal[rows].reshape(solved.shape), solved, q, succ, order)
-        grad_goal[rows] = grad_g.reshape(-1, *shape[1:])
-        grad_q[rows] = grad_p.reshape(-1, *shape[1:])
-        return torch.from_numpy(grad_goal), torch.from_numpy(grad_q), None
+        v, q, succ, order, shape = ctx.kernel
+        grad_goal, grad_q = gradient(grad_v.detach().reshape(v.shape).float().numpy(), v, q, succ, order)
+        return torch.from_numpy(grad_goal).reshape(shape), torch.from_numpy(grad_q).reshape(shape)
 
 
 class _ValueIteration(nn.Module):
@@ -147,10 +139,8 @@ class _ValueIteration(nn.Module):
         p = nn.functional.pad(v, (1, 1, 1, 1))
         return p[:, :, :-2, 1:-1], p[:, :, 2:, 1:-1], p[:, :, 1:-1, :-2], p[:, :, 1:-1, 2:]
 
-    def _values(self, goal, passable, real):
-        """V from (N, G, H, W) goal and discounted passability maps (see the class docstring); `real` (N,): the
-        rows that hold an agent (the kernel skips the others)."""
-        exporting = torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling()
+    def _values(self, goal, passable, exporting: bool):
+        """V from (N, G, H, W) goal and discounted passability maps (see the class docstring)."""
         if self.iterations:
             v = goal
             for _ in range(self.iterations):
@@ -165,7 +155,7 @@ class _ValueIteration(nn.Module):
 
             return while_loop(lambda _v, changed: changed.clone(), body, (goal.clone(), torch.tensor(True)))[0]
         if goal.device.type == "cpu":
-            return _FixedPoint.apply(goal.float(), passable.float(), real).to(goal.dtype)
+            return _FixedPoint.apply(goal.float(), passable.float()).to(goal.dtype)
         v, new = goal, self._round(goal, passable, goal)
         while not torch.equal(new, v):
             v, new = new, self._round(goal, passable, new)
@@ -176,10 +166,23 @@ class _ValueIteration(nn.Module):
         return torch.maximum(goal, passable * torch.maximum(torch.maximum(up, down), torch.maximum(left, right)))
 
     def forward(self, grid):
+        """(N, C, H, W) memories -> (N, out_size) read-outs. Rows without an agent cell (the zero padding of
+        training sequences, which no loss and no later step reads) are not planned: their read-out is 0."""
+        exporting = torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling()
+        if not exporting:
+            real = grid[:, self.self_channel].detach().flatten(1).amax(1) > 0
+            if not bool(real.all()):
+                out = grid.new_zeros(grid.shape[0], self.out_size)
+                if bool(real.any()):
+                    out[real] = self._plan(grid[real], exporting)
+                return out
+        return self._plan(grid, exporting)
+
+    def _plan(self, grid, exporting: bool):
         maps = torch.sigmoid(self.maps(grid))
         goal, passable = maps[:, :self.GOALS], maps[:, self.GOALS:] * self.GAMMA
         here = grid[:, self.self_channel:self.self_channel + 1]
-        v = self._values(goal, passable, here.detach().flatten(1).amax(1) > 0)
+        v = self._values(goal, passable, exporting)
         steps = torch.log(v.clamp(min=1e-6)) / math.log(1.0 / self.GAMMA)  # -(steps to the goal)
         at = (steps * here).sum(dim=(2, 3))
         moves = [((n * here).sum(dim=(2, 3)) - at).neg().clamp(-1.0, 1.0) for n in self._neighbours(steps)]
