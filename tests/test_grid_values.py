@@ -117,3 +117,22 @@ def test_padding_rows_are_not_planned_and_do_not_change_the_real_ones():
     assert not beside[1].any()
     beside.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in vi.parameters())
+
+
+def test_the_rounds_used_off_cpu_reach_the_kernels_fixed_point():
+    """`_converge` (CUDA's path: rounds until nothing changes, through autograd) against the Dijkstra kernel, values
+    and gradients, run here on CPU tensors."""
+    from spade_rllib.rllib.module import _FixedPoint, _ValueIteration
+
+    vi = _ValueIteration(len(CHANNELS), 4, iterations=0, self_channel=C_SELF)
+    goal, q = random_maps(np.random.default_rng(5), 4, 13, 13)
+    goal, q = goal.reshape(2, 2, 13, 13), q.reshape(2, 2, 13, 13)
+    a = (goal.clone().requires_grad_(True), q.clone().requires_grad_(True))
+    b = (goal.clone().requires_grad_(True), q.clone().requires_grad_(True))
+    rounds_v, kernel_v = vi._converge(*a), _FixedPoint.apply(*b)
+    np.testing.assert_allclose(rounds_v.detach().numpy(), kernel_v.detach().numpy(), rtol=2e-6, atol=1e-12)
+    weights = torch.rand(rounds_v.shape) * (torch.rand(rounds_v.shape) < 0.1)
+    (rounds_v * weights).sum().backward()
+    (kernel_v * weights).sum().backward()
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -156,6 +156,10 @@ class _ValueIteration(nn.Module):
             return while_loop(lambda _v, changed: changed.clone(), body, (goal.clone(), torch.tensor(True)))[0]
         if goal.device.type == "cpu":
             return _FixedPoint.apply(goal.float(), passable.float()).to(goal.dtype)
+        return self._converge(goal, passable)
+
+    def _converge(self, goal, passable):
+        """Rounds until nothing changes (at most H * W - 1): the fixed point through autograd, on any device."""
         v, new = goal, self._round(goal, passable, goal)
         while not torch.equal(new, v):
             v, new = new, self._round(goal, passable, new)
