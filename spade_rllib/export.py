@@ -129,11 +129,28 @@ def example_inputs(policy: Policy, batch: int = 2, seed: int = 0) -> tuple[np.nd
     return (feats.reshape((batch,) + policy._obs_shape),)
 
 
+LOOP_OPSET = 18
+"""The least opset of a module whose graph holds a Loop (the exact learned planner, `agent.model.planner: vin`):
+onnx's version converter does not convert a Loop's body, so the export writes the exporter's own opset."""
+
+
+def _has_loop(policy: Policy) -> bool:
+    from spade_rllib.rllib.module import _ValueIteration
+
+    module = getattr(policy, "module", None)
+    return module is not None and any(isinstance(m, _ValueIteration) and not m.iterations for m in module.modules())
+
+
 def export_onnx(policy: Policy, out: str | Path, opset: int = OPSET) -> Path:
-    """Write `policy`'s inference forward pass as ONNX to `out`; returns the path."""
+    """Write `policy`'s inference forward pass as ONNX to `out`; returns the path. A module with the exact learned
+    planner is written at opset `LOOP_OPSET` at least (a note says so)."""
     import torch
 
     out = Path(out)
+    if opset < LOOP_OPSET and _has_loop(policy):
+        print(f"note: opset {opset} -> {LOOP_OPSET}: this module's exact planner exports as an ONNX Loop, which onnx's "
+              f"version converter cannot take below {LOOP_OPSET}", file=sys.stderr)
+        opset = LOOP_OPSET
     inputs = tuple(torch.from_numpy(x) for x in example_inputs(policy))
     names = [INPUT_NAME] + ([MASK_INPUT_NAME] if len(inputs) == 2 else [])
     outputs = output_names(policy)

@@ -195,9 +195,12 @@ def test_value_iteration_reads_distances_at_the_agents_cell():
                                              d[6, 5] - d[6, 4]], abs=1e-3)
 
 
-def test_onnx_and_policy_of_a_planner_run_act_on_its_envs_observations(tmp_path):
+def test_onnx_and_policy_of_a_planner_run_act_on_its_envs_observations(tmp_path, capsys):
     """A CaptureTheFlag run with the cell memory, the plan and the learned planner exports to ONNX with torch's
-    logits on real observations, and `load_policy` plays it (evaluation and `play` act through it)."""
+    logits on real observations (its exact planner as a Loop, at opset 18 with a note), and `load_policy` plays it
+    (evaluation and `play` act through it)."""
+    import onnx
+
     from spade_rllib.export import export_onnx, onnx_logits, torch_logits
     from spade_rllib.players.policy import load_policy
     from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
@@ -212,6 +215,10 @@ def test_onnx_and_policy_of_a_planner_run_act_on_its_envs_observations(tmp_path)
     assert policy.feature_size == x.shape[1]
     path = export_onnx(policy, tmp_path / "ctf.onnx")
     assert np.max(np.abs(onnx_logits(path, x) - torch_logits(policy, x))) <= 1e-5
+    graph = onnx.load(str(path))
+    assert {o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")} == {18}
+    assert any(node.op_type == "Loop" for node in graph.graph.node)
+    assert "opset 17 -> 18" in capsys.readouterr().err
     assert all(0 <= policy.act(obs[a]) < 6 for a in env.possible_agents)
 
 
