@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from spade_rllib.envs.jit import kernels
+
 __all__ = ["CellMemory", "CHANNELS", "PLAN_SIZE", "PLAN_TARGETS", "SIGHTING_DECAY", "MAX_SIDE", "MIN_SIDE",
            "bfs_distances"]
 
@@ -99,23 +101,10 @@ def _plan_features(dist: np.ndarray, r: int, c: int, out: np.ndarray) -> None:
         out[base + 4] = min(1.0, here / PLAN_DIST_SCALE)
 
 
-_KERNELS: tuple = ()
-
-
 def _kernels(compiled: bool = True) -> tuple:
     """(bfs, plan features): numba-compiled on first use (a few microseconds a call instead of ~100 on a 21x21
     grid; compiling costs ~1 s once per process, cached on disk); the same loops in Python without numba."""
-    global _KERNELS
-    if not compiled:
-        return _bfs, _plan_features
-    if not _KERNELS:
-        try:
-            from numba import njit
-        except ImportError:  # pragma: no cover - numba is a declared dependency
-            _KERNELS = (_bfs, _plan_features)
-        else:
-            _KERNELS = (njit(cache=True, nogil=True)(_bfs), njit(cache=True, nogil=True)(_plan_features))
-    return _KERNELS
+    return kernels(_bfs, _plan_features) if compiled else (_bfs, _plan_features)
 
 
 def bfs_distances(passable: np.ndarray, target: tuple[int, int], out: np.ndarray, compiled: bool = True) -> np.ndarray:

@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from spade_rllib.envs.jit import kernels
+
 __all__ = ["solve", "gradient"]
 
 
@@ -148,21 +150,8 @@ def _gradient(grad_v, v, q, succ, order, grad_goal, grad_q):
                 grad_goal[m, x] = acc[x]
 
 
-_KERNELS: tuple = ()
-
-
 def _kernels(compiled: bool) -> tuple:
-    global _KERNELS
-    if not compiled:
-        return _solve, _gradient
-    if not _KERNELS:
-        try:
-            from numba import njit
-        except ImportError:  # pragma: no cover - numba is a declared dependency
-            _KERNELS = (_solve, _gradient)
-        else:
-            _KERNELS = (njit(cache=True, nogil=True)(_solve), njit(cache=True, nogil=True)(_gradient))
-    return _KERNELS
+    return kernels(_solve, _gradient) if compiled else (_solve, _gradient)
 
 
 def solve(goal: np.ndarray, q: np.ndarray, width: int, compiled: bool = True) -> tuple:
