@@ -257,3 +257,28 @@ def test_league_with_the_cell_memory_plan_and_learned_planner(ray_session):
         assert sum(comp.league.games(m) for m in comp.league.snapshots()) > 0
     finally:
         algo.stop()
+
+
+def test_plan_follower_bench_ends_with_json():
+    """`bench/ablations/plan_follower.py`: the scripted player that reads only the plan of its own observation, against
+    the racing bots per held-out map. On `maze_21` it reaches the rusher's flag before the rusher is home (a
+    stalemate draw, never a loss): the line main's learned policy is compared with in docs/results.md."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "bench/ablations/plan_follower.py", "--games", "4", "--maps",
+                           "open_field,maze_21", "--bots", "rusher,hybrid"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120, check=True)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["games"] == 4 and set(out["by_map"]) == {"open_field", "maze_21"}
+    assert set(out["by_size"]) == {"up to 11x11", "17-21"}
+    assert all(sum(o.values()) == 8 for o in out["outcomes"].values())
+    assert out["by_map"]["maze_21"]["rusher"] == 0.5
+    bad = subprocess.run([sys.executable, "bench/ablations/plan_follower.py", "--bots", "rusherr"],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "did you mean 'rusher'" in bad.stderr

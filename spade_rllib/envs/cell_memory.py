@@ -24,12 +24,12 @@ The grid is allocentric: level cell (r, c) is grid cell (r, c) of a fixed ``side
 
 What is never in it: any cell outside the agent's past windows, any opponent it has not seen, paths.
 
-``plan`` (``PLAN_SIZE`` = 15 floats) is a fixed planner on the same memory: breadth-first distances over the
-cells not known to be walls (never-seen cells assumed open, as the partial-view reference agent of
-docs/ctf.md assumes), towards three targets: the enemy base, the own base, and the last sighting of the own
-flag's carrier (zeros while there is none). Per target: for each move (up, down, left, right) the change of
-distance it brings, clipped to [-1, 1] (a move into a known wall reads +1), then the agent's distance / 64,
-clipped to 1 (1 when unreachable). Distances are recomputed only when a new wall is seen (or the target moves).
+``plan`` (``PLAN_SIZE`` = 15 floats) is a fixed planner on the same memory: breadth-first distances over the cells
+not known to be walls (never-seen cells assumed open), towards three targets: the enemy base, the own base, and the
+last sighting of the own flag's carrier (zeros while there is none). Per target: for each move (up, down, left,
+right) the change of distance it brings, clipped to [-1, 1] (a move into a known wall reads +1), then the agent's
+distance / 64, clipped to 1 (1 when unreachable). Distances are recomputed only when a new wall is seen (or the
+target moves).
 """
 from __future__ import annotations
 
