@@ -259,7 +259,7 @@ def test_league_with_the_cell_memory_plan_and_learned_planner(ray_session):
         algo.stop()
 
 
-def test_plan_follower_bench_ends_with_json():
+def test_plan_follower_bench_ends_with_json(tmp_path):
     """`bench/ablations/plan_follower.py`: the scripted player that reads only the plan of its own observation, against
     the racing bots per held-out map. On `maze_21` it reaches the rusher's flag before the rusher is home (a
     stalemate draw, never a loss): the line main's learned policy is compared with in docs/results.md."""
@@ -282,3 +282,18 @@ def test_plan_follower_bench_ends_with_json():
     bad = subprocess.run([sys.executable, "bench/ablations/plan_follower.py", "--bots", "rusherr"],
                          cwd=root, env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "did you mean 'rusher'" in bad.stderr
+
+    from bench.ablations import plan_follower as pf
+    from spade_rllib.testing.tiny_checkpoints import save_tiny_checkpoint
+
+    planned = save_tiny_checkpoint(tmp_path / "plan", "CaptureTheFlag-v0", seed=1, env_kwargs={"plan": True})
+    out = pf.main(["--games", "2", "--maps", "open_field", "--bots", "rusher", "--checkpoint", str(planned),
+                   "--stochastic"])
+    main = out["main"]
+    assert main["stochastic"] and sum(main["outcomes"]["rusher"].values()) == 2
+    habits = main["habits"]["open_field"]
+    assert habits["idle_tags"] >= 0 and habits["noops"] >= 0 and 0.0 <= habits["on_plan"] <= 1.0
+    unplanned = save_tiny_checkpoint(tmp_path / "none", "CaptureTheFlag-v0", seed=1, env_kwargs={"trail": True})
+    with pytest.raises(SystemExit) as e:
+        pf.main(["--games", "1", "--checkpoint", str(unplanned)])
+    assert e.value.code == 2

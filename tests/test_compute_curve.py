@@ -52,6 +52,9 @@ def test_plot_from_units(tmp_path):
     points = cc.curve_points(tmp_path)
     assert points["plan"]["large/rusher"][0][1] == pytest.approx(0.4)  # two seeds averaged
     assert points["plan"]["large/rusher"][0][2] == [0.3, 0.5]
+    assert points["plan"]["navigation"][0][2] == [0.3, 0.5]
+    assert cc.navigation({"final_heldout_all/still/win_rate": 0.6, "final_heldout_all/still/draw_rate": 0.3}) == \
+        pytest.approx(0.75)  # a score like the summary's: a draw counts half
     png = cc.plot(tmp_path, tmp_path / "curve.png")
     assert png.stat().st_size > 5000
     assert sys.modules["matplotlib"].get_backend().lower() == "agg"

@@ -183,15 +183,21 @@ CLASS_LABELS = {"small": "up to 11x11", "medium": "13-15", "large": "17-21"}
 BOTS = ("rusher", "raider", "hybrid")
 
 
+def navigation(ev: dict) -> float | None:
+    """Score (win + draw / 2) against the still team over every map, as the run's summary prints it; None if absent."""
+    win, draw = ev.get("final_heldout_all/still/win_rate"), ev.get("final_heldout_all/still/draw_rate")
+    return None if win is None else float(win) + 0.5 * float(draw or 0.0)
+
+
 def curve_points(out_dir: Path) -> dict:
     """{recipe: {series: [(env steps, mean over seeds, [per-seed values])]}} from every unit under `out_dir`; series
-    are `<class>/<bot>` scores and `navigation` (the still team's win rate over every map)."""
+    are `<class>/<bot>` scores and `navigation` (the score against the still team over every map)."""
     by: dict = {}
     for path in sorted(Path(out_dir).glob("*_seed*/*M.json")):
         unit = read_json(path)
         ev = unit["evaluation"]
         series = {f"{c}/{b}": ev.get(f"final_heldout_size/{c}/bot:{b}/score") for c in SIZE_CLASSES for b in BOTS}
-        series["navigation"] = ev.get("final_heldout_all/still/win_rate")
+        series["navigation"] = navigation(ev)
         for name, value in series.items():
             if value is not None:
                 by.setdefault(unit["recipe"], {}).setdefault(name, {}).setdefault(unit["milestone"], []).append(
@@ -284,7 +290,7 @@ def main(argv=None) -> dict:
     summary = {"bench": "compute_curve", "recipe": args.recipe, "seed": args.seed,
                "units": [{"milestone": u["milestone"], "env_steps": u["env_steps"],
                           "large_rusher": u["evaluation"].get("final_heldout_size/large/bot:rusher/score"),
-                          "navigation": u["evaluation"].get("final_heldout_all/still/win_rate")} for u in done],
+                          "navigation": navigation(u["evaluation"])} for u in done],
                "missing": [s for s in args.milestone_steps if s not in {u["milestone"] for u in done}]}
     print(json.dumps(summary))
     return summary
