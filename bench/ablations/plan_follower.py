@@ -11,12 +11,12 @@ base, then home while it carries the enemy flag; it never tags and never waits. 
 (game g: env, bot and follower seeded g). Score = win + draw / 2. Prints one line per map and one per size class
 (by the larger side: up to 11, 13-15, 17-21); the last line is one JSON object
 {"games", "by_map": {map: {bot: score}}, "by_size": {class: {bot: score}}, "outcomes": {bot: {win, draw, loss}}}.
-Pure Python (no Ray, no torch); under a second per game.
+The follower is plain Python (no Ray, no torch); under a second per game.
 
 With `--checkpoint`, a run's main (trained with `env.kwargs.plan`) plays the same games (same seeds and seats, its
 run's own env kwargs; argmax, or sampled with `--stochastic`) and the JSON gains "main": the same figures plus, per
 map, its habits in those games: tags with no opponent within two cells, noops, and the share of its moves (while
-not carrying) that are among the plan's best, per game.
+not carrying) that are among the plan's best, per game. Main is loaded with torch, without Ray.
 """
 from __future__ import annotations
 
