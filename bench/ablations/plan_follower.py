@@ -31,6 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
+from bench.ablations.compute_curve import CLASS_LABELS  # noqa: E402
 from spade_rllib.core.validation import did_you_mean  # noqa: E402
 from spade_rllib.curriculum.heldout_maps import load_heldout_levels  # noqa: E402
 from spade_rllib.envs import CaptureTheFlag  # noqa: E402
@@ -38,10 +39,10 @@ from spade_rllib.envs.cell_memory import MOVES, PLAN_SIZE, PLAN_TARGETS  # noqa:
 from spade_rllib.envs.ctf import VECTOR_SIZE  # noqa: E402
 from spade_rllib.games import make_bot  # noqa: E402
 from spade_rllib.games.catalog import heldout_dir  # noqa: E402
+from spade_rllib.rllib.final_heldout_eval import size_class  # noqa: E402  (the summary's size classes)
 
 ENV_ID = "CaptureTheFlag-v0"
 RACERS = ("rusher", "raider", "hybrid")
-SIZE_CLASSES = (("up to 11x11", 0, 11), ("13-15", 12, 15), ("17-21", 16, 99))
 PER_TARGET = len(MOVES) + 1  # per plan target: the change of distance for each move, then the distance
 
 
@@ -125,11 +126,6 @@ def play(level, bot: str, seat: int, seed: int, main: Main | None = None) -> str
     return "draw" if winner == "draw" else ("win" if winner == "AB"[seat] else "loss")
 
 
-def size_class(level) -> str:
-    side = max(level.height, level.width)
-    return next(name for name, lo, hi in SIZE_CLASSES if lo <= side <= hi)
-
-
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", type=int, default=16, help="games per map and bot (seats alternate)")
@@ -194,7 +190,7 @@ def score_games(levels: dict, bots: list[str], games: int, main: Main | None) ->
                 outcomes[bot][r] += 1
             score = float(np.mean([value[r] for r in results]))
             by_map[name][bot] = round(score, 3)
-            classes.setdefault(size_class(level), {}).setdefault(bot, []).append(score)
+            classes.setdefault(CLASS_LABELS[size_class(level.height, level.width)], {}).setdefault(bot, []).append(score)
         line = f"{name:12s} {level.height}x{level.width}  " + "  ".join(f"{b} {by_map[name][b]:.2f}" for b in bots)
         if main is not None:
             n = games * len(bots)
